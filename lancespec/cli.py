@@ -1,0 +1,87 @@
+"""The ``lancespec`` command line.
+
+Exit status: 0 success, 2 the input could not be read (one line on stderr naming the file and the
+problem, no traceback), 3 an internal error (a bug in lancespec; set LANCESPEC_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+
+from .reference.errors import LanceSpecError
+from .reference.table import Dataset
+
+EXIT_OK = 0
+EXIT_UNREADABLE = 2
+EXIT_INTERNAL = 3
+
+
+def parse_storage_options(pairs: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``; raises ValueError on an entry without ``=``."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--storage-option expects KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def _add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a pylance-style storage option (aws_endpoint, aws_region, allow_http, ...); repeat")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .inspect import inspect_report, render_text
+
+    dataset = Dataset.open(args.uri, parse_storage_options(args.storage_option))
+    snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
+    report = inspect_report(dataset, snapshot)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        render_text(report, Console())
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lancespec", description="Conformance tools for the Lance table format.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    inspect = sub.add_parser("inspect", help="show versions, bases, fragments and refs of a dataset")
+    inspect.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    which = inspect.add_mutually_exclusive_group()
+    which.add_argument("--version", type=int, help="a version number (default: latest)")
+    which.add_argument("--tag", help="the version a tag names")
+    inspect.add_argument("--branch", help="a branch (with --version: that version of the branch)")
+    inspect.add_argument("--json", action="store_true", help="print the JSON document (docs/inspect-json.md)")
+    _add_storage_option(inspect)
+    inspect.set_defaults(func=cmd_inspect)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except LanceSpecError as exc:
+        print(f"lancespec: error: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except ValueError as exc:
+        parser.error(str(exc))
+    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        if os.environ.get("LANCESPEC_DEBUG"):
+            raise
+        print(f"lancespec: internal error: {type(exc).__name__}: {exc} (set LANCESPEC_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    return EXIT_OK

@@ -1,0 +1,99 @@
+"""``lancespec inspect``: what one version of a dataset holds, as a stable JSON document or as text.
+
+The JSON document (schema in docs/inspect-json.md, version 1) has the keys ``format``, ``uri``,
+``version``, ``branch``, ``naming``, ``versions``, ``bases``, ``fragments``, ``index_files``, ``tags``,
+``branches`` and ``branch_forks``. Keys are only ever added, never renamed or removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .reference.layout import DELETION_EXTENSIONS
+from .reference.table import Dataset, ResolvedFile, Snapshot
+
+INSPECT_FORMAT = "lancespec.inspect/1"
+
+
+def _file_json(f: ResolvedFile) -> dict[str, Any]:
+    return {"path": f.path, "base_id": f.base_id, "uri": f.uri, "size": f.size}
+
+
+def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
+    """The inspect document for ``snapshot`` of ``dataset``."""
+    main = dataset.main()
+    branches = main.branches()
+    return {
+        "format": INSPECT_FORMAT,
+        "uri": snapshot.root,
+        "version": snapshot.version,
+        "branch": snapshot.branch,
+        "naming": snapshot.naming.value,
+        "versions": dataset.versions() if snapshot.root == dataset.uri else
+        Dataset(snapshot.root, dataset.storage).versions(),
+        "num_rows": snapshot.num_rows,
+        "bases": [
+            {"id": b.id, "name": b.name, "path": b.path, "is_dataset_root": b.is_dataset_root}
+            for b in snapshot.bases
+        ],
+        "fragments": [
+            {
+                "id": frag.id,
+                "physical_rows": frag.physical_rows,
+                "num_rows": frag.num_rows,
+                "files": [_file_json(f) for f in frag.files],
+                "deletion": None
+                if frag.deletion is None
+                else {
+                    "uri": frag.deletion.file.uri,
+                    "base_id": frag.deletion.file.base_id,
+                    "file_type": DELETION_EXTENSIONS.get(frag.deletion.file_type, "unknown"),
+                    "num_deleted_rows": frag.deletion.num_deleted_rows,
+                },
+            }
+            for frag in snapshot.fragments
+        ],
+        "index_files": [_file_json(f) for f in snapshot.index_files],
+        "tags": {name: tag.version for name, tag in sorted(main.tags().items())},
+        "branches": {name: main.branch(name).latest_version() for name in sorted(branches)},
+        "branch_forks": {
+            name: {"parent_branch": rec.parent_branch, "parent_version": rec.parent_version}
+            for name, rec in sorted(branches.items())
+        },
+    }
+
+
+def render_text(report: dict[str, Any], console: Console) -> None:
+    """Print the report for a person."""
+    branch = f" (branch {report['branch']})" if report["branch"] else ""
+    console.print(f"[bold]{report['uri']}[/bold] version {report['version']}{branch}, "
+                  f"{report['num_rows']} rows, {report['naming'].upper()} manifest names")
+    console.print(f"versions: {', '.join(map(str, report['versions']))}")
+    if report["bases"]:
+        bases = Table("id", "name", "path", "dataset root", title="bases")
+        bases.columns[2].overflow = "fold"
+        for b in report["bases"]:
+            bases.add_row(str(b["id"]), b["name"] or "", b["path"], "yes" if b["is_dataset_root"] else "no")
+        console.print(bases)
+    frags = Table("fragment", "rows", "file", "base", "size", "deletion", title="fragments")
+    for column in (frags.columns[2], frags.columns[5]):
+        column.overflow = "fold"
+    for frag in report["fragments"]:
+        deletion = frag["deletion"]
+        deleted = "" if deletion is None else f"{deletion['num_deleted_rows']} rows: {deletion['uri']}"
+        for i, f in enumerate(frag["files"]):
+            frags.add_row(
+                str(frag["id"]) if i == 0 else "",
+                f"{frag['num_rows']}/{frag['physical_rows']}" if i == 0 else "",
+                f["uri"] or f["path"],
+                "root" if f["base_id"] is None else str(f["base_id"]),
+                "" if f["size"] is None else str(f["size"]),
+                deleted if i == 0 else "",
+            )
+    console.print(frags)
+    for kind in ("tags", "branches"):
+        if report[kind]:
+            console.print(f"{kind}: " + ", ".join(f"{k} -> v{v}" for k, v in report[kind].items()))

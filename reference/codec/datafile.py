@@ -1,0 +1,65 @@
+"""Data-file footers, validated without decoding any column (lance-format.md §5.2).
+
+A v2 file ends with a 40-byte footer ``u64 column_meta_start | u64 cmo_table_pos | u64 gbo_table_pos |
+u32 num_global_buffers | u32 num_columns | u16 major | u16 minor | b"LANC"``; a legacy (0.1) file with
+16 bytes ``u64 metadata_pos | u16 major | u16 minor | b"LANC"``. The two offset tables follow each other
+and end where the footer begins.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..errors import FormatError
+
+MAGIC = b"LANC"
+V2_FOOTER_SIZE = 40
+LEGACY_FOOTER_SIZE = 16
+_V2 = struct.Struct("<QQQIIHH4s")
+_LEGACY = struct.Struct("<QHH4s")
+
+# (DataFile.file_major_version, file_minor_version) -> the (major, minor) the footer carries.
+FOOTER_VERSION_FOR = {(2, 0): (0, 3), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (0, 2): (0, 2)}
+
+
+@dataclass(frozen=True)
+class DataFileFooter:
+    """The parsed footer. Legacy files have no column or buffer tables (their counts are None)."""
+
+    major: int
+    minor: int
+    num_columns: int | None
+    num_global_buffers: int | None
+    column_meta_start: int | None
+    cmo_table_pos: int | None
+    gbo_table_pos: int | None
+
+    @property
+    def is_legacy(self) -> bool:
+        return (self.major, self.minor) in ((0, 1), (0, 2))
+
+
+def parse_footer(tail: bytes, file_size: int, where: str = "") -> DataFileFooter:
+    """Parse the footer from the file's last ``min(40, size)`` bytes and check it against ``file_size``."""
+    if len(tail) < LEGACY_FOOTER_SIZE or tail[-4:] != MAGIC:
+        raise FormatError("data file does not end with the LANC magic", where)
+    major, minor = struct.unpack_from("<HH", tail, len(tail) - 8)
+    if (major, minor) in ((0, 1), (0, 2)):
+        (metadata_pos,) = struct.unpack_from("<Q", tail, len(tail) - LEGACY_FOOTER_SIZE)
+        if metadata_pos >= file_size:
+            raise FormatError(f"legacy footer metadata position {metadata_pos} is past the end", where)
+        return DataFileFooter(major, minor, None, None, None, None, None)
+    if len(tail) < V2_FOOTER_SIZE:
+        raise FormatError(f"data file is {file_size} bytes, too short for a v2 footer", where)
+    cms, cmo, gbo, n_buffers, n_columns, _, _, _ = _V2.unpack_from(tail, len(tail) - V2_FOOTER_SIZE)
+    footer_start = file_size - V2_FOOTER_SIZE
+    if cmo + 16 * n_columns != gbo or gbo + 16 * n_buffers != footer_start:
+        raise FormatError(
+            f"offset tables are inconsistent (columns at {cmo} x{n_columns}, buffers at {gbo} x{n_buffers}, "
+            f"footer at {footer_start})",
+            where,
+        )
+    if cms > cmo:
+        raise FormatError(f"column metadata starts at {cms}, after its offset table at {cmo}", where)
+    return DataFileFooter(major, minor, n_columns, n_buffers, cms, cmo, gbo)

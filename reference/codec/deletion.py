@@ -1,0 +1,69 @@
+"""Deletion files: the row offsets of a fragment that are deleted.
+
+Two encodings (seed 002 "Deletion Files"; lance-format.md §9 for what pylance 14.0.2 writes):
+``.arrow`` is an Arrow IPC *file* with exactly one record batch of one non-null ``row_id: uint32``
+column (the seed says Int32Array; pylance writes and requires UInt32); ``.bin`` is a 32-bit roaring
+bitmap in the portable serialization. Writers choose ``.bin`` from 5000 deleted rows up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pyroaring import BitMap
+
+from ..errors import FormatError
+from ..layout import DELETION_ARROW, DELETION_BITMAP
+
+BITMAP_THRESHOLD = 5000
+ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+
+
+def file_type_for(count: int) -> int:
+    """The file type a writer uses for ``count`` deleted rows (pylance 14.0.2: bitmap from 5000)."""
+    return DELETION_BITMAP if count >= BITMAP_THRESHOLD else DELETION_ARROW
+
+
+def decode_deletions(data: bytes, file_type: int, where: str = "") -> list[int]:
+    """The deleted row offsets, sorted ascending. Raises FormatError when the bytes are not that type."""
+    if file_type == DELETION_ARROW:
+        return _decode_arrow(data, where)
+    if file_type == DELETION_BITMAP:
+        try:
+            return list(BitMap.deserialize(data))
+        except (ValueError, OverflowError) as exc:
+            raise FormatError(f"not a portable roaring bitmap: {exc}", where) from exc
+    raise FormatError(f"unknown deletion file type {file_type}", where)
+
+
+def _decode_arrow(data: bytes, where: str) -> list[int]:
+    try:
+        reader = ipc.open_file(pa.BufferReader(data))
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise FormatError(f"not an Arrow IPC file: {exc}", where) from exc
+    if len(batches) != 1:
+        raise FormatError(f"expected exactly one record batch, found {len(batches)}", where)
+    schema = batches[0].schema
+    if len(schema) != 1 or schema.field(0).type != pa.uint32() or schema.field(0).name != "row_id":
+        raise FormatError(f"expected one column 'row_id: uint32', found {schema}", where)
+    column = batches[0].column(0)
+    if column.null_count:
+        raise FormatError("row_id column contains nulls", where)
+    return sorted(column.to_pylist())
+
+
+def encode_deletions(offsets: Iterable[int], file_type: int) -> bytes:
+    """Encode the deleted row offsets (deduplicated) in the given file type."""
+    rows = sorted(set(offsets))
+    if file_type == DELETION_BITMAP:
+        return bytes(BitMap(rows).serialize())
+    if file_type != DELETION_ARROW:
+        raise ValueError(f"unknown deletion file type {file_type}")
+    sink = pa.BufferOutputStream()
+    batch = pa.record_batch([pa.array(rows, pa.uint32())], schema=ARROW_SCHEMA)
+    with ipc.new_file(sink, ARROW_SCHEMA) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())

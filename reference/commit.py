@@ -1,0 +1,175 @@
+"""The commit protocol: make a transaction the next version, or fail cleanly.
+
+Rules (lance-format.md §7, seed 002 "Manifest.transaction_file", seed 001 "Transaction Files"):
+
+1. Data, deletion and sidecar files are written before the commit; nothing is visible until the
+   manifest exists.
+2. Per attempt: find the latest version by listing; judge the pending transaction against the
+   transaction of every version committed since its ``read_version`` (the conflict matrix,
+   ``reference.conflicts``); rebase where the matrix allows, stop where it does not.
+3. Write the transaction to ``_transactions/{read_version}-{uuid}.txn``, build the next manifest with an
+   inline copy of the same bytes, and create ``_versions/{name of latest+1}`` with ``put_if_absent``,
+   the one atomic primitive the protocol rests on.
+4. A taken name means a lost race: back off and retry (bounded). If the name is taken by *our own*
+   manifest (a retried request whose first answer was lost), the commit succeeded.
+5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
+6. After success, write the version hint (a hint only; failures are ignored).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid as uuidlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .apply import finalize
+from .codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
+from .codec.refs import encode_version_hint
+from .conflicts import Resolution, judge
+from .errors import CommitConflict, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
+from .layout import (
+    TRANSACTIONS_DIR,
+    VERSION_HINT_NAME,
+    VERSIONS_DIR,
+    ManifestNaming,
+    manifest_name,
+    transaction_file_name,
+)
+from .proto import table_pb2, transaction_pb2
+from .store import Storage
+from .store.uri import join
+from .table import Dataset
+
+DEFAULT_MAX_RETRIES = 20
+
+#: Builds the next manifest's content from the latest manifest (None for a new dataset) and the
+#: transaction. Version, timestamp, flags and the transaction file name are stamped afterwards.
+ManifestBuilder = Callable[[table_pb2.Manifest | None, transaction_pb2.Transaction], table_pb2.Manifest]
+
+#: Rewrites the pending transaction so it applies on top of a concurrent one (matrix verdict REBASE).
+Rebaser = Callable[[transaction_pb2.Transaction, transaction_pb2.Transaction, int], transaction_pb2.Transaction]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a successful commit made."""
+
+    version: int
+    manifest_uri: str
+    transaction_uri: str
+    attempts: int
+
+
+def new_transaction(read_version: int) -> transaction_pb2.Transaction:
+    """A transaction shell with a fresh lowercase hyphenated UUID v4."""
+    return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
+
+
+def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file."""
+    found = dataset._find_manifest(version)
+    if found is None:
+        return None
+    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0])
+    if manifest_file.transaction is not None:
+        return manifest_file.transaction
+    name = manifest_file.manifest.transaction_file
+    if not name:
+        return None
+    uri = join(dataset.uri, TRANSACTIONS_DIR, name)
+    try:
+        return decode_transaction(dataset.storage.get(uri), uri)
+    except ObjectNotFound:
+        return None
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
+
+
+def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool:
+    try:
+        existing = decode_manifest_file(storage.get(manifest_uri), manifest_uri)
+    except Exception:  # noqa: BLE001 - an unreadable competitor is simply not ours
+        return False
+    return existing.manifest.transaction_file == transaction_name
+
+
+def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
+           rebase: Rebaser | None = None, new_dataset: bool = False,
+           naming: ManifestNaming | None = None, first_version: int | None = None,
+           max_retries: int = DEFAULT_MAX_RETRIES) -> CommitResult:
+    """Commit ``txn`` to ``dataset``'s root.
+
+    ``new_dataset``: the root must hold no version yet; the first version is ``first_version`` (clones
+    and branches keep their source's number) or 1. ``naming`` is used for a new dataset; an existing
+    one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help) and
+    DatasetAlreadyExists.
+    """
+    storage = dataset.storage
+    attempts = 0
+    while True:
+        attempts += 1
+        entries = dataset.version_entries()
+        if new_dataset:
+            if entries:
+                raise DatasetAlreadyExists("a dataset already exists here", dataset.uri)
+            previous = None
+            version = first_version or 1
+            use_naming = naming or ManifestNaming.V2
+        else:
+            if not entries:
+                raise ObjectNotFound("no dataset to commit to: _versions/ holds no manifest", dataset.uri)
+            latest = entries[-1]
+            use_naming = latest.naming
+            for other_version in range(txn.read_version + 1, latest.version + 1):
+                other = load_transaction(dataset, other_version)
+                if other is None:
+                    raise CommitConflict(
+                        f"version {other_version} has no readable transaction to check against",
+                        dataset.uri, retryable=False,
+                    )
+                verdict = judge(txn, other)
+                if verdict.resolution is Resolution.INCOMPATIBLE:
+                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
+                                         retryable=False)
+                if verdict.resolution is Resolution.RETRYABLE:
+                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
+                                         retryable=True)
+                if verdict.resolution is Resolution.REBASE:
+                    if rebase is None:
+                        raise CommitConflict(f"{verdict.reason}; this operation cannot rebase", dataset.uri,
+                                             retryable=True)
+                    txn = rebase(txn, other, other_version)
+            previous = dataset.snapshot(latest.version, strict=False).manifest
+            version = latest.version + 1
+
+        txn_bytes = encode_transaction(txn)
+        txn_name = transaction_file_name(txn.read_version, txn.uuid)
+        txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
+        storage.put(txn_uri, txn_bytes)
+
+        manifest = finalize(build(previous, txn), version, txn_name)
+        manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
+        try:
+            storage.put_if_absent(manifest_uri, encode_manifest_file(manifest, txn_bytes))
+        except ObjectAlreadyExists:
+            if _is_ours(storage, manifest_uri, txn_name):
+                break
+            if new_dataset:
+                raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
+            if attempts > max_retries:
+                raise CommitConflict(
+                    f"gave up after {attempts} attempts: other writers kept taking the next version",
+                    dataset.uri, retryable=True,
+                ) from None
+            _backoff(attempts)
+            continue
+        break
+    try:
+        storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))
+    except Exception:  # noqa: BLE001 - the hint is an optimisation; its failure never fails a commit
+        pass
+    return CommitResult(version, manifest_uri, txn_uri, attempts)

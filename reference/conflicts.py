@@ -1,0 +1,541 @@
+"""The Lance conflict matrix as a pure function over two Transaction protos.
+
+When a writer commits a transaction built at ``read_version`` and finds that other versions have landed
+since, it checks its own transaction (the *committing* one, a row of the matrix) against the transaction of
+each of those versions (the *concurrent* one, a column) in ascending order (lance-format.md §7.2 step 3).
+:func:`judge` answers one such check:
+
+* :attr:`Resolution.COMPATIBLE` -- no conflict, commit on top of the new version as is;
+* :attr:`Resolution.REBASE` -- compatible after an automatic rebase done by the committer (e.g. merging the
+  deletion vectors of a fragment both transactions deleted rows from);
+* :attr:`Resolution.RETRYABLE` -- the caller must rebuild its transaction from the new version;
+* :attr:`Resolution.INCOMPATIBLE` -- the transaction fails for good.
+
+The rules are those of the matrix in lance-format.md §7.3 (the fact base). Where a cell says "on overlapping
+fragments", overlap means the existing fragment ids both transactions modify or remove
+(:func:`touched_fragments`); for an index it means the fragments its ``fragment_bitmap`` covers. Anything the
+matrix does not list is COMPATIBLE.
+
+Only what the two protos say is judged. Facts that live in the committer and not in the transactions are
+outside this function and stated where they matter: whether the dataset uses stable row ids or a
+fragment-reuse index (both taken as absent, which is what a Rewrite proto can express), and whether two
+rebasable deletes hit the *same rows* (the committer decides that while merging deletion vectors; see
+:func:`judge`). ``UpdateMemWalState`` (operation 112) is out of scope (§3.5): as a column it follows the
+matrix; as a row the matrix lists nothing, so it is compatible with everything.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pyroaring import BitMap
+
+from .proto import table_pb2, transaction_pb2
+
+Transaction = transaction_pb2.Transaction
+
+__all__ = [
+    "FRAGMENT_REUSE_INDEX_NAME",
+    "MEM_WAL_INDEX_NAME",
+    "OPERATIONS",
+    "SINGLETON_INDEX_NAMES",
+    "Resolution",
+    "Verdict",
+    "indexed_fragments",
+    "judge",
+    "operation_of",
+    "removed_fragments",
+    "touched_fragments",
+]
+
+
+class Resolution(enum.Enum):
+    """How a committing transaction fares against one concurrent transaction (lance-format.md §7.3)."""
+
+    COMPATIBLE = "compatible"
+    REBASE = "rebase"
+    RETRYABLE = "retryable"
+    INCOMPATIBLE = "incompatible"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one check: a resolution and a sentence naming both operations (and the fragments)."""
+
+    resolution: Resolution
+    reason: str
+
+
+# Oneof field name -> the operation's name as Lance prints it, in field-number order (100..114).
+OPERATIONS: dict[str, str] = {
+    "append": "Append",
+    "delete": "Delete",
+    "overwrite": "Overwrite",
+    "create_index": "CreateIndex",
+    "rewrite": "Rewrite",
+    "merge": "Merge",
+    "restore": "Restore",
+    "reserve_fragments": "ReserveFragments",
+    "update": "Update",
+    "project": "Project",
+    "update_config": "UpdateConfig",
+    "data_replacement": "DataReplacement",
+    "update_mem_wal_state": "UpdateMemWalState",
+    "clone": "Clone",
+    "update_bases": "UpdateBases",
+}
+
+# System indices of which a dataset holds at most one (names as Lance spells them).
+FRAGMENT_REUSE_INDEX_NAME = "__lance_frag_reuse"
+MEM_WAL_INDEX_NAME = "__lance_mem_wal"
+SINGLETON_INDEX_NAMES = frozenset({FRAGMENT_REUSE_INDEX_NAME, MEM_WAL_INDEX_NAME})
+
+
+# --- what a transaction touches ----------------------------------------------------------------------
+
+
+def operation_of(txn: transaction_pb2.Transaction) -> str:
+    """The operation's name as Lance prints it (``"Append"``, ``"UpdateBases"``, ...).
+
+    Raises ValueError for a transaction whose ``operation`` oneof is unset (nothing to judge).
+    """
+    field = txn.WhichOneof("operation")
+    if field is None:
+        raise ValueError("the transaction carries no operation (the 'operation' oneof is unset)")
+    return OPERATIONS[field]
+
+
+def _rewrite_old_ids(rewrite: transaction_pb2.Transaction.Rewrite) -> set[int]:
+    # groups (field 3) is current; old_fragments (field 1) is the deprecated single-group form.
+    ids = {frag.id for group in rewrite.groups for frag in group.old_fragments}
+    ids.update(frag.id for frag in rewrite.old_fragments)
+    return ids
+
+
+def touched_fragments(txn: transaction_pb2.Transaction) -> frozenset[int]:
+    """The ids of the existing fragments the operation modifies or removes -- the "overlap" of §7.3.
+
+    * Delete: ``updated_fragments`` ids and ``deleted_fragment_ids``;
+    * Update: ``updated_fragments`` ids and ``removed_fragment_ids`` (``new_fragments`` are new, not existing);
+    * Rewrite: the ``old_fragments`` of every group (and of the deprecated ungrouped form);
+    * DataReplacement: the ``fragment_id`` of every replacement group;
+    * Merge: the ids of its ``fragments`` (a Merge restates every fragment it gives new columns).
+
+    Every other operation touches none in this sense: Append, Overwrite and Clone only bring new fragments,
+    CreateIndex reads fragments without modifying them (see :func:`indexed_fragments`), and the rest do not
+    address fragments at all.
+    """
+    field = txn.WhichOneof("operation")
+    if field == "delete":
+        return frozenset({f.id for f in txn.delete.updated_fragments} | set(txn.delete.deleted_fragment_ids))
+    if field == "update":
+        return frozenset({f.id for f in txn.update.updated_fragments} | set(txn.update.removed_fragment_ids))
+    if field == "rewrite":
+        return frozenset(_rewrite_old_ids(txn.rewrite))
+    if field == "data_replacement":
+        return frozenset(group.fragment_id for group in txn.data_replacement.replacements)
+    if field == "merge":
+        return frozenset(f.id for f in txn.merge.fragments)
+    return frozenset()
+
+
+def removed_fragments(txn: transaction_pb2.Transaction) -> frozenset[int]:
+    """The fragments a Delete or an Update removes whole (every row of them deleted or moved); else empty."""
+    field = txn.WhichOneof("operation")
+    if field == "delete":
+        return frozenset(txn.delete.deleted_fragment_ids)
+    if field == "update":
+        return frozenset(txn.update.removed_fragment_ids)
+    return frozenset()
+
+
+def _bitmap_ids(index: table_pb2.IndexMetadata) -> frozenset[int] | None:
+    if not index.fragment_bitmap:
+        return None
+    try:
+        bitmap = BitMap.deserialize(index.fragment_bitmap)
+    except Exception:  # an undecodable bitmap covers an unknown set of fragments
+        return None
+    return frozenset(int(i) for i in bitmap)
+
+
+def indexed_fragments(txn: transaction_pb2.Transaction) -> frozenset[int] | None:
+    """The fragments covered by the indices a CreateIndex adds (the union of their ``fragment_bitmap``).
+
+    None when some new index has no (decodable) bitmap: its coverage is unknown, and §7.3 then treats it as
+    overlapping anything. An empty set for any other operation.
+    """
+    if txn.WhichOneof("operation") != "create_index":
+        return frozenset()
+    covered: set[int] = set()
+    for index in txn.create_index.new_indices:
+        ids = _bitmap_ids(index)
+        if ids is None:
+            return None
+        covered |= ids
+    return frozenset(covered)
+
+
+def _new_index_names(txn: transaction_pb2.Transaction) -> set[str]:
+    return {index.name for index in txn.create_index.new_indices}
+
+
+def _new_index_fields(txn: transaction_pb2.Transaction) -> set[int]:
+    return {field for index in txn.create_index.new_indices for field in index.fields}
+
+
+def _replaced_fields(txn: transaction_pb2.Transaction) -> set[int]:
+    return {field for group in txn.data_replacement.replacements for field in group.new_file.fields}
+
+
+# --- UpdateConfig: keys and metadata --------------------------------------------------------------------
+
+
+def _config_keys(txn: transaction_pb2.Transaction) -> tuple[set[str], set[str]]:
+    """(upserted, deleted) config keys of an Overwrite or an UpdateConfig."""
+    field = txn.WhichOneof("operation")
+    if field == "overwrite":
+        return set(txn.overwrite.config_upsert_values), set()
+    if field != "update_config":
+        return set(), set()
+    config = txn.update_config
+    upserted = set(config.upsert_values)  # deprecated form
+    deleted = set(config.delete_keys)  # deprecated form
+    for entry in config.config_updates.update_entries:
+        (upserted if entry.HasField("value") else deleted).add(entry.key)
+    return upserted, deleted
+
+
+def _shared_config_keys(a: transaction_pb2.Transaction, b: transaction_pb2.Transaction) -> set[str]:
+    """Keys one transaction upserts and the other upserts or deletes (deleting a key twice is no clash)."""
+    a_up, a_del = _config_keys(a)
+    b_up, b_del = _config_keys(b)
+    return (a_up & (b_up | b_del)) | (b_up & (a_up | a_del))
+
+
+def _touches_schema_metadata(config: transaction_pb2.Transaction.UpdateConfig) -> bool:
+    return config.HasField("schema_metadata_updates") or bool(config.schema_metadata)
+
+
+def _touched_field_metadata(config: transaction_pb2.Transaction.UpdateConfig) -> set[int]:
+    return set(config.field_metadata_updates) | set(config.field_metadata)
+
+
+# --- UpdateBases ------------------------------------------------------------------------------------
+
+
+def _base_clash(mine: Iterable[table_pb2.BasePath], theirs: Iterable[table_pb2.BasePath]) -> str | None:
+    """The first clash between two lists of new bases, described, or None."""
+    theirs = list(theirs)
+    for new in mine:
+        for other in theirs:
+            if new.id != 0 and new.id == other.id:
+                return f"both register base id {new.id}"
+            new_name = new.name if new.HasField("name") else None
+            other_name = other.name if other.HasField("name") else None
+            if new_name == other_name:
+                shown = "no name" if new_name is None else f"the name {new_name!r}"
+                return f"both register a base with {shown}"
+            if new.path == other.path:
+                return f"both register the path {new.path!r}"
+    return None
+
+
+# --- verdicts ----------------------------------------------------------------------------------------
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return "[" + ", ".join(str(i) for i in sorted(ids)) + "]"
+
+
+class _Cell:
+    """Builds the verdict sentences for one (committing, concurrent) pair."""
+
+    def __init__(self, row: str, column: str, version: int | None) -> None:
+        self.row = row
+        self.column = column
+        self.at = f" (version {version})" if version is not None else ""
+
+    def compatible(self, why: str = "") -> Verdict:
+        tail = f": {why}" if why else ""
+        return Verdict(Resolution.COMPATIBLE,
+                       f"{self.row} is compatible with a concurrent {self.column}{self.at}{tail}")
+
+    def rebase(self, why: str) -> Verdict:
+        return Verdict(Resolution.REBASE,
+                       f"{self.row} is compatible with a concurrent {self.column}{self.at} after a rebase: {why}")
+
+    def retryable(self, why: str = "") -> Verdict:
+        tail = f": {why}" if why else ""
+        return Verdict(Resolution.RETRYABLE,
+                       f"{self.row} must be retried after a concurrent {self.column}{self.at}{tail}")
+
+    def incompatible(self, why: str = "") -> Verdict:
+        tail = f": {why}" if why else ""
+        return Verdict(Resolution.INCOMPATIBLE,
+                       f"{self.row} is incompatible with a concurrent {self.column}{self.at}{tail}")
+
+    def overlap(self, shared: Iterable[int], then: Callable[[str], Verdict]) -> Verdict:
+        """``then`` when ``shared`` is non-empty, else compatible (no common fragment)."""
+        shared = frozenset(shared)
+        if shared:
+            return then(f"both touch fragments {_ids(shared)}")
+        return self.compatible("no fragment in common")
+
+
+_Rule = Callable[[transaction_pb2.Transaction, transaction_pb2.Transaction, _Cell], Verdict]
+
+
+def _rebase_deletions(mine: transaction_pb2.Transaction, theirs: transaction_pb2.Transaction,
+                      cell: _Cell) -> Verdict:
+    """Delete/Update against a concurrent Delete/Update: REBASE on common fragments, else COMPATIBLE.
+
+    Where a common fragment was removed whole by either side, every row of it was deleted (or moved) by
+    that side, so both transactions necessarily hit the same rows: RETRYABLE.
+    """
+    shared = touched_fragments(mine) & touched_fragments(theirs)
+    if not shared:
+        return cell.compatible("no fragment in common")
+    gone = shared & (removed_fragments(mine) | removed_fragments(theirs))
+    if gone:
+        return cell.retryable(f"fragments {_ids(gone)} were removed whole by one side, so both "
+                              "transactions hit the same rows")
+    return cell.rebase(f"the deletion vectors of fragments {_ids(shared)} are merged by the committer "
+                       "(same rows deleted by both => retryable, decided by the committer)")
+
+
+def _index_rewrite_overlap(index_txn: transaction_pb2.Transaction, rewrite_txn: transaction_pb2.Transaction,
+                           cell: _Cell) -> Verdict:
+    covered = indexed_fragments(index_txn)
+    if covered is None:
+        return cell.retryable("a new index records no fragment bitmap, so it may cover the rewritten fragments")
+    return cell.overlap(covered & touched_fragments(rewrite_txn), cell.retryable)
+
+
+def _append_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if cell.column in ("Overwrite", "Restore", "UpdateMemWalState"):
+        return cell.incompatible()
+    return cell.compatible()
+
+
+def _delete_update_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore") or (column == "UpdateMemWalState" and cell.row == "Delete"):
+        return cell.incompatible()
+    if column == "Merge":
+        return cell.retryable("a Merge rewrites the fragment list")
+    if column in ("Rewrite", "DataReplacement"):
+        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
+    if column in ("Delete", "Update"):
+        return _rebase_deletions(mine, theirs, cell)
+    return cell.compatible()
+
+
+def _overwrite_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column == "Overwrite":
+        return cell.retryable("two overwrites always race")
+    if column == "UpdateMemWalState":
+        return cell.retryable()
+    if column == "UpdateConfig":
+        keys = _shared_config_keys(mine, theirs)
+        if keys:
+            return cell.retryable(f"both set config keys {sorted(keys)}")
+        return cell.compatible("no config key in common")
+    return cell.compatible()
+
+
+def _create_index_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
+        return cell.incompatible()
+    if column == "Rewrite":
+        return _index_rewrite_overlap(mine, theirs, cell)
+    if column == "DataReplacement":
+        fields = _new_index_fields(mine) & _replaced_fields(theirs)
+        if fields:
+            return cell.retryable(f"it replaces the data of indexed fields {sorted(fields)}")
+        return cell.compatible("no indexed field is replaced")
+    if column == "CreateIndex":
+        same = _new_index_names(mine) & _new_index_names(theirs) & SINGLETON_INDEX_NAMES
+        if same:
+            return cell.rebase(f"both create the singleton index {sorted(same)}")
+    return cell.compatible()
+
+
+def _rewrite_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore"):
+        return cell.incompatible()
+    if column == "Merge":
+        return cell.retryable("a Merge rewrites the fragment list")
+    if column in ("DataReplacement", "Delete", "Update", "Rewrite"):
+        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
+    if column == "CreateIndex":
+        if FRAGMENT_REUSE_INDEX_NAME in _new_index_names(theirs):
+            return cell.rebase("the concurrent fragment-reuse index is carried over")
+        return _index_rewrite_overlap(theirs, mine, cell)
+    return cell.compatible()
+
+
+def _merge_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore", "UpdateMemWalState", "Project"):
+        return cell.incompatible()
+    if column in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement"):
+        return cell.retryable("the fragment list changed")
+    return cell.compatible()
+
+
+def _project_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
+        return cell.incompatible()
+    if column in ("Project", "Merge"):
+        return cell.retryable("the schema changed")
+    return cell.compatible()
+
+
+def _restore_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if cell.column == "UpdateMemWalState":
+        return cell.incompatible()
+    return cell.compatible()
+
+
+def _reserve_fragments_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if cell.column in ("Overwrite", "Restore"):
+        return cell.incompatible()
+    return cell.compatible()
+
+
+def _update_config_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if cell.column == "Overwrite":
+        return cell.incompatible()
+    if cell.column != "UpdateConfig":
+        return cell.compatible()
+    keys = _shared_config_keys(mine, theirs)
+    if keys:
+        return cell.incompatible(f"both change config keys {sorted(keys)}")
+    a, b = mine.update_config, theirs.update_config
+    if _touches_schema_metadata(a) and _touches_schema_metadata(b):
+        return cell.incompatible("both change the schema metadata")
+    fields = _touched_field_metadata(a) & _touched_field_metadata(b)
+    if fields:
+        return cell.incompatible(f"both change the metadata of fields {sorted(fields)}")
+    return cell.compatible("no config key or metadata in common")
+
+
+def _data_replacement_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    column = cell.column
+    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
+        return cell.incompatible()
+    if column == "Merge":
+        return cell.retryable("a Merge rewrites the fragment list")
+    if column in ("Rewrite", "Update"):
+        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
+    if column == "CreateIndex":
+        fields = _replaced_fields(mine) & _new_index_fields(theirs)
+        if fields:
+            return cell.retryable(f"the concurrent index covers replaced fields {sorted(fields)}")
+        return cell.compatible("no replaced field is indexed")
+    if column == "DataReplacement":
+        clashes = {
+            (group.fragment_id, field)
+            for group in mine.data_replacement.replacements
+            for other in theirs.data_replacement.replacements
+            if group.fragment_id == other.fragment_id
+            for field in set(group.new_file.fields) & set(other.new_file.fields)
+        }
+        if clashes:
+            return cell.retryable(f"both replace fields {sorted({f for _, f in clashes})} of fragments "
+                                  f"{_ids({i for i, _ in clashes})}")
+        return cell.compatible("no field of a common fragment is replaced by both")
+    return cell.compatible()
+
+
+def _update_bases_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if cell.column != "UpdateBases":
+        return cell.compatible("registering bases never conflicts with data operations")
+    clash = _base_clash(mine.update_bases.new_bases, theirs.update_bases.new_bases)
+    if clash:
+        return cell.incompatible(clash)
+    return cell.compatible("no base id, name or path in common")
+
+
+def _clone_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    return cell.incompatible("a Clone is only valid as the first commit of a new dataset")
+
+
+def _unlisted_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    return cell.compatible("the matrix lists no conflict for this pair")
+
+
+_ROWS: dict[str, _Rule] = {
+    "Append": _append_row,
+    "Delete": _delete_update_row,
+    "Overwrite": _overwrite_row,
+    "CreateIndex": _create_index_row,
+    "Rewrite": _rewrite_row,
+    "Merge": _merge_row,
+    "Restore": _restore_row,
+    "ReserveFragments": _reserve_fragments_row,
+    "Update": _delete_update_row,
+    "Project": _project_row,
+    "UpdateConfig": _update_config_row,
+    "DataReplacement": _data_replacement_row,
+    "UpdateMemWalState": _unlisted_row,
+    "Clone": _clone_row,
+    "UpdateBases": _update_bases_row,
+}
+
+
+def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.Transaction, *,
+          concurrent_version: int | None = None) -> Verdict:
+    """Judge ``committing`` (a row of lance-format.md §7.3) against ``concurrent`` (a column), the
+    transaction of a version that landed after ``committing.read_version``.
+
+    ``concurrent_version``, when given, is the version ``concurrent`` produced; it only appears in the reason.
+    Raises ValueError only when a transaction carries no operation.
+
+    The rules, row by row (§7.3; "overlapping" = :func:`touched_fragments` intersect, unlisted = COMPATIBLE):
+
+    * Append: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState.
+    * Delete: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState; RETRYABLE with Merge (always) and with
+      Rewrite, DataReplacement on overlapping fragments; REBASE with Delete, Update on overlapping fragments.
+    * Update: as Delete, except that UpdateMemWalState is not listed (COMPATIBLE).
+    * Overwrite: RETRYABLE with Overwrite (always), with UpdateConfig setting one of its config keys, and with
+      UpdateMemWalState.
+    * CreateIndex: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState; RETRYABLE with Rewrite of
+      fragments the new indices cover (an index without a fragment bitmap covers everything) and with
+      DataReplacement of an indexed field; REBASE with CreateIndex of the same singleton index
+      (:data:`SINGLETON_INDEX_NAMES`).
+    * Rewrite: INCOMPATIBLE with Overwrite, Restore; RETRYABLE with Merge (always), with DataReplacement,
+      Delete, Update, Rewrite on overlapping fragments and with CreateIndex covering rewritten fragments;
+      REBASE with CreateIndex of the fragment-reuse index.
+    * Merge: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState, Project; RETRYABLE with Update, Append,
+      Delete, Merge, Rewrite, DataReplacement (always).
+    * Project: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState; RETRYABLE with Project, Merge.
+    * Restore: INCOMPATIBLE with UpdateMemWalState.
+    * ReserveFragments: INCOMPATIBLE with Overwrite, Restore.
+    * UpdateConfig: INCOMPATIBLE with Overwrite, and with UpdateConfig touching the same config key (upserted
+      by one, upserted or deleted by the other), both the schema metadata, or the metadata of the same field.
+    * DataReplacement: INCOMPATIBLE with Overwrite, Restore, UpdateMemWalState; RETRYABLE with Merge, with
+      DataReplacement of the same field of the same fragment, with CreateIndex on a replaced field, and with
+      Rewrite, Update on overlapping fragments.
+    * UpdateBases: INCOMPATIBLE with UpdateBases registering a base with the same non-zero id, the same name
+      (names compare as optionals, so two unnamed bases clash) or the same path; never conflicts with data
+      operations.
+    * Clone: INCOMPATIBLE with anything, a Clone being only valid as the first commit of a new dataset.
+    * UpdateMemWalState: no row in the matrix, COMPATIBLE.
+
+    Deletion vectors (Delete/Update against Delete/Update on the same fragment): the matrix says REBASE --
+    the committer merges the two deletion vectors and turns the check into RETRYABLE when both deleted the
+    same rows. Which rows an updated fragment loses is not in the proto, so that part is the committer's
+    and the answer here is REBASE. The one case the protos do settle: a common fragment removed whole by
+    either side (``deleted_fragment_ids`` / ``removed_fragment_ids``) had every row deleted by that side,
+    so the same rows were necessarily hit, and the answer is RETRYABLE.
+    """
+    cell = _Cell(operation_of(committing), operation_of(concurrent), concurrent_version)
+    return _ROWS[cell.row](committing, concurrent, cell)

@@ -1,0 +1,227 @@
+"""Pure rules of where Lance files live and what they are called (no I/O).
+
+Sources: the Storage Layout Specification (seed 001: "Dataset Root", "Base Path System", "File Naming
+Conventions"), the Table Format specification (seed 002: Manifest.transaction_file, DataFile.base_id),
+the Blob v2 post (seed 004: sidecar naming) and pylance 14.0.2 behaviour recorded in
+shared/docs/lance-format.md (manifest naming V1/V2, detached versions, refs).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import uuid as uuidlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
+
+from .errors import UnresolvableFile
+from .store.uri import join
+
+# --- directories of a dataset root (seed 001 "Dataset Root") -------------------------------------
+
+DATA_DIR = "data"
+VERSIONS_DIR = "_versions"
+TRANSACTIONS_DIR = "_transactions"
+DELETIONS_DIR = "_deletions"
+INDICES_DIR = "_indices"
+REFS_DIR = "_refs"
+TAGS_DIR = "_refs/tags"
+BRANCHES_DIR = "_refs/branches"
+TREE_DIR = "tree"
+VERSION_HINT_NAME = "latest_version_hint.json"
+
+STANDARD_DIRS = (DATA_DIR, VERSIONS_DIR, TRANSACTIONS_DIR, DELETIONS_DIR, INDICES_DIR, REFS_DIR, TREE_DIR)
+
+# --- manifest names ---------------------------------------------------------------------------------
+
+U64_MAX = 2**64 - 1
+DETACHED_BIT = 1 << 63
+_V2_DIGITS = 20
+
+
+class ManifestNaming(enum.Enum):
+    """V1: ``{version}.manifest``. V2: ``{u64::MAX - version:020}.manifest`` (newest sorts first)."""
+
+    V1 = "v1"
+    V2 = "v2"
+
+
+@dataclass(frozen=True)
+class ManifestName:
+    """A parsed ``_versions/`` entry."""
+
+    version: int
+    naming: ManifestNaming
+    detached: bool = False
+
+
+_MANIFEST_RE = re.compile(r"^(d?)(\d+)\.manifest$")
+
+
+def manifest_name(version: int, naming: ManifestNaming = ManifestNaming.V2) -> str:
+    """The file name of ``version`` under ``_versions/``; detached versions (top bit set) get ``d{n}``."""
+    if version < 0 or version > U64_MAX:
+        raise ValueError(f"version {version} is outside u64")
+    if version & DETACHED_BIT:
+        return f"d{version}.manifest"
+    if naming is ManifestNaming.V2:
+        return f"{U64_MAX - version:0{_V2_DIGITS}d}.manifest"
+    return f"{version}.manifest"
+
+
+def parse_manifest_name(name: str) -> ManifestName | None:
+    """The version a ``_versions/`` file name denotes, or None for anything that is not a manifest."""
+    match = _MANIFEST_RE.match(name)
+    if not match:
+        return None
+    detached, digits = match.groups()
+    number = int(digits)
+    if detached:
+        return ManifestName(number, ManifestNaming.V2, detached=True)
+    if len(digits) == _V2_DIGITS:
+        return ManifestName(U64_MAX - number, ManifestNaming.V2)
+    return ManifestName(number, ManifestNaming.V1)
+
+
+# --- data files (seed 001 "File Naming Conventions / Data Files") ----------------------------------
+
+DATA_FILE_STEM_RE = re.compile(r"^[01]{24}[0-9a-f]{26}$")
+
+
+def data_file_stem(raw: bytes) -> str:
+    """The 50-character stem made from 16 UUID bytes: 3 bytes as 24 binary digits, 13 as 26 hex digits."""
+    if len(raw) != 16:
+        raise ValueError("a data-file stem is made from exactly 16 bytes")
+    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex()
+
+
+def new_data_file_name() -> str:
+    """A fresh ``{stem}.lance`` name from a random UUID."""
+    return data_file_stem(uuidlib.uuid4().bytes) + ".lance"
+
+
+def is_data_file_name(name: str) -> bool:
+    """Whether ``name`` is ``{50-character stem}.lance``."""
+    return name.endswith(".lance") and bool(DATA_FILE_STEM_RE.match(name[: -len(".lance")]))
+
+
+# --- deletion files (seed 001 "Deletion Files") ------------------------------------------------------
+
+DELETION_ARROW = 0  # DeletionFile.DeletionFileType.ARROW_ARRAY
+DELETION_BITMAP = 1  # DeletionFile.DeletionFileType.BITMAP
+DELETION_EXTENSIONS = {DELETION_ARROW: "arrow", DELETION_BITMAP: "bin"}
+DELETION_FILE_RE = re.compile(r"^(\d+)-(\d+)-(\d+)\.(arrow|bin)$")
+
+
+def deletion_file_name(fragment_id: int, read_version: int, file_id: int, file_type: int) -> str:
+    """``{fragment_id}-{read_version}-{id}.{arrow|bin}``."""
+    return f"{fragment_id}-{read_version}-{file_id}.{DELETION_EXTENSIONS[file_type]}"
+
+
+# --- transaction files (seed 001 "Transaction Files") -----------------------------------------------
+
+TRANSACTION_FILE_RE = re.compile(
+    r"^(\d+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.txn$"
+)
+
+
+def transaction_file_name(read_version: int, txn_uuid: str) -> str:
+    """``{read_version}-{uuid}.txn``."""
+    return f"{read_version}-{txn_uuid}.txn"
+
+
+# --- blob v2 sidecars (seed 004 "File and Table Format Integration") -------------------------------
+
+SIDECAR_NAME_RE = re.compile(r"^[01]{32}\.blob$")
+
+
+def reversed_blob_id(blob_id: int) -> str:
+    """The 32 binary digits of ``blob_id``, least significant first."""
+    if not 0 <= blob_id < 2**32:
+        raise ValueError(f"blob id {blob_id} is outside u32")
+    return format(blob_id, "032b")[::-1]
+
+
+def sidecar_relative_path(data_file_path: str, blob_id: int) -> str:
+    """``{data file without .lance}/{reversed blob id}.blob``, relative to the data file's directory."""
+    stem = data_file_path[: -len(".lance")] if data_file_path.endswith(".lance") else data_file_path
+    return f"{stem}/{reversed_blob_id(blob_id)}.blob"
+
+
+# --- refs ----------------------------------------------------------------------------------------------
+
+
+def tag_ref_path(tag: str) -> str:
+    """Root-relative path of a tag's JSON (always at the main root)."""
+    return f"{TAGS_DIR}/{tag}.json"
+
+
+def branch_ref_path(branch: str) -> str:
+    """Root-relative path of a branch's JSON; ``/`` in the name is written ``%2F``."""
+    return f"{BRANCHES_DIR}/{quote(branch, safe='')}.json"
+
+
+def branch_name_from_ref_file(file_name: str) -> str:
+    """The branch name a ``_refs/branches/`` file name stands for."""
+    return unquote(file_name[: -len(".json")])
+
+
+def branch_root(main_root: str, branch: str) -> str:
+    """Where a branch's dataset lives: ``{root}/tree/{name}`` (``/`` in the name nests directories)."""
+    return join(main_root, TREE_DIR, branch)
+
+
+# --- base-path resolution (seed 001 "File Metadata Base References") --------------------------------
+
+
+@dataclass(frozen=True)
+class Base:
+    """One ``BasePath`` entry of a manifest."""
+
+    id: int
+    name: str | None
+    path: str
+    is_dataset_root: bool
+
+
+class FileKind(enum.Enum):
+    """The file kinds that carry a ``base_id``, and the subdirectory a dataset root keeps each in."""
+
+    DATA = DATA_DIR
+    DELETION = DELETIONS_DIR
+    INDEX = INDICES_DIR
+
+
+def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind,
+                   where: str = "") -> str:
+    """The directory a file of ``kind`` with ``base_id`` lives in.
+
+    Absent ``base_id``: the dataset root plus the kind's standard subdirectory. Present: the base with
+    that id; a dataset-root base adds the standard subdirectory, a non-root base is the directory
+    itself. Deletion files may only live in dataset roots (pylance refuses a non-root base for them).
+    """
+    if base_id is None:
+        return join(root, kind.value)
+    base = bases.get(base_id)
+    if base is None:
+        known = ", ".join(str(i) for i in sorted(bases)) or "none"
+        raise UnresolvableFile(f"base_id {base_id} names no base path (defined ids: {known})", where or None)
+    if base.is_dataset_root:
+        return join(base.path, kind.value)
+    if kind is FileKind.DELETION:
+        raise UnresolvableFile(
+            f"deletion file refers to base {base_id} ({base.path}), which is not a dataset root", where or None
+        )
+    return base.path.rstrip("/")
+
+
+def resolve(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind, path: str,
+            where: str = "") -> str:
+    """The full URI of a file recorded as ``path`` with ``base_id`` (seed 001 two-step resolution)."""
+    return join(base_directory(root, bases, base_id, kind, where), path)
+
+
+def bases_by_id(bases: Iterable[Base]) -> dict[int, Base]:
+    """Index bases by id (the caller checks uniqueness; later duplicates win here)."""
+    return {b.id: b for b in bases}

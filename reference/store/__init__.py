@@ -1,0 +1,73 @@
+"""One object-store interface over the local filesystem and S3-compatible endpoints.
+
+``open_store(storage_options)`` gives a ``Storage`` that routes each URI to the backend of its scheme,
+so one handle serves a dataset whose bases live on several stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from ..errors import UnsupportedURI
+from .base import ObjectInfo, ObjectStore
+from .local import LocalStore
+from .uri import scheme_of
+
+__all__ = ["ObjectInfo", "ObjectStore", "Storage", "open_store"]
+
+
+class Storage(ObjectStore):
+    """Routes every call to the store for its URI's scheme; backends are created on first use."""
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+        self.storage_options: dict[str, str] = dict(storage_options or {})
+        self._backends: dict[str, ObjectStore] = {}
+
+    def backend(self, uri: str) -> ObjectStore:
+        """The backend serving ``uri``."""
+        scheme = scheme_of(uri)
+        found = self._backends.get(scheme)
+        if found is None:
+            found = self._backends[scheme] = self._create(scheme, uri)
+        return found
+
+    def _create(self, scheme: str, uri: str) -> ObjectStore:
+        if scheme == "file":
+            return LocalStore()
+        if scheme in ("s3", "s3a"):
+            from .s3 import S3Store
+
+            return S3Store(self.storage_options)
+        raise UnsupportedURI(f"no store for scheme {scheme!r} (supported: local paths, file://, s3://)", uri)
+
+    def get(self, uri: str) -> bytes:
+        return self.backend(uri).get(uri)
+
+    def get_range(self, uri: str, start: int, length: int) -> bytes:
+        return self.backend(uri).get_range(uri, start, length)
+
+    def head(self, uri: str) -> ObjectInfo:
+        return self.backend(uri).head(uri)
+
+    def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
+        return self.backend(prefix).list(prefix, recursive)
+
+    def put(self, uri: str, data: bytes) -> None:
+        self.backend(uri).put(uri, data)
+
+    def put_if_absent(self, uri: str, data: bytes) -> None:
+        self.backend(uri).put_if_absent(uri, data)
+
+    def delete(self, uri: str) -> None:
+        self.backend(uri).delete(uri)
+
+    def copy(self, src: str, dst: str) -> None:
+        if scheme_of(src) == scheme_of(dst):
+            self.backend(src).copy(src, dst)
+        else:  # across stores there is no server-side copy
+            self.backend(dst).put(dst, self.backend(src).get(src))
+
+
+def open_store(storage_options: Mapping[str, str] | None = None) -> Storage:
+    """A store for any supported URI, configured with pylance-style storage options."""
+    return Storage(storage_options)

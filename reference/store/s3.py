@@ -1,0 +1,334 @@
+"""The S3 store: any S3-compatible endpoint, through boto3.
+
+Configuration is a dict of pylance-style storage options (strings; keys are matched case-insensitively):
+
+- ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``: credentials. Without them
+  boto3's default chain (environment, profile, instance role) applies.
+- ``aws_endpoint`` (aliases ``endpoint``, ``aws_endpoint_url``): the endpoint URL, ``http://`` or
+  ``https://``; AWS itself when absent. Requests use path-style addressing (``ENDPOINT/bucket/key``).
+- ``aws_region`` (alias ``region``): default ``us-east-1``.
+- ``allow_http``: ``"true"`` permits an ``http://`` endpoint; without it such an endpoint is refused.
+- ``lancespec_max_attempts``: total attempts boto3 makes per request (standard retry mode), default 3.
+
+Locations are ``s3://bucket/key`` (``s3a://`` is accepted and kept in listed URIs). Missing objects,
+keys and buckets raise ObjectNotFound naming the URI; any other S3 error raises StorageError naming the
+URI and the S3 error code. ``put_if_absent`` is ``PutObject`` with ``If-None-Match: *``: HTTP 412 means
+the name is taken (ObjectAlreadyExists); HTTP 409 ``ConditionalRequestConflict`` (a concurrent
+conditional write in flight) is retried a few times and then also reported as a lost race.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any, NoReturn
+from urllib.parse import urlparse
+
+import boto3  # type: ignore[import-untyped, unused-ignore]
+from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped, unused-ignore]
+
+from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
+from .base import ObjectInfo, ObjectStore
+
+__all__ = ["CONFLICT_RETRIES", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_REGION", "S3Config", "S3Store"]
+
+DEFAULT_REGION = "us-east-1"
+DEFAULT_MAX_ATTEMPTS = 3
+CONFLICT_RETRIES = 4
+"""Attempts ``put_if_absent`` makes while the endpoint answers 409 ConditionalRequestConflict."""
+
+_SCHEMES = ("s3", "s3a")
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "404"})
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "access_key_id": ("aws_access_key_id", "access_key_id"),
+    "secret_access_key": ("aws_secret_access_key", "secret_access_key"),
+    "session_token": ("aws_session_token", "session_token", "aws_token", "token"),
+    "endpoint": ("aws_endpoint", "endpoint", "aws_endpoint_url", "endpoint_url"),
+    "region": ("aws_region", "region"),
+    "allow_http": ("allow_http", "aws_allow_http"),
+    "max_attempts": ("lancespec_max_attempts",),
+}
+
+
+def _true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
+
+
+class S3Config:
+    """Storage options resolved to what boto3 needs; raises StorageError on an unusable combination."""
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+        options = {str(k).lower(): str(v) for k, v in (storage_options or {}).items()}
+
+        def pick(name: str) -> str | None:
+            for key in _ALIASES[name]:
+                value = options.get(key)
+                if value is not None and value != "":
+                    return value
+            return None
+
+        self.access_key_id = pick("access_key_id")
+        self.secret_access_key = pick("secret_access_key")
+        self.session_token = pick("session_token")
+        self.region = pick("region") or DEFAULT_REGION
+        self.allow_http = _true(pick("allow_http"))
+        self.endpoint = pick("endpoint")
+        if self.endpoint is not None:
+            self.endpoint = self.endpoint.rstrip("/")
+            scheme = urlparse(self.endpoint).scheme.lower()
+            if scheme not in ("http", "https"):
+                raise StorageError("the S3 endpoint must be an http:// or https:// URL", self.endpoint)
+            if scheme == "http" and not self.allow_http:
+                raise StorageError(
+                    "refusing plain-HTTP S3 endpoint; set storage option allow_http='true' to permit it",
+                    self.endpoint,
+                )
+        attempts = pick("max_attempts")
+        try:
+            self.max_attempts = DEFAULT_MAX_ATTEMPTS if attempts is None else int(attempts)
+        except ValueError:
+            self.max_attempts = 0
+        if self.max_attempts < 1:
+            raise StorageError(f"lancespec_max_attempts must be a positive integer, not {attempts!r}")
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise StorageError("give both aws_access_key_id and aws_secret_access_key, or neither")
+
+    def client(self) -> Any:
+        """A new boto3 S3 client (thread-safe; one per store)."""
+        session = boto3.session.Session(
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            aws_session_token=self.session_token,
+            region_name=self.region,
+        )
+        config = Config(
+            region_name=self.region,
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "max_attempts": self.max_attempts},
+            # Checksums only where the API requires them: S3-compatible servers differ in what they accept.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+            max_pool_connections=32,
+            connect_timeout=10,
+            read_timeout=60,
+        )
+        return session.client("s3", endpoint_url=self.endpoint, config=config)
+
+
+class S3Store(ObjectStore):
+    """Objects in S3 buckets; "directories" are key prefixes ending in ``/``.
+
+    One store serves every bucket of its endpoint; the URI names the bucket. Keys ending in ``/``
+    (directory markers some tools create) are never listed as objects.
+    """
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+        self.config = S3Config(storage_options)
+        self._client: Any = self.config.client()
+
+    # --- reading ------------------------------------------------------------------------------------
+
+    def get(self, uri: str) -> bytes:
+        bucket, key = _object(uri)
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=key)
+            data: bytes = response["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            _raise(exc, "get", uri)
+        return data
+
+    def get_range(self, uri: str, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start`` via an HTTP Range request; fewer only at the end of the object.
+
+        A range starting at or past the end returns ``b""``, as does ``length == 0`` (after checking the
+        object exists, so a missing object still raises ObjectNotFound).
+        """
+        bucket, key = _object(uri)
+        if start < 0 or length < 0:
+            raise StorageError(f"invalid range start={start} length={length}", uri)
+        if length == 0:
+            self.head(uri)
+            return b""
+        try:
+            byte_range = f"bytes={start}-{start + length - 1}"
+            response = self._client.get_object(Bucket=bucket, Key=key, Range=byte_range)
+            data: bytes = response["Body"].read()
+        except ClientError as exc:
+            if _status(exc) == 416 or _code(exc) == "InvalidRange":
+                return b""  # the object exists but has no byte at ``start``
+            _raise(exc, "get_range", uri)
+        except BotoCoreError as exc:
+            _raise(exc, "get_range", uri)
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 200 and "ContentRange" not in response:  # an endpoint that ignored the Range header
+            return data[start : start + length]
+        return data[:length]
+
+    def head(self, uri: str) -> ObjectInfo:
+        bucket, key = _object(uri)
+        try:
+            response = self._client.head_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            _raise(exc, "head", uri)
+        return ObjectInfo(uri, int(response["ContentLength"]), _utc(response["LastModified"]))
+
+    def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
+        """Objects whose keys start with ``prefix`` + ``/`` (the whole bucket for ``s3://bucket``).
+
+        Non-recursive listing uses ``Delimiter="/"`` and yields only direct child objects. Pages are
+        followed to the end before returning; the result is sorted by URI. A missing prefix lists as empty;
+        a missing bucket raises ObjectNotFound (a misconfiguration, not an empty directory).
+        """
+        scheme, bucket, key = _parse(prefix)
+        key_prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+        base = f"{scheme}://{bucket}/"
+        params: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix}
+        if not recursive:
+            params["Delimiter"] = "/"
+        found: list[ObjectInfo] = []
+        try:
+            for page in self._client.get_paginator("list_objects_v2").paginate(**params):
+                for item in page.get("Contents", ()):
+                    name: str = item["Key"]
+                    if name.endswith("/"):
+                        continue
+                    found.append(ObjectInfo(base + name, int(item["Size"]), _utc(item["LastModified"])))
+        except (ClientError, BotoCoreError) as exc:
+            _raise(exc, "list", prefix)
+        found.sort(key=lambda info: info.uri)
+        return iter(found)
+
+    # --- writing ------------------------------------------------------------------------------------
+
+    def put(self, uri: str, data: bytes) -> None:
+        bucket, key = _object(uri)
+        try:
+            self._client.put_object(Bucket=bucket, Key=key, Body=data)
+        except (ClientError, BotoCoreError) as exc:
+            _raise(exc, "put", uri)
+
+    def put_if_absent(self, uri: str, data: bytes) -> None:
+        """``PutObject`` with ``If-None-Match: *``: 412 raises ObjectAlreadyExists.
+
+        409 ``ConditionalRequestConflict`` is retried up to ``CONFLICT_RETRIES`` times with a short backoff,
+        then reported as ObjectAlreadyExists (a lost race). If boto3 had to resend the request (the first
+        attempt's answer was lost) and then got 412, the earlier attempt may have been the one that
+        landed: when the stored object's ETag is the MD5 of ``data`` the write is taken as ours.
+        """
+        bucket, key = _object(uri)
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+                return
+            except ClientError as exc:
+                status, code = _status(exc), _code(exc)
+                if status == 412 or code == "PreconditionFailed":
+                    if _retried(exc) and self._holds(bucket, key, data):
+                        return
+                    raise ObjectAlreadyExists("object already exists", uri) from exc
+                if status == 409 or code == "ConditionalRequestConflict":
+                    if attempt + 1 < CONFLICT_RETRIES:
+                        time.sleep(0.05 * 2**attempt)
+                        continue
+                    raise ObjectAlreadyExists(
+                        f"conditional write conflicted {CONFLICT_RETRIES} times (409 {code}); "
+                        "treated as a lost race",
+                        uri,
+                    ) from exc
+                _raise(exc, "put_if_absent", uri)
+            except BotoCoreError as exc:
+                _raise(exc, "put_if_absent", uri)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _holds(self, bucket: str, key: str, data: bytes) -> bool:
+        """Whether the stored object's ETag is the MD5 of ``data`` (a single-part upload of exactly it)."""
+        try:
+            etag = str(self._client.head_object(Bucket=bucket, Key=key)["ETag"]).strip('"')
+        except (ClientError, BotoCoreError):
+            return False
+        return etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+    def delete(self, uri: str) -> None:
+        """Remove the object; a missing object (or bucket) is not an error."""
+        bucket, key = _object(uri)
+        try:
+            self._client.delete_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if _status(exc) == 404 or _code(exc) in _NOT_FOUND_CODES:
+                return
+            _raise(exc, "delete", uri)
+        except BotoCoreError as exc:
+            _raise(exc, "delete", uri)
+
+    def copy(self, src: str, dst: str) -> None:
+        """Server-side ``CopyObject`` (within or across buckets; one request, so at most 5 GiB).
+
+        A missing source raises ObjectNotFound naming ``src``; a missing destination bucket names ``dst``.
+        """
+        src_bucket, src_key = _object(src)
+        dst_bucket, dst_key = _object(dst)
+        try:
+            self._client.copy_object(
+                Bucket=dst_bucket, Key=dst_key, CopySource={"Bucket": src_bucket, "Key": src_key}
+            )
+        except ClientError as exc:
+            missing = exc.response.get("Error", {}).get("BucketName")
+            blame = dst if _code(exc) == "NoSuchBucket" and missing == dst_bucket != src_bucket else src
+            _raise(exc, "copy", blame)
+        except BotoCoreError as exc:
+            _raise(exc, "copy", src)
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def _parse(uri: str) -> tuple[str, str, str]:
+    """``(scheme, bucket, key)``; raises UnsupportedURI for another scheme or a missing bucket."""
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    if scheme not in _SCHEMES:
+        raise UnsupportedURI("not an s3:// URI", uri)
+    if not parsed.netloc:
+        raise UnsupportedURI("the S3 URI names no bucket", uri)
+    return scheme, parsed.netloc, parsed.path.lstrip("/")
+
+
+def _object(uri: str) -> tuple[str, str]:
+    """``(bucket, key)`` of an object URI; the key must be non-empty and not end in ``/``."""
+    _, bucket, key = _parse(uri)
+    if not key or key.endswith("/"):
+        raise StorageError("the S3 URI names no object (empty key, or a key ending in '/')", uri)
+    return bucket, key
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status(exc: ClientError) -> int | None:
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return int(status) if status is not None else None
+
+
+def _retried(exc: ClientError) -> bool:
+    return bool(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+
+
+def _raise(exc: Exception, op: str, uri: str) -> NoReturn:
+    """Raise the lancespec error for a boto3 failure of ``op`` on ``uri``."""
+    if isinstance(exc, ClientError):
+        code, status = _code(exc), _status(exc)
+        if code in _NOT_FOUND_CODES or status == 404:
+            what = "no such bucket" if code == "NoSuchBucket" else "no such object"
+            raise ObjectNotFound(what, uri) from exc
+        message = exc.response.get("Error", {}).get("Message") or str(exc)
+        raise StorageError(f"{op} failed: S3 error {code or '?'} (HTTP {status}): {message}", uri) from exc
+    raise StorageError(f"{op} failed: {type(exc).__name__}: {exc}", uri) from exc
+

@@ -1,0 +1,347 @@
+"""Open a dataset at a version, tag or branch into an immutable Snapshot with every file resolved.
+
+Reading rules: seed 001 (base-path resolution), seed 002 (manifest, fragments, data and deletion files),
+lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from . import flags as feature_flags
+from .codec import (
+    BranchRecord,
+    ManifestFile,
+    TagRecord,
+    decode_branch,
+    decode_manifest_file,
+    decode_tag,
+    decode_version_hint,
+)
+from .errors import (
+    DatasetNotFound,
+    FormatError,
+    LanceSpecError,
+    ObjectNotFound,
+    RefNotFound,
+    UnsupportedFeatureError,
+    VersionNotFound,
+)
+from .layout import (
+    BRANCHES_DIR,
+    TAGS_DIR,
+    VERSION_HINT_NAME,
+    VERSIONS_DIR,
+    Base,
+    FileKind,
+    ManifestNaming,
+    branch_name_from_ref_file,
+    branch_ref_path,
+    branch_root,
+    deletion_file_name,
+    manifest_name,
+    parse_manifest_name,
+    resolve,
+    tag_ref_path,
+)
+from .proto import table_pb2
+from .store import Storage, open_store
+from .store.uri import join, normalize
+
+
+@dataclass(frozen=True)
+class ResolvedFile:
+    """A file a manifest references: as recorded (``path``, ``base_id``) and resolved (``uri``).
+
+    ``size`` is the size the manifest records, None when it records none (0 means unknown for data
+    files). ``uri`` is None when the file cannot be resolved; ``problem`` then says why.
+    """
+
+    kind: FileKind
+    path: str
+    base_id: int | None
+    uri: str | None
+    size: int | None = None
+    problem: LanceSpecError | None = None
+
+
+@dataclass(frozen=True)
+class DeletionView:
+    """A fragment's deletion file."""
+
+    file: ResolvedFile
+    file_type: int
+    read_version: int
+    id: int
+    num_deleted_rows: int
+
+
+@dataclass(frozen=True)
+class FragmentView:
+    """One fragment with its files resolved."""
+
+    id: int
+    physical_rows: int
+    files: tuple[ResolvedFile, ...]
+    deletion: DeletionView | None
+    proto: table_pb2.DataFragment = field(repr=False, compare=False)
+
+    @property
+    def num_rows(self) -> int:
+        """Live rows: physical rows less deleted ones."""
+        return self.physical_rows - (self.deletion.num_deleted_rows if self.deletion else 0)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An immutable view of one manifest of a dataset root, every referenced file resolved."""
+
+    root: str
+    version: int
+    naming: ManifestNaming
+    manifest_uri: str
+    manifest_file: ManifestFile = field(repr=False)
+    bases: tuple[Base, ...]
+    fragments: tuple[FragmentView, ...]
+    index_files: tuple[ResolvedFile, ...]
+
+    @property
+    def manifest(self) -> table_pb2.Manifest:
+        return self.manifest_file.manifest
+
+    @property
+    def branch(self) -> str | None:
+        return self.manifest.branch if self.manifest.HasField("branch") else None
+
+    @property
+    def num_rows(self) -> int:
+        return sum(f.num_rows for f in self.fragments)
+
+    def files(self) -> Iterator[ResolvedFile]:
+        """Every data, deletion and index file of this version."""
+        for fragment in self.fragments:
+            yield from fragment.files
+            if fragment.deletion is not None:
+                yield fragment.deletion.file
+        yield from self.index_files
+
+    def problems(self) -> list[LanceSpecError]:
+        """Resolution problems (a base_id with no base, a deletion file in a non-root base)."""
+        return [f.problem for f in self.files() if f.problem is not None]
+
+
+def _resolved(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind, path: str,
+              size: int | None, where: str) -> ResolvedFile:
+    try:
+        return ResolvedFile(kind, path, base_id, resolve(root, bases, base_id, kind, path, where), size)
+    except LanceSpecError as exc:
+        return ResolvedFile(kind, path, base_id, None, size, exc)
+
+
+def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,
+                   manifest_file: ManifestFile) -> Snapshot:
+    """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths."""
+    manifest = manifest_file.manifest
+    bases = tuple(
+        Base(b.id, b.name if b.HasField("name") else None, b.path, b.is_dataset_root) for b in manifest.base_paths
+    )
+    by_id = {b.id: b for b in bases}
+    fragments = []
+    for frag in manifest.fragments:
+        where = f"{manifest_uri} fragment {frag.id}"
+        files = tuple(
+            _resolved(root, by_id, df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
+                      df.file_size_bytes or None, where)
+            for df in frag.files
+        )
+        deletion = None
+        if frag.HasField("deletion_file"):
+            d = frag.deletion_file
+            name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
+            deletion = DeletionView(
+                _resolved(root, by_id, d.base_id if d.HasField("base_id") else None, FileKind.DELETION, name,
+                          None, where),
+                d.file_type, d.read_version, d.id, d.num_deleted_rows,
+            )
+        fragments.append(FragmentView(frag.id, frag.physical_rows, files, deletion, frag))
+    index_files: list[ResolvedFile] = []
+    if manifest_file.index_section is not None:
+        for index in manifest_file.index_section.indices:
+            index_dir = _uuid_text(index.uuid.uuid)
+            where = f"{manifest_uri} index {index.name or index_dir}"
+            base_id = index.base_id if index.HasField("base_id") else None
+            for index_file in index.files:
+                index_files.append(
+                    _resolved(root, by_id, base_id, FileKind.INDEX, f"{index_dir}/{index_file.path}",
+                              index_file.size_bytes or None, where)
+                )
+    return Snapshot(root, version, naming, manifest_uri, manifest_file, bases, tuple(fragments),
+                    tuple(index_files))
+
+
+def _uuid_text(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if len(h) == 32 else h
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """A manifest found in ``_versions/``."""
+
+    version: int
+    naming: ManifestNaming
+    uri: str
+    size: int
+
+
+class Dataset:
+    """A dataset root (the main branch's, or a branch's ``tree/{name}``) on some store."""
+
+    def __init__(self, uri: str, storage: Storage | None = None, *, main_root: str | None = None,
+                 branch: str | None = None) -> None:
+        self.uri = normalize(uri)
+        self.storage = storage if storage is not None else open_store()
+        self.main_root = normalize(main_root) if main_root else self.uri
+        self.branch_name = branch
+
+    @classmethod
+    def open(cls, uri: str, storage_options: Mapping[str, str] | None = None) -> Dataset:
+        """Open the dataset at ``uri``; raise DatasetNotFound when ``_versions/`` holds no manifest."""
+        dataset = cls(uri, open_store(storage_options))
+        if not dataset.version_entries():
+            raise DatasetNotFound("no dataset here: _versions/ holds no manifest", dataset.uri)
+        return dataset
+
+    # --- versions ---------------------------------------------------------------------------------
+
+    def version_entries(self) -> list[VersionEntry]:
+        """Every attached version, ascending. Raises FormatError when V1 and V2 names are mixed."""
+        entries = []
+        for info in self.storage.list(join(self.uri, VERSIONS_DIR), recursive=False):
+            parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
+            if parsed is None or parsed.detached:
+                continue
+            entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
+        namings = {e.naming for e in entries}
+        if len(namings) > 1:
+            raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
+        return sorted(entries, key=lambda e: e.version)
+
+    def versions(self) -> list[int]:
+        return [e.version for e in self.version_entries()]
+
+    def naming(self) -> ManifestNaming:
+        """The manifest naming scheme the dataset uses (V2 for a dataset with no versions yet)."""
+        entries = self.version_entries()
+        return entries[0].naming if entries else ManifestNaming.V2
+
+    def latest_version(self, use_hint: bool = False) -> int:
+        """The newest attached version, by listing ``_versions/``.
+
+        With ``use_hint`` the hint file is tried first: its version must exist, and newer versions are
+        probed one by one; any doubt falls back to listing. The hint is never trusted on its own.
+        """
+        if use_hint:
+            found = self._latest_from_hint()
+            if found is not None:
+                return found
+        entries = self.version_entries()
+        if not entries:
+            raise DatasetNotFound("no dataset here: _versions/ holds no manifest", self.uri)
+        return entries[-1].version
+
+    def _latest_from_hint(self) -> int | None:
+        try:
+            hinted = decode_version_hint(self.storage.get(join(self.uri, VERSIONS_DIR, VERSION_HINT_NAME)))
+        except ObjectNotFound:
+            return None
+        if hinted is None or self._find_manifest(hinted) is None:
+            return None
+        version = hinted
+        for _ in range(1000):
+            if self._find_manifest(version + 1) is None:
+                return version
+            version += 1
+        return None
+
+    def _find_manifest(self, version: int) -> tuple[str, ManifestNaming] | None:
+        for naming in (ManifestNaming.V2, ManifestNaming.V1):
+            uri = join(self.uri, VERSIONS_DIR, manifest_name(version, naming))
+            if self.storage.exists(uri):
+                return uri, naming
+        return None
+
+    # --- snapshots --------------------------------------------------------------------------------
+
+    def snapshot(self, version: int | None = None, *, tag: str | None = None, branch: str | None = None,
+                 strict: bool = True) -> Snapshot:
+        """The snapshot at ``version`` (default latest), at a tag, or at the latest (or given) version of a
+        branch. ``strict`` raises on unresolvable files and on reader flags this implementation lacks."""
+        if tag is not None:
+            record = self.tag(tag)
+            target = self.branch(record.branch) if record.branch else self.main()
+            return target.snapshot(record.version, strict=strict)
+        if branch is not None and branch != "main":
+            return self.branch(branch).snapshot(version, strict=strict)
+        if version is None:
+            version = self.latest_version()
+        found = self._find_manifest(version)
+        if found is None:
+            raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
+        uri, naming = found
+        manifest_file = decode_manifest_file(self.storage.get(uri), uri)
+        if manifest_file.manifest.version != version:
+            raise FormatError(
+                f"manifest records version {manifest_file.manifest.version} but its name says {version}", uri
+            )
+        if strict:
+            unknown = feature_flags.unknown_bits(manifest_file.manifest.reader_feature_flags)
+            if unknown:
+                raise UnsupportedFeatureError(
+                    f"reader feature flag bit(s) {', '.join(map(str, unknown))} not supported", uri
+                )
+        snap = build_snapshot(self.uri, version, naming, uri, manifest_file)
+        if strict and snap.problems():
+            raise snap.problems()[0]
+        return snap
+
+    # --- refs -------------------------------------------------------------------------------------
+
+    def main(self) -> Dataset:
+        """The main branch's dataset (this one, if it is main)."""
+        return self if self.uri == self.main_root else Dataset(self.main_root, self.storage)
+
+    def branch(self, name: str) -> Dataset:
+        """The dataset of branch ``name``; raises RefNotFound when its ref file is absent."""
+        if name not in self.branches():
+            raise RefNotFound(f"branch {name!r} does not exist", join(self.main_root, branch_ref_path(name)))
+        return Dataset(branch_root(self.main_root, name), self.storage, main_root=self.main_root, branch=name)
+
+    def tags(self) -> dict[str, TagRecord]:
+        """Every tag of the dataset (tags always live at the main root)."""
+        out = {}
+        for info in self.storage.list(join(self.main_root, TAGS_DIR), recursive=False):
+            name = info.uri.rsplit("/", 1)[-1]
+            if name.endswith(".json"):
+                out[name[: -len(".json")]] = decode_tag(self.storage.get(info.uri), info.uri)
+        return out
+
+    def tag(self, name: str) -> TagRecord:
+        uri = join(self.main_root, tag_ref_path(name))
+        try:
+            return decode_tag(self.storage.get(uri), uri)
+        except ObjectNotFound as exc:
+            raise RefNotFound(f"tag {name!r} does not exist", uri) from exc
+
+    def branches(self) -> dict[str, BranchRecord]:
+        """Every branch of the dataset, by name."""
+        out = {}
+        for info in self.storage.list(join(self.main_root, BRANCHES_DIR), recursive=False):
+            file_name = info.uri.rsplit("/", 1)[-1]
+            if file_name.endswith(".json"):
+                out[branch_name_from_ref_file(file_name)] = decode_branch(self.storage.get(info.uri), info.uri)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.uri!r}, branch={self.branch_name!r})"

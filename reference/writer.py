@@ -1,0 +1,149 @@
+"""Writing data files and describing them as fragments.
+
+Column data is encoded by pylance's ``lance.file.LanceFileWriter`` (the codec); everything else is ours:
+file names (seed 001 "Data Files"), placement over bases (seed 000 "round-robin across the set of data
+buckets"; lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (seed 002
+"Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from lance.file import LanceFileWriter
+
+from .codec import parse_footer
+from .codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE
+from .errors import FormatError, UnknownTargetBase, ValidationError
+from .layout import Base, FileKind, new_data_file_name, resolve
+from .proto import file_pb2, table_pb2
+from .schema import column_field_ids
+from .store import Storage
+
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+DEFAULT_STORAGE_VERSION = "2.2"
+STORAGE_VERSIONS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2), "2.3": (2, 3), "stable": (2, 2)}
+
+
+def storage_version(name: str | None) -> tuple[str, tuple[int, int]]:
+    """The ``data_format.version`` string and DataFile (major, minor) for a requested storage version."""
+    key = name or DEFAULT_STORAGE_VERSION
+    if key not in STORAGE_VERSIONS:
+        raise ValidationError(f"unsupported data storage version {key!r}; use one of {sorted(STORAGE_VERSIONS)}")
+    major, minor = STORAGE_VERSIONS[key]
+    return f"{major}.{minor}", (major, minor)
+
+
+def placement_targets(bases: Sequence[Base], target_bases: Sequence[str] | None,
+                      target_all_bases: bool | None) -> list[int | None]:
+    """The rotation of base ids (None = the dataset root) new data files are spread over, per file.
+
+    ``target_bases`` entries name a base by name first, then by exact path. ``target_all_bases=True``
+    rotates over the root then every base by ascending id; ``False`` over the registered bases only.
+    Neither given: the root alone. (lance-format.md §10.3.)
+    """
+    if target_bases and target_all_bases is not None:
+        raise ValidationError("target_all_bases cannot be combined with target_bases")
+    if target_bases:
+        rotation: list[int | None] = []
+        for ref in target_bases:
+            match = next((b for b in bases if b.name == ref), None) or next((b for b in bases if b.path == ref), None)
+            if match is None:
+                known = ", ".join(repr(b.name or b.path) for b in bases) or "none"
+                raise UnknownTargetBase(f"target base {ref!r} is not a registered base (registered: {known})")
+            rotation.append(match.id)
+        return rotation
+    ordered: list[int | None] = [b.id for b in sorted(bases, key=lambda b: b.id)]
+    if target_all_bases is True:
+        return [None, *ordered]
+    if target_all_bases is False and ordered:
+        return ordered
+    return [None]
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A data file on storage and the fragment that describes it."""
+
+    uri: str
+    fragment: table_pb2.DataFragment
+
+
+def encode_data_file(table: pa.Table, version: str) -> bytes:
+    """Encode ``table`` as one Lance data file with pylance's file writer; return its bytes."""
+    with tempfile.TemporaryDirectory(prefix="lancespec-encode-") as tmp:
+        path = os.path.join(tmp, "file.lance")
+        writer = LanceFileWriter(path, table.schema, version=version)
+        writer.write_batch(table)
+        writer.close()
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+def describe_data_file(name: str, data: bytes, fields: Sequence[file_pb2.Field], rows: int,
+                       file_version: tuple[int, int], base_id: int | None) -> table_pb2.DataFragment:
+    """The fragment (id 0: assigned at commit) for one freshly written data file."""
+    footer = parse_footer(data[-V2_FOOTER_SIZE:], len(data), name)
+    column_ids = column_field_ids(fields)
+    if footer.num_columns != len(column_ids):
+        raise FormatError(
+            f"file writer produced {footer.num_columns} columns for {len(column_ids)} leaf fields", name
+        )
+    if (footer.major, footer.minor) != FOOTER_VERSION_FOR[file_version]:
+        raise FormatError(f"file writer produced format {footer.major}.{footer.minor}, wanted {file_version}", name)
+    data_file = table_pb2.DataFile(
+        path=name,
+        fields=column_ids,
+        column_indices=list(range(len(column_ids))),
+        file_major_version=file_version[0],
+        file_minor_version=file_version[1],
+        file_size_bytes=len(data),
+    )
+    if base_id is not None:
+        data_file.base_id = base_id
+    fragment = table_pb2.DataFragment(physical_rows=rows)
+    fragment.files.append(data_file)
+    return fragment
+
+
+def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: pa.Table,
+                    fields: Sequence[file_pb2.Field], rotation: Sequence[int | None], *,
+                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                    data_storage_version: str | None = None) -> list[WrittenFile]:
+    """Split ``table`` into files of at most ``max_rows_per_file`` rows, place the i-th file on
+    ``rotation[i % len(rotation)]`` (the rotation restarts on every call, as in pylance) and write them.
+
+    On any failure the files already written by this call are removed again.
+    """
+    if max_rows_per_file <= 0:
+        raise ValidationError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    version_text, file_version = storage_version(data_storage_version)
+    by_id = {b.id: b for b in bases}
+    written: list[WrittenFile] = []
+    try:
+        for index, start in enumerate(range(0, table.num_rows, max_rows_per_file)):
+            chunk = table.slice(start, max_rows_per_file)
+            base_id = rotation[index % len(rotation)]
+            name = new_data_file_name()
+            uri = resolve(root, by_id, base_id, FileKind.DATA, name)
+            data = encode_data_file(chunk, version_text)
+            fragment = describe_data_file(name, data, fields, chunk.num_rows, file_version, base_id)
+            storage.put(uri, data)
+            written.append(WrittenFile(uri, fragment))
+    except BaseException:
+        remove_files(storage, [w.uri for w in written])
+        raise
+    return written
+
+
+def remove_files(storage: Storage, uris: Sequence[str]) -> None:
+    """Best-effort removal of files a failed operation wrote."""
+    for uri in uris:
+        try:
+            storage.delete(uri)
+        except Exception:  # noqa: BLE001 - cleanup must not mask the original error
+            pass

@@ -1,0 +1,97 @@
+"""LocalStore: the store contract on plain paths and on file:// URIs, plus its own promises."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from lancespec.reference.errors import ObjectAlreadyExists
+from lancespec.reference.store import open_store
+from lancespec.reference.store.base import ObjectStore
+from lancespec.reference.store.local import LocalStore
+from lancespec.reference.store.uri import join
+from store_contract import StoreContract, race_put_if_absent
+
+
+def _temp_files(top: Path) -> list[str]:
+    return [os.path.join(d, f) for d, _, files in os.walk(top) for f in files if f.startswith(".tmp-")]
+
+
+class TestLocalStoreContract(StoreContract):
+    """Locations as plain absolute paths."""
+
+    @pytest.fixture
+    def store(self) -> ObjectStore:
+        return LocalStore()
+
+    @pytest.fixture
+    def root(self, tmp_path: Path) -> str:
+        return str(tmp_path / "root")
+
+
+class TestLocalStoreFileURIContract(StoreContract):
+    """The same contract with ``file://`` URIs."""
+
+    @pytest.fixture
+    def store(self) -> ObjectStore:
+        return LocalStore()
+
+    @pytest.fixture
+    def root(self, tmp_path: Path) -> str:
+        return (tmp_path / "root").as_uri()
+
+
+class TestRoutedLocalStoreContract(StoreContract):
+    """The same contract through the scheme router that callers use."""
+
+    @pytest.fixture
+    def store(self) -> ObjectStore:
+        return open_store()
+
+    @pytest.fixture
+    def root(self, tmp_path: Path) -> str:
+        return str(tmp_path / "root")
+
+
+def test_no_temporary_files_left(tmp_path: Path) -> None:
+    store = LocalStore()
+    root = str(tmp_path)
+    for i in range(5):
+        store.put(join(root, "d", f"obj{i}"), b"x" * i)
+    store.put(join(root, "d", "obj0"), b"overwritten")
+    store.put_if_absent(join(root, "d", "cond"), b"first")
+    for _ in range(3):
+        with pytest.raises(ObjectAlreadyExists):
+            store.put_if_absent(join(root, "d", "cond"), b"again")
+    race = race_put_if_absent([store] * 8, join(root, "race", "1.manifest"))
+    assert len(race.winners) == 1 and not race.errors
+    store.copy(join(root, "d", "obj1"), join(root, "e", "copy"))
+    assert _temp_files(tmp_path) == []
+    assert sorted(os.listdir(tmp_path / "d")) == ["cond", "obj0", "obj1", "obj2", "obj3", "obj4"]
+
+
+def test_file_uri_and_path_name_the_same_object(tmp_path: Path) -> None:
+    store = LocalStore()
+    path = str(tmp_path / "dir" / "obj")
+    uri = (tmp_path / "dir" / "obj").as_uri()
+    assert uri.startswith("file:///")
+    store.put(uri, b"via uri")
+    assert store.get(path) == b"via uri"
+    store.put(path, b"via path")
+    assert store.get(uri) == b"via path"
+    assert store.head(uri).size == store.head(path).size == len(b"via path")
+    with pytest.raises(ObjectAlreadyExists):
+        store.put_if_absent(uri, b"taken")
+    assert [i.uri for i in store.list((tmp_path / "dir").as_uri())] == [uri]
+    assert [i.uri for i in store.list(str(tmp_path / "dir"))] == [path]
+    store.delete(uri)
+    assert not store.exists(path)
+
+
+def test_file_uri_with_escaped_characters(tmp_path: Path) -> None:
+    store = LocalStore()
+    target = tmp_path / "with space" / "obj"
+    store.put(target.as_uri(), b"escaped")  # as_uri() writes the space as %20
+    assert "%20" in target.as_uri()
+    assert target.read_bytes() == b"escaped"
