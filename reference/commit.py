@@ -100,6 +100,7 @@ def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
            rebase: Rebaser | None = None, new_dataset: bool = False,
            naming: ManifestNaming | None = None, first_version: int | None = None,
+           index_section: table_pb2.IndexSection | None = None,
            max_retries: int = DEFAULT_MAX_RETRIES) -> CommitResult:
     """Commit ``txn`` to ``dataset``'s root.
 
@@ -107,6 +108,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     and branches keep their source's number) or 1. ``naming`` is used for a new dataset; an existing
     one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help) and
     DatasetAlreadyExists.
+
+    Index metadata lives in its own section of the manifest file: a new dataset gets ``index_section``;
+    on an existing one every operation but an overwrite carries the latest version's indices over.
     """
     storage = dataset.storage
     attempts = 0
@@ -117,6 +121,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             if entries:
                 raise DatasetAlreadyExists("a dataset already exists here", dataset.uri)
             previous = None
+            indices = index_section
             version = first_version or 1
             use_naming = naming or ManifestNaming.V2
         else:
@@ -143,7 +148,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                         raise CommitConflict(f"{verdict.reason}; this operation cannot rebase", dataset.uri,
                                              retryable=True)
                     txn = rebase(txn, other, other_version)
-            previous = dataset.snapshot(latest.version, strict=False).manifest
+            latest_file = dataset.snapshot(latest.version, strict=False).manifest_file
+            previous = latest_file.manifest
+            indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
             version = latest.version + 1
 
         txn_bytes = encode_transaction(txn)
@@ -154,7 +161,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         manifest = finalize(build(previous, txn), version, txn_name)
         manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
         try:
-            storage.put_if_absent(manifest_uri, encode_manifest_file(manifest, txn_bytes))
+            storage.put_if_absent(manifest_uri, encode_manifest_file(manifest, txn_bytes, indices))
         except ObjectAlreadyExists:
             if _is_ours(storage, manifest_uri, txn_name):
                 break

@@ -118,7 +118,8 @@ def touched_fragments(txn: transaction_pb2.Transaction) -> frozenset[int]:
     """The ids of the existing fragments the operation modifies or removes -- the "overlap" of §7.3.
 
     * Delete: ``updated_fragments`` ids and ``deleted_fragment_ids``;
-    * Update: ``updated_fragments`` ids and ``removed_fragment_ids`` (``new_fragments`` are new, not existing);
+    * Update: ``updated_fragments`` ids and ``removed_fragment_ids`` (``new_fragments`` are not existing
+      fragments);
     * Rewrite: the ``old_fragments`` of every group (and of the deprecated ungrouped form);
     * DataReplacement: the ``fragment_id`` of every replacement group;
     * Merge: the ids of its ``fragments`` (a Merge restates every fragment it gives new columns).
@@ -265,7 +266,8 @@ class _Cell:
 
     def rebase(self, why: str) -> Verdict:
         return Verdict(Resolution.REBASE,
-                       f"{self.row} is compatible with a concurrent {self.column}{self.at} after a rebase: {why}")
+                       f"{self.row} is compatible with a concurrent {self.column}{self.at} after a rebase: "
+                       f"{why}")
 
     def retryable(self, why: str = "") -> Verdict:
         tail = f": {why}" if why else ""
@@ -310,7 +312,7 @@ def _index_rewrite_overlap(index_txn: transaction_pb2.Transaction, rewrite_txn: 
                            cell: _Cell) -> Verdict:
     covered = indexed_fragments(index_txn)
     if covered is None:
-        return cell.retryable("a new index records no fragment bitmap, so it may cover the rewritten fragments")
+        return cell.retryable("a new index records no fragment bitmap, so it may cover a rewritten fragment")
     return cell.overlap(covered & touched_fragments(rewrite_txn), cell.retryable)
 
 

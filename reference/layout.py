@@ -153,8 +153,14 @@ def sidecar_relative_path(data_file_path: str, blob_id: int) -> str:
 
 
 def tag_ref_path(tag: str) -> str:
-    """Root-relative path of a tag's JSON (always at the main root)."""
-    return f"{TAGS_DIR}/{tag}.json"
+    """Root-relative path of a tag's JSON (always at the main root); the name is percent-encoded as
+    pylance's object store writes it (non-ASCII characters as UTF-8 escapes)."""
+    return f"{TAGS_DIR}/{quote(tag, safe='')}.json"
+
+
+def tag_name_from_ref_file(file_name: str) -> str:
+    """The tag name a ``_refs/tags/`` file name stands for."""
+    return unquote(file_name[: -len(".json")])
 
 
 def branch_ref_path(branch: str) -> str:

@@ -43,6 +43,7 @@ from .layout import (
     manifest_name,
     parse_manifest_name,
     resolve,
+    tag_name_from_ref_file,
     tag_ref_path,
 )
 from .proto import table_pb2
@@ -324,7 +325,7 @@ class Dataset:
         for info in self.storage.list(join(self.main_root, TAGS_DIR), recursive=False):
             name = info.uri.rsplit("/", 1)[-1]
             if name.endswith(".json"):
-                out[name[: -len(".json")]] = decode_tag(self.storage.get(info.uri), info.uri)
+                out[tag_name_from_ref_file(name)] = decode_tag(self.storage.get(info.uri), info.uri)
         return out
 
     def tag(self, name: str) -> TagRecord:
