@@ -10,7 +10,6 @@ A test regenerates into a temporary folder and compares byte for byte with the c
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,8 +26,8 @@ def source_root() -> Path:
 
 def generate(proto_dir: Path, out_dir: Path) -> list[Path]:
     """Compile every file of PROTO_FILES from ``proto_dir`` into ``out_dir``; return the files written."""
-    from grpc_tools import protoc  # dev-only dependency
     import grpc_tools
+    from grpc_tools import protoc  # dev-only dependency
 
     include = Path(grpc_tools.__file__).parent / "_proto"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,8 @@ def _assign_ids(target: table_pb2.Manifest, fragments: Iterable[table_pb2.DataFr
         target.max_fragment_id = next_id - 1
 
 
-def assign_base_ids(existing: Iterable[table_pb2.BasePath], new: Iterable[table_pb2.BasePath]) -> list[table_pb2.BasePath]:
+def assign_base_ids(existing: Iterable[table_pb2.BasePath],
+                    new: Iterable[table_pb2.BasePath]) -> list[table_pb2.BasePath]:
     """New bases with ids of 0 replaced by max(existing ids, earlier new ids) + 1, in order."""
     used = [b.id for b in existing]
     out = []
@@ -58,7 +59,7 @@ def apply_transaction(previous: table_pb2.Manifest | None, txn: transaction_pb2.
     if previous is not None:
         manifest.CopyFrom(previous)
         for cleared in ("index_section", "transaction_section", "transaction_section_deprecated", "transaction_file"):
-            manifest.ClearField(cleared)  # type: ignore[arg-type]
+            manifest.ClearField(cleared)
     else:
         manifest.data_format.file_format = "lance"
         manifest.data_format.version = data_format_version

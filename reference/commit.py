@@ -18,6 +18,7 @@ Rules (lance-format.md §7, seed 002 "Manifest.transaction_file", seed 001 "Tran
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 import uuid as uuidlib
@@ -92,7 +93,7 @@ def _backoff(attempt: int) -> None:
 def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool:
     try:
         existing = decode_manifest_file(storage.get(manifest_uri), manifest_uri)
-    except Exception:  # noqa: BLE001 - an unreadable competitor is simply not ours
+    except Exception:
         return False
     return existing.manifest.transaction_file == transaction_name
 
@@ -175,8 +176,6 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             _backoff(attempts)
             continue
         break
-    try:
+    with contextlib.suppress(Exception):
         storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))
-    except Exception:  # noqa: BLE001 - the hint is an optimisation; its failure never fails a commit
-        pass
     return CommitResult(version, manifest_uri, txn_uri, attempts)

@@ -116,7 +116,7 @@ class _Parser:
         if not tok or tok[0] != "op" or tok[1] not in _COMPARE:
             raise ValidationError(f"predicate {self.text!r}: expected a comparison after the column name")
         self.i += 1
-        return _COMPARE[tok[1]](column, self.literal())  # type: ignore[no-any-return]
+        return _COMPARE[tok[1]](column, self.literal())
 
     def column(self) -> str:
         tok = self.peek()

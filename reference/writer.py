@@ -8,6 +8,7 @@ buckets"; lance-format.md §10.3 for pylance's exact rotation), and the ``DataFi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -143,7 +144,5 @@ def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: p
 def remove_files(storage: Storage, uris: Sequence[str]) -> None:
     """Best-effort removal of files a failed operation wrote."""
     for uri in uris:
-        try:
+        with contextlib.suppress(Exception):
             storage.delete(uri)
-        except Exception:  # noqa: BLE001 - cleanup must not mask the original error
-            pass

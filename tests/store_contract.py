@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import pytest
+
 from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
 from lancespec.reference.store.base import ObjectStore
 from lancespec.reference.store.uri import join

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from lancespec.conformance.shapes import SHAPES, Shape
 
 _HERE = Path(__file__).resolve().parent

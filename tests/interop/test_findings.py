@@ -47,3 +47,40 @@ def test_f003_shallow_clone_registers_source_not_own_root(tmp_path: Path) -> Non
     inherited, appended = snap.fragments
     assert inherited.files[0].base_id == 0
     assert appended.files[0].base_id is None
+
+
+def test_f004_field_type_is_always_parent(tmp_path: Path) -> None:
+    """seed 002 "Field": Type is PARENT for structs, REPEATED for lists, LEAF otherwise. pylance 14.0.2
+    writes 0 (PARENT) for every field, leaves included."""
+    schema = pa.schema([("i", pa.int64()), ("st", pa.struct([("x", pa.int32())])), ("l", pa.list_(pa.int8()))])
+    lance.write_dataset(pa.table({"i": [1], "st": [{"x": 1}], "l": [[1]]}, schema=schema), tmp_path / "ds")
+    fields = Dataset.open(str(tmp_path / "ds")).snapshot().manifest.fields
+    assert {f.name: f.type for f in fields} == {"i": 0, "st": 0, "x": 0, "l": 0, "item": 0}
+
+
+def test_f005_logical_types_outside_the_seed_list(tmp_path: Path) -> None:
+    """seed 002 "Field" lists ``time:{unit}`` and ``timestamp:{unit}`` and no fixed-size types. pylance
+    14.0.2 writes ``time64:ns``, ``timestamp:us:-`` (with a timezone part) and
+    ``fixed_size_list:float:2``."""
+    table = pa.table({
+        "t": pa.array([1], pa.time64("ns")),
+        "ts": pa.array([1], pa.timestamp("us")),
+        "v": pa.array([[1.0, 2.0]], pa.list_(pa.float32(), 2)),
+    })
+    lance.write_dataset(table, tmp_path / "ds")
+    fields = Dataset.open(str(tmp_path / "ds")).snapshot().manifest.fields
+    assert [f.logical_type for f in fields] == ["time64:ns", "timestamp:us:-", "fixed_size_list:float:2"]
+
+
+def test_f006_non_ascii_tag_breaks_tag_listing(tmp_path: Path) -> None:
+    """pylance 14.0.2 accepts the tag name 'é' and writes ``_refs/tags/%C3%A9.json``, after which
+    ``tags.list()`` fails for the whole dataset (it looks for the name escaped twice). The tag itself
+    still resolves. (The seeds set no tag-name rules; the reference refuses non-ASCII tag names.)"""
+    ds = lance.write_dataset(pa.table({"a": [1]}), tmp_path / "ds")
+    ds.tags.create("é", 1)
+    assert (tmp_path / "ds" / "_refs" / "tags" / "%C3%A9.json").exists()
+    assert ds.tags.get_version("é") == 1
+    with pytest.raises(ValueError, match="Not found"):
+        lance.dataset(tmp_path / "ds").tags.list()
+    # lancespec lists it.
+    assert set(Dataset.open(str(tmp_path / "ds")).tags()) == {"é"}

@@ -13,11 +13,11 @@ from typing import Any
 
 import lance
 import pytest
+
+from lancespec.cli import main
 from lancespec.conformance.shapes import Shape
 from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
 from lancespec.reference.table import Dataset
-
-from lancespec.cli import main
 
 EXIT_UNREADABLE = 2
 DELETION_EXTENSION = {"array": "arrow", "bitmap": "bin"}

@@ -10,6 +10,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 from google.protobuf.message import Message
+
 from lancespec.conformance.shapes import Shape
 from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
 from lancespec.reference.proto import table_pb2

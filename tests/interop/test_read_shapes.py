@@ -13,6 +13,7 @@ from typing import Any
 
 import lance
 import pytest
+
 from lancespec.conformance.shapes import Shape
 from lancespec.reference.layout import FileKind
 from lancespec.reference.table import Dataset, Snapshot

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from lancespec.simulator.s3 import EmbeddedS3Server
 
 _HERE = Path(__file__).resolve().parent

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_contract import StoreContract, payload, race_put_if_absent
+
 from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
 from lancespec.reference.store import open_store
 from lancespec.reference.store.base import ObjectStore
 from lancespec.reference.store.s3 import CONFLICT_RETRIES, S3Store
 from lancespec.simulator.s3 import EmbeddedS3Server, S3ServerError
-from store_contract import StoreContract, payload, race_put_if_absent
 
 pytestmark = pytest.mark.s3
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyroaring import BitMap
+
 from lancespec.reference.conflicts import (
     FRAGMENT_REUSE_INDEX_NAME,
     MEM_WAL_INDEX_NAME,
@@ -27,7 +29,6 @@ from lancespec.reference.conflicts import (
     touched_fragments,
 )
 from lancespec.reference.proto import table_pb2, transaction_pb2
-from pyroaring import BitMap
 
 T = transaction_pb2.Transaction
 C = Resolution.COMPATIBLE

@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from store_contract import StoreContract, race_put_if_absent
+
 from lancespec.reference.errors import ObjectAlreadyExists
 from lancespec.reference.store import open_store
 from lancespec.reference.store.base import ObjectStore
 from lancespec.reference.store.local import LocalStore
 from lancespec.reference.store.uri import join
-from store_contract import StoreContract, race_put_if_absent
 
 
 def _temp_files(top: Path) -> list[str]:

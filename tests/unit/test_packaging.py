@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
-import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 MAPPED = {"lancespec": "lancespec", "lancespec.reference": "reference",

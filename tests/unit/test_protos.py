@@ -19,7 +19,8 @@ def test_regenerating_gives_identical_files(tmp_path: Path) -> None:
     assert {p.name for p in written} == {n.replace(".proto", s) for n in PROTO_FILES for s in ("_pb2.py", "_pb2.pyi")}
     for produced in written:
         committed = ROOT / "reference" / "proto" / produced.name
-        assert committed.read_bytes() == produced.read_bytes(), f"{committed} is stale: run python -m lancespec.protogen"
+        stale = f"{committed} is stale: run python -m lancespec.protogen"
+        assert committed.read_bytes() == produced.read_bytes(), stale
 
 
 def _number(message: type, field: str) -> int:
