@@ -51,6 +51,25 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_certify(args: argparse.Namespace) -> int:
+    from .conformance.certify import certify
+    from .conformance.report import RENDERERS
+    from .progress import progress_bar
+
+    with progress_bar("certifying") as progress:
+        report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
+                         storage_options=parse_storage_options(args.storage_option), progress=progress)
+    text = RENDERERS[args.format](report)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if args.format != "text":
+            sys.stderr.write(RENDERERS["text"](report))
+    else:
+        sys.stdout.write(text)
+    return report.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancespec", description="Conformance tools for the Lance table format.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print the JSON document (docs/inspect-json.md)")
     _add_storage_option(inspect)
     inspect.set_defaults(func=cmd_inspect)
+
+    certify = sub.add_parser("certify", help="judge a dataset against the requirement catalogue",
+                             description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable.")
+    certify.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    versions = certify.add_mutually_exclusive_group()
+    versions.add_argument("--version", type=int, help="the version to certify (default: latest)")
+    versions.add_argument("--all-versions", action="store_true",
+                          help="every version of the main root and of every branch")
+    certify.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    certify.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes "
+                         "to stderr for json and junit)")
+    certify.add_argument("--only", action="append", metavar="AREA",
+                         help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
+                         "history, blobs, portability); repeat")
+    _add_storage_option(certify)
+    certify.set_defaults(func=cmd_certify)
     return parser
 
 

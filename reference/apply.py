@@ -9,7 +9,7 @@ and §15 (flags recomputed on every commit).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import __version__ as REFERENCE_VERSION
 from .errors import ValidationError
@@ -99,7 +99,7 @@ def finalize(manifest: table_pb2.Manifest, version: int, transaction_file: str,
     """Stamp version, commit time, writer, transaction file name and recomputed feature flags."""
     manifest.version = version
     manifest.transaction_file = transaction_file
-    manifest.timestamp.FromDatetime((now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None))
+    manifest.timestamp.FromDatetime((now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None))
     manifest.writer_version.library = WRITER_LIBRARY
     manifest.writer_version.version = REFERENCE_VERSION
     manifest.reader_feature_flags, manifest.writer_feature_flags = compute_flags(manifest)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from .codec import BranchRecord, ManifestFile, TagRecord, decode_manifest_file
@@ -285,7 +285,7 @@ class _Version:
 
 def _manifest_time(manifest: table_pb2.Manifest) -> datetime:
     nanos = manifest.timestamp.seconds * 1_000_000_000 + manifest.timestamp.nanos
-    return datetime.fromtimestamp(0, tz=timezone.utc) + timedelta(microseconds=nanos // 1000)
+    return datetime.fromtimestamp(0, tz=UTC) + timedelta(microseconds=nanos // 1000)
 
 
 def _read_versions(dataset: Dataset, root: str) -> list[_Version]:
@@ -376,7 +376,9 @@ def _descendants(branch: str | None, branches: Mapping[str, BranchRecord]) -> li
     (pylance reports both, e.g. ``feat`` and ``feat``'s child ``sub`` at the same main version).
     """
     lineages = _lineages(branches)
-    own = lineages.get(branch, ()) if branch is not None else ()
+    if branch is not None and branch not in lineages:
+        return []  # this branch's record is gone: its descendants cannot be told apart
+    own = lineages[branch] if branch is not None else ()
     found = []
     for name, lineage in sorted(lineages.items()):
         if name == branch or len(lineage) <= len(own) or lineage[: len(own)] != own:
@@ -515,7 +517,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     Seed 003: a shallow clone made from a tagged version keeps working, because the tagged version's
     files are referenced by the working set.
     """
-    now = policy.now if policy.now is not None else datetime.now(timezone.utc)
+    now = policy.now if policy.now is not None else datetime.now(UTC)
     root = dataset.uri
     versions = _read_versions(dataset, root)
     if not versions:
@@ -546,6 +548,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
 
     # Fork points of descendant branches.
     by_number = {v.number: v for v in versions}
+    old_numbers = {v.number for v in old}
     branch_records = context.main.branches()
     referenced_branches: list[ReferencedBranch] = []
     fork_points: set[int] = set()
@@ -554,7 +557,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
         if forked_from is None or not _is_old(forked_from, policy, now, before_version):
             continue
         keeps = _branch_references(dataset, context.main.uri, name, root, referenced)
-        if keeps:
+        if keeps and fork_version in old_numbers:
             fork_points.add(fork_version)
         referenced_branches.append(ReferencedBranch(name, fork_version, False, keeps))
     removed = [v for v in old if v.number not in fork_points]

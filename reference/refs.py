@@ -15,7 +15,7 @@ import re
 import time
 import uuid as uuidlib
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .clone import shallow_clone_into
 from .codec import BranchRecord, TagRecord, decode_branch
@@ -96,7 +96,7 @@ def resolve_reference(dataset: Dataset, reference: Reference) -> tuple[Dataset, 
 def _tag_record(root: Dataset, version: int, created_at: str | None = None,
                 metadata: dict[str, str] | None = None) -> TagRecord:
     snapshot = root.snapshot(version, strict=False)
-    now = rfc3339_nanos(datetime.now(timezone.utc))
+    now = rfc3339_nanos(datetime.now(UTC))
     return TagRecord(version=version, branch=root.branch_name, manifest_size=snapshot.manifest_file.size,
                      created_at=created_at or now, updated_at=now, metadata=dict(metadata or {}))
 

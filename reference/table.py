@@ -216,8 +216,9 @@ class Dataset:
 
     # --- versions ---------------------------------------------------------------------------------
 
-    def version_entries(self) -> list[VersionEntry]:
-        """Every attached version, ascending. Raises FormatError when V1 and V2 names are mixed."""
+    def version_entries(self, allow_mixed: bool = False) -> list[VersionEntry]:
+        """Every attached version, ascending. Raises FormatError when V1 and V2 names are mixed, unless
+        ``allow_mixed`` (a certifier wants to look at such a dataset, not stop at it)."""
         entries = []
         for info in self.storage.list(join(self.uri, VERSIONS_DIR), recursive=False):
             parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
@@ -225,7 +226,7 @@ class Dataset:
                 continue
             entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
         namings = {e.naming for e in entries}
-        if len(namings) > 1:
+        if len(namings) > 1 and not allow_mixed:
             raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
         return sorted(entries, key=lambda e: e.version)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -131,14 +131,14 @@ class StoreContract:
 
     def test_head(self, store: ObjectStore, root: str) -> None:
         uri = join(root, "sized")
-        before = datetime.now(timezone.utc) - timedelta(minutes=2)
+        before = datetime.now(UTC) - timedelta(minutes=2)
         store.put(uri, b"x" * 1234)
         info = store.head(uri)
         assert info.uri == uri
         assert info.size == 1234
         assert info.last_modified.tzinfo is not None
         assert info.last_modified.utcoffset() == timedelta(0)
-        assert before <= info.last_modified <= datetime.now(timezone.utc) + timedelta(minutes=2)
+        assert before <= info.last_modified <= datetime.now(UTC) + timedelta(minutes=2)
 
     # --- list -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAPPING = {"reference": "reference", "conformance": "conformance", "simulator": "simulator"}
+MAPPING = {"reference": "reference", "conformance": "conformance", "simulator": "simulator", "spec": "spec"}
 
 
 def build_tree(where: Path) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import FormatError
@@ -56,7 +56,7 @@ def _dump(obj: dict[str, Any]) -> bytes:
 
 def rfc3339_nanos(moment: datetime) -> str:
     """``2026-11-21T22:06:27.083086000Z``: UTC, nanosecond digits, ``Z`` (microsecond precision here)."""
-    utc = moment.astimezone(timezone.utc)
+    utc = moment.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond:06d}000Z"
 
 

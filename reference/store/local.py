@@ -13,7 +13,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError
 from .base import ObjectInfo, ObjectStore
@@ -21,7 +21,7 @@ from .uri import join, local_path
 
 
 def _info(uri: str, st: os.stat_result) -> ObjectInfo:
-    return ObjectInfo(uri, st.st_size, datetime.fromtimestamp(st.st_mtime, tz=timezone.utc))
+    return ObjectInfo(uri, st.st_size, datetime.fromtimestamp(st.st_mtime, tz=UTC))
 
 
 class LocalStore(ObjectStore):

@@ -238,6 +238,9 @@ AGREEING: list[tuple[str, Callable[[str], object], Action, Action, str]] = [
     ("update-vs-delete-same-fragment", make_plain, delete("a = 1"), update("a = 2"), LANDS),
     ("delete-vs-update-same-fragment", make_plain, update("a = 2"), delete("a = 1"), LANDS),
     ("update-vs-update-other-fragment", make_plain, update("a = 7"), update("a = 2"), LANDS),
+    ("update-vs-update-same-fragment", make_plain, update("a = 1"), update("a = 2"), LANDS),
+    ("delete-after-merge", make_plain, lambda d: d.add_columns({"c": "a * 2"}), delete("a = 1"), RETRYABLE),
+    ("update-after-merge", make_plain, lambda d: d.add_columns({"c": "a * 2"}), update("a = 1"), RETRYABLE),
     # Config and metadata.
     ("config-same-key", make_plain, lambda d: d.update_config({"k": "1"}), lambda d: d.update_config({"k": "2"}),
      INCOMPATIBLE),

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parents[2]
 MAPPED = {"lancespec": "lancespec", "lancespec.reference": "reference",
-          "lancespec.conformance": "conformance", "lancespec.simulator": "simulator"}
+          "lancespec.conformance": "conformance", "lancespec.simulator": "simulator", "lancespec.spec": "spec"}
 
 
 def _declared_packages() -> list[str]:
@@ -42,4 +41,5 @@ def test_wheel_holds_only_lancespec(tmp_path: Path) -> None:
     assert top == {"lancespec"}
     assert "lancespec/reference/proto/table_pb2.py" in names
     assert "lancespec/reference/layout.py" in names
+    assert "lancespec/spec/requirements.toml" in names
     assert any(n.endswith("entry_points.txt") for n in names)

@@ -1,0 +1,131 @@
+"""The requirement catalogue: load spec/requirements.toml, and generate spec/README.md from it.
+
+    python -m lancespec.conformance.catalogue --write    # regenerate spec/README.md
+    python -m lancespec.conformance.catalogue --check    # exit 1 when spec/README.md is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+SEVERITIES = ("MUST", "SHOULD")
+_ID = re.compile(r"^([A-Z]+)-(\d{3})$")
+
+DOCUMENTS = {
+    "000_342b5d876914a0ee.txt": "multi-base paths (essay)",
+    "001_3e075592ae1437fa.txt": "Storage Layout Specification",
+    "002_6199e855fd9428c9.txt": "Table Format specification",
+    "003_26090e6b2a6f1c93.txt": "Clone primitives",
+    "004_da6da092fbdd6c86.txt": "Blob v2",
+    "implicit": "required by the format's working, stated by no seed",
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One normative statement."""
+
+    id: str
+    severity: str
+    rule: str
+    document: str
+    section: str
+    checks: tuple[str, ...]
+    tests: tuple[str, ...]
+
+    @property
+    def area(self) -> str:
+        return self.id.split("-")[0]
+
+
+class CatalogueError(ValueError):
+    """The catalogue file breaks its own rules."""
+
+
+def parse_catalogue(text: str) -> dict[str, Requirement]:
+    """Parse and validate catalogue TOML: ids well-formed and unique, severities known, sources named."""
+    data = tomllib.loads(text)
+    out: dict[str, Requirement] = {}
+    for entry in data.get("requirement", []):
+        rid = entry.get("id", "")
+        if not _ID.match(rid):
+            raise CatalogueError(f"requirement id {rid!r} is not AREA-NNN")
+        if rid in out:
+            raise CatalogueError(f"requirement id {rid} appears twice")
+        if entry.get("severity") not in SEVERITIES:
+            raise CatalogueError(f"{rid}: severity must be one of {SEVERITIES}")
+        source = entry.get("source", {})
+        if source.get("document") not in DOCUMENTS or not source.get("section"):
+            raise CatalogueError(f"{rid}: source must name a known document and a section")
+        if not entry.get("rule"):
+            raise CatalogueError(f"{rid}: rule is empty")
+        out[rid] = Requirement(rid, entry["severity"], entry["rule"], source["document"], source["section"],
+                               tuple(entry.get("checks", ())), tuple(entry.get("tests", ())))
+    return out
+
+
+@cache
+def load_catalogue() -> dict[str, Requirement]:
+    """The catalogue shipped with lancespec (spec/requirements.toml)."""
+    return parse_catalogue(resources.files("lancespec.spec").joinpath("requirements.toml").read_text())
+
+
+def render_markdown(catalogue: dict[str, Requirement]) -> str:
+    """The human-readable catalogue, grouped by area, in id order."""
+    musts = sum(r.severity == "MUST" for r in catalogue.values())
+    lines = [
+        "# The requirement catalogue",
+        "",
+        "<!-- Generated from requirements.toml by `python -m lancespec.conformance.catalogue --write`."
+        " Do not edit. -->",
+        "",
+        f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five seed "
+        "documents and from what the format requires without stating it. Each has a stable id (never "
+        "renumbered), the rule in our words, its source, and the checks (`lancespec certify`) and tests that "
+        "cover it. Divergences of pylance from these rules are in [findings.md](findings.md).",
+        "",
+        "Sources:",
+        "",
+    ]
+    lines += [f"- `{doc}`: {title}" for doc, title in DOCUMENTS.items()]
+    areas: dict[str, list[Requirement]] = {}
+    for req in sorted(catalogue.values(), key=lambda r: (r.area, r.id)):
+        areas.setdefault(req.area, []).append(req)
+    for area, reqs in areas.items():
+        lines += ["", f"## {area}", "", "| id | severity | rule | source | covered by |", "|---|---|---|---|---|"]
+        for r in reqs:
+            covered = ", ".join([f"`{c}`" for c in r.checks] + [f"`{t}`" for t in r.tests])
+            lines.append(f"| {r.id} | {r.severity} | {r.rule} | `{r.document}`: {r.section} | {covered} |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_path() -> Path:
+    return Path(str(resources.files("lancespec.spec").joinpath("README.md")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", action="store_true")
+    group.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    text = render_markdown(load_catalogue())
+    path = readme_path()
+    if args.write:
+        path.write_text(text)
+        return 0
+    if not path.exists() or path.read_text() != text:
+        print(f"{path} is stale: run python -m lancespec.conformance.catalogue --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Certify a dataset: run the checks over one version, or every version of every root, and report.
+
+Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
+a version asked for) cannot be read at all. Unreadable manifests are reported as findings too, so a
+person always learns what was wrong and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.store import open_store
+from lancespec.reference.table import Dataset, Snapshot
+
+from .catalogue import load_catalogue
+from .checks import Check, DatasetContext, VersionContext, select
+from .model import Finding, Report
+
+#: Called as progress(done, total, description) while certifying.
+Progress = Callable[[int, int, str], None]
+
+UNREADABLE_REQUIREMENT = "HIST-001"
+
+
+class CertifyError(LanceSpecError):
+    """A check failed in a way that is a bug of lancespec, not a finding about the dataset."""
+
+
+def _run(check: Check, ctx: VersionContext | DatasetContext) -> None:
+    ctx.declared = check.requirements
+    try:
+        check.func(ctx)
+    except LanceSpecError as exc:
+        # The check met something it could not read: that is itself a breach of what it checks.
+        ctx.finding(check.requirements[0], exc.where or ctx.dataset.uri, f"unreadable: {exc.message}")
+    except Exception as exc:
+        raise CertifyError(f"check {check.name} failed: {type(exc).__name__}: {exc}", ctx.dataset.uri) from exc
+
+
+def _unreadable(dataset: Dataset, version: int | None, path: str, message: str) -> Finding:
+    return Finding(UNREADABLE_REQUIREMENT, load_catalogue()[UNREADABLE_REQUIREMENT].severity, version, path, message,
+                   dataset.branch_name)
+
+
+def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
+    if not all_versions:
+        return [main]
+    roots = [main]
+    for name in sorted(main.branches()):
+        roots.append(Dataset(main.uri + "/tree/" + name, main.storage, main_root=main.uri, branch=name))
+    return roots
+
+
+def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
+            areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
+            progress: Progress | None = None) -> Report:
+    """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
+    attached version of the main root and of every branch, with the dataset-wide checks."""
+    storage = open_store(storage_options)
+    main = Dataset(uri, storage)
+    report = Report(main.uri)
+    checks = list(select(areas))
+    version_checks = [c for c in checks if c.scope == "version"]
+    dataset_checks = [c for c in checks if c.scope == "dataset"]
+    report.checks_run = [c.name for c in checks]
+    report.requirements_checked = sorted({r for c in checks for r in c.requirements})
+    try:
+        entries = main.version_entries(allow_mixed=True)
+    except LanceSpecError as exc:
+        report.readable = False
+        report.findings.append(_unreadable(main, None, exc.where or main.uri, exc.message))
+        return report
+    if not entries:
+        report.readable = False
+        report.findings.append(_unreadable(main, None, main.uri, "no dataset here: _versions/ holds no manifest"))
+        return report
+
+    plan: list[tuple[Dataset, list[int]]] = []
+    for root in _roots(main, all_versions):
+        try:
+            listed = [e.version for e in root.version_entries(allow_mixed=True)]
+        except LanceSpecError as exc:
+            report.findings.append(_unreadable(root, None, exc.where or root.uri, exc.message))
+            continue
+        if root is main and not all_versions:
+            wanted = version if version is not None else listed[-1]
+            if wanted not in listed:
+                report.readable = False
+                report.findings.append(_unreadable(main, wanted, main.uri, f"version {wanted} has no manifest"))
+                return report
+            listed = [wanted]
+        plan.append((root, listed))
+
+    total = sum(len(v) for _, v in plan) + len(plan)
+    done = 0
+    for root, versions in plan:
+        snapshots: dict[int, Snapshot] = {}
+        for v in versions:
+            if progress:
+                progress(done, total, f"{root.branch_name or 'main'} v{v}")
+            try:
+                snapshots[v] = root.snapshot(v, strict=False)
+            except LanceSpecError as exc:
+                report.findings.append(_unreadable(root, v, exc.where or root.uri, exc.message))
+                if not all_versions or (root is main and v == versions[-1]):
+                    report.readable = False
+                done += 1
+                continue
+            for check in version_checks:
+                ctx = VersionContext(root, version=v, snapshot=snapshots[v])
+                _run(check, ctx)
+                report.findings.extend(ctx.findings)
+            done += 1
+        if progress:
+            progress(done, total, f"{root.branch_name or 'main'} dataset checks")
+        for check in dataset_checks:
+            dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)
+            _run(check, dctx)
+            report.findings.extend(dctx.findings)
+        done += 1
+        report.versions.extend(v for v in versions if root is main)
+    if progress:
+        progress(total, total, "done")
+    report.findings = sorted(set(report.findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message))
+    return report
+
+
+__all__ = ["CertifyError", "Progress", "certify"]

@@ -1,0 +1,120 @@
+"""The checks: plain functions from a context to findings, one module per area, each registered with
+the requirement ids it judges.
+
+A *version* check receives a ``VersionContext`` (one snapshot of one root) and runs once per certified
+version; a *dataset* check receives a ``DatasetContext`` and runs once per certified root (refs, history,
+orphans). Checks only read; they never write. A check reports a breach with ``ctx.finding(requirement,
+path, message)``; the requirement must be one the check declared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from lancespec.reference.store import Storage
+from lancespec.reference.table import Dataset, Snapshot
+
+from ..catalogue import load_catalogue
+from ..model import Finding
+
+
+@dataclass
+class _Context:
+    dataset: Dataset
+    declared: tuple[str, ...] = ()
+    version: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def storage(self) -> Storage:
+        return self.dataset.storage
+
+    def finding(self, requirement: str, path: str, message: str) -> None:
+        """Record a breach of ``requirement`` (one of the running check's declared ids)."""
+        if requirement not in self.declared:
+            raise AssertionError(f"check reported {requirement}, which it does not declare ({self.declared})")
+        severity = load_catalogue()[requirement].severity
+        self.findings.append(Finding(requirement, severity, self.version, path, message, self.dataset.branch_name))
+
+
+@dataclass
+class VersionContext(_Context):
+    """One version of one root."""
+
+    snapshot: Snapshot | None = None
+
+    @property
+    def snap(self) -> Snapshot:
+        assert self.snapshot is not None
+        return self.snapshot
+
+
+@dataclass
+class DatasetContext(_Context):
+    """One root, with the versions selected for certification (all attached versions with --all-versions)."""
+
+    versions: list[int] = field(default_factory=list)
+    snapshots: dict[int, Snapshot] = field(default_factory=dict)
+
+
+VersionCheck = Callable[[VersionContext], None]
+DatasetCheck = Callable[[DatasetContext], None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check."""
+
+    name: str
+    scope: str  # "version" | "dataset"
+    requirements: tuple[str, ...]
+    func: Callable[..., None]
+
+    @property
+    def area(self) -> str:
+        return self.name.split(".")[0]
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+Decorator = Callable[[Callable[..., None]], Callable[..., None]]
+
+
+def _register(name: str, scope: str, requirements: Iterable[str]) -> Decorator:
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        if name in REGISTRY:
+            raise AssertionError(f"check {name} registered twice")
+        REGISTRY[name] = Check(name, scope, tuple(requirements), func)
+        return func
+
+    return decorate
+
+
+def version_check(name: str, *requirements: str) -> Callable[[VersionCheck], VersionCheck]:
+    """Register a check that runs on every certified version."""
+    return _register(name, "version", requirements)
+
+
+def dataset_check(name: str, *requirements: str) -> Callable[[DatasetCheck], DatasetCheck]:
+    """Register a check that runs once per certified dataset root."""
+    return _register(name, "dataset", requirements)
+
+
+def all_checks() -> dict[str, Check]:
+    """Every check, after importing every module of this package."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return REGISTRY
+
+
+def select(areas: Iterable[str] | None = None) -> Iterator[Check]:
+    """The checks of the given areas (all when None), in name order."""
+    wanted = {a.lower() for a in areas} if areas else None
+    for name in sorted(all_checks()):
+        check = REGISTRY[name]
+        if wanted is None or check.area in wanted:
+            yield check

@@ -1,0 +1,181 @@
+"""Checks of one manifest's own content: fragment ids, version, schema, data-file fields, data format,
+feature flags, writer version (catalogue area MAN)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from lancespec.reference import flags as feature_flags
+from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR
+from lancespec.reference.layout import parse_manifest_name
+from lancespec.reference.proto import file_pb2
+
+from . import VersionContext, version_check
+
+TOMBSTONE = -2
+
+
+@version_check("manifest.fragment_ids", "MAN-001", "MAN-002", "DEL-006")
+def fragment_ids(ctx: VersionContext) -> None:
+    """Fragment ids unique (MAN-001); max_fragment_id covers them and is present when any exists
+    (MAN-002); no fragment kept with every row deleted (DEL-006)."""
+    manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
+    counts = Counter(f.id for f in manifest.fragments)
+    for fragment_id, n in sorted(counts.items()):
+        if n > 1:
+            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments")
+    if manifest.fragments:
+        highest = max(counts)
+        if not manifest.HasField("max_fragment_id"):
+            ctx.finding("MAN-002", where, f"max_fragment_id is absent but fragment {highest} exists")
+        elif manifest.max_fragment_id < highest:
+            ctx.finding("MAN-002", where, f"max_fragment_id is {manifest.max_fragment_id}, below fragment id {highest}")
+    for fragment in ctx.snap.fragments:
+        if fragment.deletion is not None and fragment.physical_rows and fragment.num_rows <= 0:
+            ctx.finding("DEL-006", where, f"fragment {fragment.id} has all {fragment.physical_rows} rows deleted "
+                        "but is still listed")
+
+
+@version_check("manifest.version_matches_name", "MAN-003")
+def version_matches_name(ctx: VersionContext) -> None:
+    """The version inside the manifest equals the one its file name encodes (MAN-003)."""
+    parsed = parse_manifest_name(ctx.snap.manifest_uri.rsplit("/", 1)[-1])
+    inside = ctx.snap.manifest.version
+    if parsed is not None and parsed.version != inside:
+        ctx.finding("MAN-003", ctx.snap.manifest_uri,
+                    f"manifest records version {inside}, its name says {parsed.version}")
+
+
+_SIMPLE_TYPES = {
+    "null", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "halffloat",
+    "float", "double", "string", "large_string", "binary", "large_binary", "date32:day", "date64:ms",
+    "struct", "list", "large_list", "list.struct", "large_list.struct",
+}
+_UNIT = "(s|ms|us|ns)"
+_PATTERNS = [
+    re.compile(r"^decimal:(128|256):\d+:\d+$"),
+    re.compile(rf"^(time|time32|time64|duration):{_UNIT}$"),
+    re.compile(rf"^timestamp:{_UNIT}(:.+)?$"),
+    re.compile(r"^fixed_size_binary:\d+$"),
+    re.compile(r"^fixed_size_list:.+:\d+$"),
+    re.compile(r"^dict:.+:.+:(false|true)$"),
+]
+
+
+def known_logical_type(text: str) -> bool:
+    """Whether ``text`` is a logical type of the format (seed list plus the spellings readers parse)."""
+    return text in _SIMPLE_TYPES or any(p.match(text) for p in _PATTERNS)
+
+
+def _expected_type(field: file_pb2.Field) -> int:
+    if field.logical_type == "struct":
+        return int(file_pb2.Field.PARENT)
+    if field.logical_type.split(".")[0] in ("list", "large_list"):
+        return int(file_pb2.Field.REPEATED)
+    return int(file_pb2.Field.LEAF)
+
+
+@version_check("manifest.schema", "MAN-005", "MAN-013", "MAN-014")
+def schema(ctx: VersionContext) -> None:
+    """Unique field ids, parents that exist (MAN-005); Field.type matching the logical type (MAN-013);
+    known logical types (MAN-014)."""
+    fields, where = list(ctx.snap.manifest.fields), ctx.snap.manifest_uri
+    ids = Counter(f.id for f in fields)
+    for field_id, n in sorted(ids.items()):
+        if n > 1:
+            ctx.finding("MAN-005", where, f"field id {field_id} is used by {n} fields")
+    mistyped = []
+    for field in fields:
+        if field.parent_id != -1 and field.parent_id not in ids:
+            ctx.finding("MAN-005", where, f"field {field.name!r} (id {field.id}) has parent_id {field.parent_id}, "
+                        "which is no field")
+        if not known_logical_type(field.logical_type):
+            ctx.finding("MAN-014", where, f"field {field.name!r} has unknown logical type {field.logical_type!r}")
+        if field.type != _expected_type(field):
+            mistyped.append(field.name)
+    if mistyped:
+        ctx.finding("MAN-013", where, f"Field.type does not match the logical type for {len(mistyped)} field(s): "
+                    f"{', '.join(mistyped[:5])}{' …' if len(mistyped) > 5 else ''}")
+
+
+@version_check("manifest.data_file_fields", "MAN-006", "MAN-007", "MAN-008")
+def data_file_fields(ctx: VersionContext) -> None:
+    """Field ids of data files exist or are tombstones, never -1 (MAN-006); disjoint within a fragment
+    (MAN-007); column_indices one per field, no duplicates but -1, empty for legacy files (MAN-008)."""
+    known = {f.id for f in ctx.snap.manifest.fields}
+    for fragment in ctx.snap.manifest.fragments:
+        seen: set[int] = set()
+        for data_file in fragment.files:
+            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {data_file.path}"
+            bad = [i for i in data_file.fields if i != TOMBSTONE and i not in known]
+            if bad:
+                ctx.finding("MAN-006", where, f"field ids {bad} are not in the schema")
+            live = [i for i in data_file.fields if i != TOMBSTONE]
+            overlap = sorted(seen & set(live))
+            if overlap:
+                ctx.finding("MAN-007", where, f"field ids {overlap} are also held by another data file of the fragment")
+            seen |= set(live)
+            legacy = data_file.file_major_version == 0
+            indices = list(data_file.column_indices)
+            if legacy and indices:
+                ctx.finding("MAN-008", where, "a legacy (0.x) data file lists column_indices")
+            if not legacy:
+                if len(indices) != len(data_file.fields):
+                    ctx.finding("MAN-008", where, f"{len(indices)} column_indices for {len(data_file.fields)} fields")
+                dupes = sorted(i for i, n in Counter(indices).items() if n > 1 and i != -1)
+                if dupes:
+                    ctx.finding("MAN-008", where, f"column_indices {dupes} appear more than once")
+
+
+_DATA_FORMAT_FILE_VERSIONS = {"0.1": {(0, 2), (0, 1), (0, 0)}, "2.0": {(2, 0), (0, 3)}, "2.1": {(2, 1)},
+                              "2.2": {(2, 2)}, "2.3": {(2, 3)}}
+
+
+@version_check("manifest.data_format", "MAN-009")
+def data_format(ctx: VersionContext) -> None:
+    """Every data file has the file version the manifest's data_format declares (MAN-009)."""
+    declared = ctx.snap.manifest.data_format.version
+    allowed = _DATA_FORMAT_FILE_VERSIONS.get(declared)
+    if allowed is None:
+        ctx.finding("MAN-009", ctx.snap.manifest_uri, f"data_format version {declared!r} is not a known file version")
+        return
+    for fragment in ctx.snap.manifest.fragments:
+        for data_file in fragment.files:
+            pair = (data_file.file_major_version, data_file.file_minor_version)
+            if pair not in allowed and pair not in FOOTER_VERSION_FOR.get(pair, ()):
+                ctx.finding("MAN-009", f"{ctx.snap.manifest_uri} fragment {fragment.id} file {data_file.path}",
+                            f"data file version {pair[0]}.{pair[1]} but the dataset declares {declared}")
+
+
+@version_check("manifest.feature_flags", "MAN-010", "MAN-011")
+def feature_flags_match(ctx: VersionContext) -> None:
+    """Flags recomputed from content match the recorded ones (MAN-010); no unknown reader bit (MAN-011)."""
+    manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
+    unknown = feature_flags.unknown_bits(manifest.reader_feature_flags)
+    if unknown:
+        ctx.finding("MAN-011", where, f"reader feature flags set unknown bit(s) {unknown}")
+    transaction_written = not manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE
+    reader, writer = feature_flags.compute_flags(manifest, transaction_file_written=transaction_written)
+    for word, recorded, expected in (("reader", manifest.reader_feature_flags, reader),
+                                     ("writer", manifest.writer_feature_flags, writer)):
+        known_part = recorded & feature_flags.KNOWN_FLAGS & ~feature_flags.USE_V2_FORMAT_DEPRECATED
+        if known_part != expected:
+            names = feature_flags.FLAG_NAMES
+            missing = [names[b] for b in names if expected & b and not recorded & b]
+            extra = [names[b] for b in names if known_part & b and not expected & b]
+            detail = "; ".join(p for p in (f"missing {', '.join(missing)}" if missing else "",
+                                           f"set without cause: {', '.join(extra)}" if extra else "") if p)
+            ctx.finding("MAN-010", where,
+                        f"{word} feature flags are {recorded}, content calls for {expected} ({detail})")
+
+
+_CORE_SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@version_check("manifest.writer_version", "MAN-012")
+def writer_version(ctx: VersionContext) -> None:
+    """writer_version.version is a core semantic version (MAN-012)."""
+    text = ctx.snap.manifest.writer_version.version
+    if text and not _CORE_SEMVER.match(text):
+        ctx.finding("MAN-012", ctx.snap.manifest_uri, f"writer version {text!r} is not a bare major.minor.patch")

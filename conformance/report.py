@@ -1,0 +1,90 @@
+"""Certify reports for a person (text), for programs (JSON, schema in spec/certify-report.schema.json)
+and for CI systems (JUnit XML: one test case per requirement checked)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from lancespec.reference import __version__
+
+from .catalogue import load_catalogue
+from .model import Report
+
+REPORT_FORMAT = "lancespec.certify/1"
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The JSON document (see spec/certify-report.schema.json)."""
+    return {
+        "format": REPORT_FORMAT,
+        "lancespec_version": __version__,
+        "uri": report.uri,
+        "conformant": report.conformant,
+        "readable": report.readable,
+        "exit_code": report.exit_code,
+        "versions": report.versions,
+        "checks": report.checks_run,
+        "requirements_checked": report.requirements_checked,
+        "summary": {
+            "must": len(report.must_findings),
+            "should": len(report.findings) - len(report.must_findings),
+        },
+        "findings": [f.to_json() for f in report.findings],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2) + "\n"
+
+
+def render_text(report: Report) -> str:
+    """A short summary, then one line per finding: severity, requirement, where, what."""
+    musts = len(report.must_findings)
+    shoulds = len(report.findings) - musts
+    verdict = "UNREADABLE" if not report.readable else "CONFORMANT" if report.conformant else "NOT CONFORMANT"
+    versions = ", ".join(map(str, report.versions)) or "none"
+    lines = [
+        f"{verdict}: {report.uri}",
+        f"  versions checked: {versions}; {len(report.checks_run)} checks covering "
+        f"{len(report.requirements_checked)} requirements; {musts} MUST and {shoulds} SHOULD findings",
+    ]
+    for f in report.findings:
+        where = f"v{f.version}" if f.version is not None else "dataset"
+        if f.branch:
+            where = f"{f.branch}@{where}"
+        lines.append(f"{f.severity:6} {f.requirement:10} {where:12} {f.path}: {f.message}")
+    return "\n".join(lines) + "\n"
+
+
+def render_junit(report: Report) -> str:
+    """One ``testcase`` per requirement checked, failed when it has a MUST finding; SHOULD findings
+    are reported in ``system-out`` without failing the case."""
+    catalogue = load_catalogue()
+    by_requirement: dict[str, list[str]] = {}
+    for f in report.findings:
+        where = f"v{f.version}" if f.version is not None else "dataset"
+        by_requirement.setdefault(f.requirement, []).append(f"{where} {f.path}: {f.message}")
+    checked = sorted(set(report.requirements_checked) | set(by_requirement))
+    failures = sum(
+        1 for r in checked if r in by_requirement and catalogue[r].severity == "MUST"
+    )
+    suite = ET.Element("testsuite", name=f"lancespec certify {report.uri}", tests=str(len(checked)),
+                       failures=str(failures), errors="0" if report.readable else "1")
+    if not report.readable:
+        ET.SubElement(suite, "error", message="the dataset could not be read")
+    for rid in checked:
+        req = catalogue[rid]
+        case = ET.SubElement(suite, "testcase", classname=f"lancespec.{req.area}", name=f"{rid} {req.rule}")
+        messages = by_requirement.get(rid, [])
+        if messages and req.severity == "MUST":
+            failure = ET.SubElement(case, "failure", message=f"{len(messages)} finding(s)", type=rid)
+            failure.text = "\n".join(messages)
+        elif messages:
+            ET.SubElement(case, "system-out").text = "SHOULD: " + "\n".join(messages)
+    text: str = ET.tostring(suite, encoding="unicode", xml_declaration=True)
+    return text + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
