@@ -53,8 +53,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     from .conformance.certify import certify
+    from .conformance.checks import all_checks
     from .conformance.report import RENDERERS
     from .progress import progress_bar
+
+    areas = sorted({c.area for c in all_checks().values()})
+    unknown = sorted(set(args.only or ()) - set(areas))
+    if unknown:
+        raise ValueError(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
 
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,

@@ -117,7 +117,7 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
     version_text, _ = storage_version(data_storage_version)
     assigned = assign_base_ids([], [b.to_proto() for b in initial_bases])
     bases = _bases_of(table_pb2.Manifest(base_paths=assigned))
-    rotation = placement_targets(bases, target_bases, target_all_bases)
+    rotation = placement_targets(bases, target_bases, target_all_bases, dataset.uri)
     fields = arrow_to_fields(table.schema)
     written = write_fragments(storage, dataset.uri, bases, table, fields, rotation,
                               max_rows_per_file=max_rows_per_file, data_storage_version=data_storage_version)
@@ -147,7 +147,7 @@ def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bas
             raise SchemaMismatch(f"appended data has schema {table.schema}, the dataset's differs", dataset.uri)
     else:
         fields = arrow_to_fields(table.schema)
-    rotation = placement_targets(snapshot.bases, target_bases, target_all_bases)
+    rotation = placement_targets(snapshot.bases, target_bases, target_all_bases, dataset.uri)
     written = write_fragments(storage := dataset.storage, dataset.uri, snapshot.bases, table, fields, rotation,
                               max_rows_per_file=max_rows_per_file,
                               data_storage_version=manifest.data_format.version or None)
@@ -214,12 +214,14 @@ def _deletion_transaction(dataset: Dataset, snapshot: Snapshot, new_rows: Mappin
     op.predicate = predicate_text
     written: list[str] = []
     by_id = {f.id: f for f in snapshot.fragments}
-    for fragment_id in sorted(new_rows):
+    for fragment_id in sorted(new_rows):  # validate every fragment before writing any file
         fragment = by_id[fragment_id]
-        bad = [r for r in new_rows[fragment_id] if r >= fragment.physical_rows]
+        bad = sorted(r for r in new_rows[fragment_id] if r < 0 or r >= fragment.physical_rows)
         if bad:
             raise ValidationError(f"fragment {fragment_id} has {fragment.physical_rows} rows; offsets {bad[:5]} "
                                   "are out of range", dataset.uri)
+    for fragment_id in sorted(new_rows):
+        fragment = by_id[fragment_id]
         rows = set(deleted_offsets(dataset.storage, fragment)) | set(new_rows[fragment_id])
         if len(rows) >= fragment.physical_rows:
             op.deleted_fragment_ids.append(fragment_id)

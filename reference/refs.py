@@ -38,40 +38,42 @@ Reference = int | str | tuple[str | None, int | None] | None
 _TAG_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
-def validate_tag_name(name: str) -> None:
+def validate_tag_name(name: str, where: str | None = None) -> None:
     """Non-empty ASCII letters, digits, ``.``, ``-``, ``_``; no leading or trailing ``.``; no ``..``;
-    not ending in ``.lock``."""
+    not ending in ``.lock``. ``where``: the dataset the tag was meant for (named by the error)."""
     if not name:
-        raise InvalidRefName("tag name is empty")
+        raise InvalidRefName("tag name is empty", where)
     if not _TAG_CHARS.match(name):
-        raise InvalidRefName(f"tag name {name!r} may only hold ASCII letters, digits, '.', '-' and '_'")
-    _common_rules(name, "tag")
+        raise InvalidRefName(f"tag name {name!r} may only hold ASCII letters, digits, '.', '-' and '_'", where)
+    _common_rules(name, "tag", where)
 
 
-def _common_rules(name: str, kind: str) -> None:
+def _common_rules(name: str, kind: str, where: str | None = None) -> None:
     if name.startswith(".") or name.endswith("."):
-        raise InvalidRefName(f"{kind} name {name!r} may not begin or end with '.'")
+        raise InvalidRefName(f"{kind} name {name!r} may not begin or end with '.'", where)
     if ".." in name:
-        raise InvalidRefName(f"{kind} name {name!r} may not contain '..'")
+        raise InvalidRefName(f"{kind} name {name!r} may not contain '..'", where)
     if name.endswith(".lock"):
-        raise InvalidRefName(f"{kind} name {name!r} may not end with '.lock'")
+        raise InvalidRefName(f"{kind} name {name!r} may not end with '.lock'", where)
 
 
-def validate_branch_name(name: str) -> None:
+def validate_branch_name(name: str, where: str | None = None) -> None:
     """Segments separated by single ``/`` (none leading or trailing), each of letters, digits, ``.``,
-    ``-``, ``_``; no ``..`` or ``\\``; not ending in ``.lock``; ``main`` is the default branch's name."""
+    ``-``, ``_``; no ``..`` or ``\\``; not ending in ``.lock``; ``main`` is the default branch's name.
+    ``where``: the dataset the branch was meant for (named by the error)."""
     if not name:
-        raise InvalidRefName("branch name is empty")
+        raise InvalidRefName("branch name is empty", where)
     if name == "main":
-        raise InvalidRefName("'main' is reserved for the default branch")
+        raise InvalidRefName("'main' is reserved for the default branch", where)
     if name.startswith("/") or name.endswith("/") or "//" in name:
-        raise InvalidRefName(f"branch name {name!r} may not begin or end with '/' or contain '//'")
+        raise InvalidRefName(f"branch name {name!r} may not begin or end with '/' or contain '//'", where)
     if "\\" in name:
-        raise InvalidRefName(f"branch name {name!r} may not contain '\\'")
+        raise InvalidRefName(f"branch name {name!r} may not contain '\\'", where)
     for segment in name.split("/"):
         if not all(c.isalnum() or c in "._-" for c in segment):
-            raise InvalidRefName(f"branch name segment {segment!r} may only hold letters, digits, '.', '-', '_'")
-        _common_rules(segment, "branch")
+            raise InvalidRefName(f"branch name segment {segment!r} may only hold letters, digits, '.', '-', '_'",
+                                 where)
+        _common_rules(segment, "branch", where)
 
 
 def resolve_reference(dataset: Dataset, reference: Reference) -> tuple[Dataset, int]:
@@ -103,8 +105,8 @@ def _tag_record(root: Dataset, version: int, created_at: str | None = None,
 
 def create_tag(dataset: Dataset, name: str, reference: Reference = None) -> TagRecord:
     """Tag a version (default: the latest of ``dataset``'s branch). Refuses an invalid or taken name."""
-    validate_tag_name(name)
     main = dataset.main()
+    validate_tag_name(name, main.uri)
     root, version = resolve_reference(dataset, reference)
     record = _tag_record(root, version)
     uri = join(main.uri, tag_ref_path(name))
@@ -138,8 +140,8 @@ def delete_tag(dataset: Dataset, name: str) -> None:
 def create_branch(dataset: Dataset, name: str, reference: Reference = None) -> Dataset:
     """Fork branch ``name`` from a version: a shallow clone into ``tree/{name}`` whose manifest keeps the
     fork version number and records ``branch = name``, then the branch's JSON record."""
-    validate_branch_name(name)
     main = dataset.main()
+    validate_branch_name(name, main.uri)
     ref_uri = join(main.uri, branch_ref_path(name))
     if main.storage.exists(ref_uri):
         raise RefAlreadyExists(f"branch {name!r} already exists", ref_uri)

@@ -33,7 +33,9 @@ def _find_base(bases: list[table_pb2.BasePath], key: int | str, where: str) -> t
 def relocation_plan(dataset: Dataset, moves: Mapping[int | str, str] | None = None,
                     adopt_from: str | None = None) -> dict[int, str]:
     """Base id -> new path. ``moves`` names bases by id, name or current path; ``adopt_from`` is the
-    location the dataset root was copied from: every base at or under it moves under the new root."""
+    location the dataset root was copied from: every base at or under it moves under the new root.
+    For a branch the root that was copied is the main root holding its ``tree/`` (the branch's bases
+    point at the main root and at parent branches' roots), so those move under ``dataset.main_root``."""
     snapshot = dataset.snapshot()
     bases = list(snapshot.manifest.base_paths)
     plan: dict[int, str] = {}
@@ -41,15 +43,16 @@ def relocation_plan(dataset: Dataset, moves: Mapping[int | str, str] | None = No
         plan[_find_base(bases, key, dataset.uri).id] = new_path
     if adopt_from is not None:
         old_root = normalize(adopt_from)
+        new_root = dataset.main_root
         for base in bases:
             if base.id in plan:
                 continue
             if same_location(base.path, old_root):
-                plan[base.id] = dataset.uri
+                plan[base.id] = new_root
             else:
                 below = relative_to(normalize(base.path), old_root)
                 if below is not None:
-                    plan[base.id] = join(dataset.uri, below)
+                    plan[base.id] = join(new_root, below)
     for base_id, new_path in plan.items():
         if not is_absolute(new_path):
             raise InvalidBasePath(f"new path {new_path!r} for base {base_id} is not absolute", dataset.uri)

@@ -40,22 +40,24 @@ def storage_version(name: str | None) -> tuple[str, tuple[int, int]]:
 
 
 def placement_targets(bases: Sequence[Base], target_bases: Sequence[str] | None,
-                      target_all_bases: bool | None) -> list[int | None]:
+                      target_all_bases: bool | None, where: str | None = None) -> list[int | None]:
     """The rotation of base ids (None = the dataset root) new data files are spread over, per file.
 
     ``target_bases`` entries name a base by name first, then by exact path. ``target_all_bases=True``
     rotates over the root then every base by ascending id; ``False`` over the registered bases only.
-    Neither given: the root alone. (lance-format.md §10.3.)
+    Neither given: the root alone. (lance-format.md §10.3.) ``where``: the dataset written to (named by
+    the errors).
     """
     if target_bases and target_all_bases is not None:
-        raise ValidationError("target_all_bases cannot be combined with target_bases")
+        raise ValidationError("target_all_bases cannot be combined with target_bases", where)
     if target_bases:
         rotation: list[int | None] = []
         for ref in target_bases:
             match = next((b for b in bases if b.name == ref), None) or next((b for b in bases if b.path == ref), None)
             if match is None:
                 known = ", ".join(repr(b.name or b.path) for b in bases) or "none"
-                raise UnknownTargetBase(f"target base {ref!r} is not a registered base (registered: {known})")
+                raise UnknownTargetBase(f"target base {ref!r} is not a registered base (registered: {known})",
+                                        where)
             rotation.append(match.id)
         return rotation
     ordered: list[int | None] = [b.id for b in sorted(bases, key=lambda b: b.id)]

@@ -11,6 +11,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["pytester"]
+
 # Shared test kits live in tests/ (on pythonpath); rewrite their asserts for readable failures.
 pytest.register_assert_rewrite("store_contract")
 

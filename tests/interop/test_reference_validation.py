@@ -112,6 +112,15 @@ def _create_bases(*bases: Callable[[Env], Base]) -> Callable[[Env], object]:
     return lambda e: ops.create(e.new, rows(0, 2), initial_bases=[b(e) for b in bases])
 
 
+def _tag_case(name: str) -> Case:
+    words = ["tag name", repr(name)] if name else ["tag name is empty"]
+    return Case(lambda e: refs.create_tag(e.ds, name), InvalidRefName, lambda e: words, _root)
+
+
+def _branch_case(name: str, word: str) -> Case:
+    return Case(lambda e: refs.create_branch(e.ds, name), InvalidRefName, lambda e: [word], _root)
+
+
 CASES: dict[str, Case] = {
     # --- bases at create ---
     "create-duplicate-base-ids": Case(
@@ -195,9 +204,7 @@ CASES: dict[str, Case] = {
         lambda e: ["fragment 1", "[-1]", "out of range"], _root),
     # --- tags ---
     **{
-        f"tag-name-{label}": Case(
-            (lambda name: lambda e: refs.create_tag(e.ds, name))(name), InvalidRefName,
-            (lambda name: lambda e: ["tag name", repr(name)] if name else ["tag name is empty"])(name), _root)
+        f"tag-name-{label}": _tag_case(name)
         for label, name in [("empty", ""), ("space", "a b"), ("slash", "a/b"), ("leading-dot", ".a"),
                             ("trailing-dot", "a."), ("dotdot", "a..b"), ("lock", "a.lock"),
                             ("non-ascii", "é"), ("non-ascii-mixed", "tagé1")]
@@ -209,17 +216,16 @@ CASES: dict[str, Case] = {
         lambda e: refs.create_tag(e.feat, "ontag"), RefAlreadyExists, lambda e: ["'ontag'"],
         lambda e: f"{e.root}/_refs/tags/ontag.json"),
     # --- branches ---
+    # the message names the whole name, or the offending segment of a nested one
     **{
-        f"branch-name-{label}": Case(
-            (lambda name: lambda e: refs.create_branch(e.ds, name))(name), InvalidRefName,
-            (lambda name: lambda e: [name if name == "main" else repr(name)])(name), _root)
-        for label, name in [("main", "main"), ("leading-slash", "/a"), ("double-slash", "a//b"),
-                            ("backslash", "a\\b"), ("space", "a b"), ("trailing-slash", "a/"),
-                            ("dotdot", "a/..b"), ("lock", "x/a.lock"), ("empty", "")]
-        if name
+        f"branch-name-{label}": _branch_case(name, word)
+        for label, name, word in [
+            ("main", "main", "'main' is reserved"), ("leading-slash", "/a", "'/a'"),
+            ("double-slash", "a//b", "'a//b'"), ("backslash", "a\\b", repr("a\\b")), ("space", "a b", "'a b'"),
+            ("trailing-slash", "a/", "'a/'"), ("dotdot", "a/..b", "'..b'"), ("lock", "x/a.lock", "'a.lock'"),
+            ("non-ascii-with-space", "é x", "'é x'"), ("empty", "", "branch name is empty"),
+        ]
     },
-    "branch-name-empty": Case(
-        lambda e: refs.create_branch(e.ds, ""), InvalidRefName, lambda e: ["branch name is empty"], _root),
     "branch-exists": Case(
         lambda e: refs.create_branch(e.ds, "feat", 1), RefAlreadyExists, lambda e: ["'feat'", "already exists"],
         lambda e: f"{e.root}/_refs/branches/feat.json"),

@@ -1,0 +1,141 @@
+"""Checks of the refs a main root keeps: tag and branch JSON under ``_refs/``, the versions they name and
+the branch roots under ``tree/`` (catalogue area REF; lance-format.md §11).
+
+Refs live only at the main root, so both checks run once, on the main root's context, and look at every
+branch root themselves. Each JSON file is decoded on its own: one bad file never hides the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lancespec.reference.codec import decode_branch, decode_manifest_file, decode_tag
+from lancespec.reference.errors import FormatError, LanceSpecError
+from lancespec.reference.layout import (
+    BRANCHES_DIR,
+    TAGS_DIR,
+    branch_name_from_ref_file,
+    branch_root,
+    tag_name_from_ref_file,
+)
+from lancespec.reference.store.uri import join
+from lancespec.reference.table import Dataset, VersionEntry
+
+from . import DatasetContext, dataset_check
+
+
+def _is_main_root(ctx: DatasetContext) -> bool:
+    return ctx.dataset.branch_name is None and ctx.dataset.uri == ctx.dataset.main_root
+
+
+def _ref_files(ctx: DatasetContext, directory: str) -> Iterator[tuple[str, str]]:
+    """``(file name, uri)`` of every ``*.json`` directly in ``directory`` of the main root."""
+    for info in ctx.storage.list(join(ctx.dataset.main_root, directory), recursive=False):
+        name = info.uri.rsplit("/", 1)[-1]
+        if name.endswith(".json"):
+            yield name, info.uri
+
+
+class _Roots:
+    """The attached versions of the main root and of branch roots, listed once each."""
+
+    def __init__(self, ctx: DatasetContext) -> None:
+        self._ctx = ctx
+        self._entries: dict[str | None, dict[int, VersionEntry]] = {}
+
+    def root(self, branch: str | None) -> Dataset:
+        main = self._ctx.dataset.main_root
+        if branch is None:
+            return Dataset(main, self._ctx.storage)
+        return Dataset(branch_root(main, branch), self._ctx.storage, main_root=main, branch=branch)
+
+    def entries(self, branch: str | None) -> dict[int, VersionEntry]:
+        if branch not in self._entries:
+            listed = self.root(branch).version_entries(allow_mixed=True)
+            self._entries[branch] = {e.version: e for e in listed}
+        return self._entries[branch]
+
+
+def _branch_label(branch: str | None) -> str:
+    return "main" if branch is None else f"branch {branch!r}"
+
+
+@dataset_check("refs.tags", "REF-001", "REF-002", "REF-005")
+def tags(ctx: DatasetContext) -> None:
+    """Every ``_refs/tags/*.json`` is a JSON object with an integer version (REF-001); the version exists
+    on the tag's branch, main or ``tree/{branch}`` (REF-002); SHOULD: manifestSize equals the size of
+    that version's manifest file (REF-005). Runs on the main root only (tags live there)."""
+    if not _is_main_root(ctx):
+        return
+    roots = _Roots(ctx)
+    for file_name, uri in _ref_files(ctx, TAGS_DIR):
+        name = tag_name_from_ref_file(file_name)
+        try:
+            record = decode_tag(ctx.storage.get(uri), uri)
+        except FormatError as exc:
+            ctx.finding("REF-001", uri, f"tag {name!r} does not parse: {exc.message}")
+            continue
+        entry = roots.entries(record.branch).get(record.version)
+        if entry is None:
+            ctx.finding("REF-002", uri, f"tag {name!r} names version {record.version} of "
+                        f"{_branch_label(record.branch)}, which has no manifest")
+            continue
+        if record.manifest_size is None:
+            ctx.finding("REF-005", uri, f"tag {name!r} records no manifestSize (the manifest of version "
+                        f"{record.version} is {entry.size} bytes)")
+        elif record.manifest_size != entry.size:
+            ctx.finding("REF-005", uri, f"tag {name!r} records manifestSize {record.manifest_size}, but the "
+                        f"manifest of version {record.version} is {entry.size} bytes")
+
+
+@dataset_check("refs.branches", "REF-003", "REF-004", "REF-005")
+def branches(ctx: DatasetContext) -> None:
+    """Every ``_refs/branches/*.json`` is a JSON object with an integer parentVersion, and ``tree/{name}``
+    holds at least one manifest, each recording ``branch = name`` (REF-003); the fork point (parentBranch,
+    null = main, at parentVersion) still has its manifest (REF-004); SHOULD: manifestSize equals the size
+    of the manifest the branch names, the fork point's, which is what pylance 14.0.2 records (REF-005).
+    Runs on the main root only (branch records live there)."""
+    if not _is_main_root(ctx):
+        return
+    roots = _Roots(ctx)
+    for file_name, uri in _ref_files(ctx, BRANCHES_DIR):
+        name = branch_name_from_ref_file(file_name)
+        try:
+            record = decode_branch(ctx.storage.get(uri), uri)
+        except FormatError as exc:
+            ctx.finding("REF-003", uri, f"branch {name!r} does not parse: {exc.message}")
+        else:
+            _fork_point(ctx, roots, name, uri, record.parent_branch, record.parent_version, record.manifest_size)
+        _branch_root(ctx, roots, name)
+
+
+def _fork_point(ctx: DatasetContext, roots: _Roots, name: str, uri: str, parent: str | None, version: int,
+                manifest_size: int | None) -> None:
+    entry = roots.entries(parent).get(version)
+    if entry is None:
+        ctx.finding("REF-004", uri, f"branch {name!r} was forked from version {version} of "
+                    f"{_branch_label(parent)}, which has no manifest")
+        return
+    if manifest_size is None:
+        ctx.finding("REF-005", uri, f"branch {name!r} records no manifestSize (the fork manifest, version "
+                    f"{version} of {_branch_label(parent)}, is {entry.size} bytes)")
+    elif manifest_size != entry.size:
+        ctx.finding("REF-005", uri, f"branch {name!r} records manifestSize {manifest_size}, but the fork "
+                    f"manifest (version {version} of {_branch_label(parent)}) is {entry.size} bytes")
+
+
+def _branch_root(ctx: DatasetContext, roots: _Roots, name: str) -> None:
+    root = roots.root(name)
+    entries = roots.entries(name)
+    if not entries:
+        ctx.finding("REF-003", root.uri, f"branch {name!r} has no dataset: tree/{name}/_versions holds no manifest")
+        return
+    for version, entry in sorted(entries.items()):
+        try:
+            manifest = decode_manifest_file(ctx.storage.get(entry.uri), entry.uri).manifest
+        except LanceSpecError:
+            continue  # an unreadable manifest is history.manifests_readable's finding (HIST-001)
+        recorded = manifest.branch if manifest.HasField("branch") else None
+        if recorded != name:
+            shown = "no branch" if recorded is None else f"branch {recorded!r}"
+            ctx.finding("REF-003", entry.uri, f"version {version} in tree/{name} records {shown}, not {name!r}")

@@ -1,0 +1,111 @@
+"""``lancespec certify``: exit codes, the three report formats (JSON validated against the published
+schema, JUnit parsed), --output, --only, the progress bar's silence off a terminal, and the pytest
+plugin (fixture and --lance-certify items)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pyarrow as pa
+import pytest
+
+from lancespec.cli import main
+from lancespec.conformance.catalogue import load_catalogue
+from lancespec.reference import ops
+from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
+from lancespec.reference.table import Dataset
+
+
+SCHEMA = json.loads(resources.files("lancespec.spec").joinpath("certify-report.schema.json").read_text())
+
+
+@pytest.fixture
+def clean(tmp_path: Path) -> str:
+    uri = str(tmp_path / "clean")
+    ops.create(uri, pa.table({"a": list(range(6))}), max_rows_per_file=2)
+    ops.append(Dataset.open(uri), pa.table({"a": [7]}))
+    return uri
+
+
+@pytest.fixture
+def breached(tmp_path: Path) -> str:
+    """Two fragments share an id (MAN-001) in the latest manifest."""
+    uri = str(tmp_path / "breached")
+    ops.create(uri, pa.table({"a": list(range(4))}), max_rows_per_file=2)
+    snapshot = Dataset.open(uri).snapshot()
+    manifest_file = decode_manifest_file(Path(snapshot.manifest_uri).read_bytes())
+    manifest = manifest_file.manifest
+    manifest.fragments[1].id = manifest.fragments[0].id
+    Path(snapshot.manifest_uri).write_bytes(encode_manifest_file(manifest, manifest_file.transaction_bytes))
+    return uri
+
+
+def test_exit_codes(clean: str, breached: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["certify", clean]) == 0
+    assert "CONFORMANT" in capsys.readouterr().out
+    assert main(["certify", breached]) == 1
+    out = capsys.readouterr().out
+    assert "NOT CONFORMANT" in out and "MAN-001" in out
+    assert main(["certify", str(tmp_path / "nothing")]) == 2
+    assert "UNREADABLE" in capsys.readouterr().out
+    assert main(["certify", clean, "--version", "9"]) == 2
+
+
+def test_json_report_follows_its_schema(breached: str, clean: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for uri, conformant in ((clean, True), (breached, False)):
+        main(["certify", uri, "--format", "json", "--all-versions"])
+        document = json.loads(capsys.readouterr().out)
+        jsonschema.validate(document, SCHEMA)
+        assert document["conformant"] is conformant
+        assert document["versions"] == Dataset.open(uri).versions()
+    assert any(f["requirement"] == "MAN-001" and f["severity"] == "MUST" for f in document["findings"])
+
+
+def test_junit_has_one_case_per_requirement(breached: str, tmp_path: Path) -> None:
+    out = tmp_path / "report.xml"
+    assert main(["certify", breached, "--format", "junit", "--output", str(out)]) == 1
+    suite = ET.parse(out).getroot()
+    cases = suite.findall("testcase")
+    ids = [c.get("name", "").split()[0] for c in cases]
+    assert len(ids) == len(set(ids)) == int(suite.get("tests", "0"))
+    assert set(ids) <= set(load_catalogue())
+    failed = [c.get("name", "").split()[0] for c in cases if c.find("failure") is not None]
+    assert failed == ["MAN-001"]
+
+
+def test_only_restricts_the_areas(breached: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["certify", breached, "--only", "refs", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["checks"] and all(name.startswith("refs.") for name in document["checks"])
+
+
+def test_progress_is_silent_off_a_terminal(clean: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "lancespec", "certify", clean, "--all-versions"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
+def test_plugin_items_and_fixture(pytester: pytest.Pytester, clean: str, breached: str) -> None:
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        def test_clean(lance_certify):
+            report = lance_certify({clean!r})
+            assert report.conformant
+
+        def test_breached(lance_certify):
+            with pytest.raises(AssertionError, match="MAN-001"):
+                lance_certify({breached!r})
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--lance-certify", clean, "--lance-certify", breached)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*lance-certify*breached*", "*MAN-001*"])
