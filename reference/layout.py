@@ -77,6 +77,8 @@ def parse_manifest_name(name: str) -> ManifestName | None:
         return None
     detached, digits = match.groups()
     number = int(digits)
+    if number > U64_MAX:  # no u64 version has this name
+        return None
     if detached:
         return ManifestName(number, ManifestNaming.V2, detached=True)
     if len(digits) == _V2_DIGITS:

@@ -149,14 +149,16 @@ def create_branch(dataset: Dataset, name: str, reference: Reference = None) -> D
     target = Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name)
     if target.version_entries():
         raise DatasetAlreadyExists(f"tree/{name} already holds a dataset without a branch record", target.uri)
-    result = shallow_clone_into(source, version, target, branch_name=name)
+    shallow_clone_into(source, version, target, branch_name=name)
     parent = source.branch_name
     lineage = decode_branch(main.storage.get(join(main.uri, branch_ref_path(parent))),
                             ref_uri).version_mapping if parent else ()
     record = BranchRecord(
         parent_version=version, parent_branch=parent,
         version_mapping=(*lineage, (version, uuidlib.uuid4().hex)),
-        create_at=int(time.time()), manifest_size=main.storage.head(result.manifest_uri).size,
+        create_at=int(time.time()),
+        # pylance 14.0.2 records the size of the fork manifest (the parent's, at parent_version).
+        manifest_size=source.snapshot(version, strict=False).manifest_file.size,
     )
     try:
         main.storage.put_if_absent(ref_uri, record.encode())

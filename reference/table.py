@@ -30,6 +30,7 @@ from .errors import (
 )
 from .layout import (
     BRANCHES_DIR,
+    DELETION_EXTENSIONS,
     TAGS_DIR,
     VERSION_HINT_NAME,
     VERSIONS_DIR,
@@ -159,12 +160,15 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
         deletion = None
         if frag.HasField("deletion_file"):
             d = frag.deletion_file
-            name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
-            deletion = DeletionView(
-                _resolved(root, by_id, d.base_id if d.HasField("base_id") else None, FileKind.DELETION, name,
-                          None, where),
-                d.file_type, d.read_version, d.id, d.num_deleted_rows,
-            )
+            base_id = d.base_id if d.HasField("base_id") else None
+            if d.file_type in DELETION_EXTENSIONS:
+                name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
+                resolved = _resolved(root, by_id, base_id, FileKind.DELETION, name, None, where)
+            else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
+                name = f"{frag.id}-{d.read_version}-{d.id}"
+                resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
+                                        FormatError(f"unknown deletion file type {d.file_type}", where))
+            deletion = DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
         fragments.append(FragmentView(frag.id, frag.physical_rows, files, deletion, frag))
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:

@@ -1,4 +1,5 @@
-"""Data-file footers, validated without decoding any column (lance-format.md §5.2).
+"""Data-file footers, validated without decoding any column (lance-format.md §5.2), and the
+row count read from the file's FileDescriptor (``read_row_count``).
 
 A v2 file ends with a 40-byte footer ``u64 column_meta_start | u64 cmo_table_pos | u64 gbo_table_pos |
 u32 num_global_buffers | u32 num_columns | u16 major | u16 minor | b"LANC"``; a legacy (0.1) file with
@@ -10,14 +11,22 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..errors import FormatError
+from google.protobuf.message import DecodeError
+
+from ..errors import FormatError, UnsupportedFeatureError
+from ..proto import file_pb2
+
+if TYPE_CHECKING:
+    from ..store.base import ObjectStore
 
 MAGIC = b"LANC"
 V2_FOOTER_SIZE = 40
 LEGACY_FOOTER_SIZE = 16
 _V2 = struct.Struct("<QQQIIHH4s")
 _LEGACY = struct.Struct("<QHH4s")
+_BUFFER_ENTRY = struct.Struct("<QQ")
 
 # (DataFile.file_major_version, file_minor_version) -> the (major, minor) the footer carries.
 FOOTER_VERSION_FOR = {(2, 0): (0, 3), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (0, 2): (0, 2)}
@@ -63,3 +72,44 @@ def parse_footer(tail: bytes, file_size: int, where: str = "") -> DataFileFooter
     if cms > cmo:
         raise FormatError(f"column metadata starts at {cms}, after its offset table at {cmo}", where)
     return DataFileFooter(major, minor, n_columns, n_buffers, cms, cmo, gbo)
+
+
+def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
+    """The row count of the v2 data file at ``uri`` (``size`` bytes), without decoding any column.
+
+    Three ranged reads (lance-format.md §5.2): the 40-byte footer; entry 0 of the global-buffer offset
+    table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``); global buffer 0, the
+    ``lance.file.FileDescriptor`` whose ``length`` is the number of rows. Raises FormatError when the
+    footer, the table entry or the descriptor is damaged, and UnsupportedFeatureError for a legacy (0.x)
+    file, which keeps its row count elsewhere.
+    """
+    if size < LEGACY_FOOTER_SIZE:
+        raise FormatError(f"data file is {size} bytes, too short for a footer", uri)
+    tail = storage.get_range(uri, max(0, size - V2_FOOTER_SIZE), min(size, V2_FOOTER_SIZE))
+    footer = parse_footer(tail, size, uri)
+    if footer.is_legacy:
+        raise UnsupportedFeatureError(f"legacy ({footer.major}.{footer.minor}) data file: no FileDescriptor", uri)
+    assert footer.gbo_table_pos is not None and footer.cmo_table_pos is not None
+    if not footer.num_global_buffers:
+        raise FormatError("the file has no global buffer, so no FileDescriptor", uri)
+    entry = storage.get_range(uri, footer.gbo_table_pos, _BUFFER_ENTRY.size)
+    if len(entry) != _BUFFER_ENTRY.size:
+        raise FormatError(f"global-buffer offset table at {footer.gbo_table_pos} is cut short", uri)
+    position, length = _BUFFER_ENTRY.unpack(entry)
+    if length == 0 or position + length > footer.cmo_table_pos:
+        raise FormatError(
+            f"global buffer 0 at {position} ({length} bytes) does not lie before the offset tables "
+            f"(at {footer.cmo_table_pos})",
+            uri,
+        )
+    data = storage.get_range(uri, position, length)
+    if len(data) != length:
+        raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", uri)
+    descriptor = file_pb2.FileDescriptor()
+    try:
+        descriptor.ParseFromString(data)
+    except DecodeError as exc:
+        raise FormatError(f"global buffer 0 does not decode as lance.file.FileDescriptor: {exc}", uri) from exc
+    if not descriptor.HasField("schema"):
+        raise FormatError("global buffer 0 is no lance.file.FileDescriptor (no schema)", uri)
+    return int(descriptor.length)

@@ -21,7 +21,6 @@ from lancespec.reference import ops
 from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
 from lancespec.reference.table import Dataset
 
-
 SCHEMA = json.loads(resources.files("lancespec.spec").joinpath("certify-report.schema.json").read_text())
 
 

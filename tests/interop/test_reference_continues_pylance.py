@@ -11,6 +11,7 @@ reference read at EVERY version of every root touched; pylance's ``validate()`` 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,22 @@ def test_reference_bases_on_pylance_dataset(tmp_path: Path) -> None:
     lance.write_dataset(rows(800, 1), main, mode="append", target_bases=["added"])
     model.record(main, version + 1, [*range(700, 703), 800])
     model.check()
+
+
+def test_pylance_cannot_deep_clone_files_in_a_non_root_base(tmp_path: Path) -> None:
+    """Divergence from seed 003 ("A deep clone is a full physical copy of a specific version of a dataset,
+    including all its data, index, and deletion files"), seed 001 (a non-root base's files are at
+    ``{base}/{path}``, no ``data/``) and lance-format.md §12.2: pylance 14.0.2's deep_clone looks for a
+    non-root base's data files under ``{base}/data/`` and fails; it writes nothing. (Files in the root
+    or in a dataset-root base clone fine.) The reference deep-clones the same pylance dataset."""
+    src, base = str(tmp_path / "src"), str(tmp_path / "b")
+    ds = lance.write_dataset(rows(0, 2), src, initial_bases=[lance.DatasetBasePath(base, name="b")],
+                             target_bases=["b"])
+    (data_file,) = os.listdir(base)
+    with pytest.raises(OSError, match=re.escape(f"Not found: {base.lstrip('/')}/data/{data_file}")):
+        ds.deep_clone(str(tmp_path / "lance_deep"), 1)
+    assert not os.path.exists(tmp_path / "lance_deep")
+    deep = clone_ops.deep_clone(Dataset(src), 1, str(tmp_path / "ref_deep"))
+    assert os.path.isfile(tmp_path / "ref_deep" / "data" / data_file)
+    assert [f.uri for f in deep.snapshot().files()] == [str(tmp_path / "ref_deep" / "data" / data_file)]
+    assert lance.dataset(deep.uri).to_table().to_pylist() == expected(range(2))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,3 +304,45 @@ def test_refusal_writes_nothing(name: str, env: Env) -> None:
 def test_every_case_is_a_validation_error() -> None:
     """Refusals before writing are ValidationErrors (not conflicts, not storage errors)."""
     assert all(issubclass(case.error, ValidationError) for case in CASES.values())
+
+
+def test_pylance_accepts_a_relative_base_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Divergence from seed 001 "BasePath Message" ("The path field specifies an absolute path
+    interpretable by the object store"; also lance-format.md §10.1): pylance 14.0.2 accepts a relative
+    base path, at create and in add_bases, records it verbatim and resolves it against the process's
+    working directory, at write time and at read time: the dataset reads only from the directory it was
+    written from. The reference refuses it before writing (cases create-relative-base-path and
+    add-bases-relative-path above)."""
+    first, second = tmp_path / "cwd1", tmp_path / "cwd2"
+    first.mkdir()
+    second.mkdir()
+    root = str(tmp_path / "ds")
+    monkeypatch.chdir(first)
+    ds = lance.write_dataset(rows(0, 2), root, initial_bases=[lance.DatasetBasePath("rel/x", name="a")],
+                             target_bases=["a"])
+    ds.add_bases([lance.DatasetBasePath("rel2", name="b")])
+    assert [(b.id, b.path) for b in Dataset(root).snapshot().bases] == [(1, "rel/x"), (2, "rel2")]
+    (written,) = os.listdir(first / "rel" / "x")  # the data file went below the working directory
+    assert lance.dataset(root).to_table()["id"].to_pylist() == [0, 1]
+    monkeypatch.chdir(second)
+    with pytest.raises(pa.lib.ArrowInvalid, match="Not found: " + re.escape(f"{second}/rel/x/{written}")):
+        lance.dataset(root).to_table()
+
+
+def test_pylance_accepts_duplicate_base_paths_at_create(tmp_path: Path) -> None:
+    """Not a seed rule, a difference to know: pylance 14.0.2 refuses a duplicate path in add_bases
+    (lance-format.md §10.2) but accepts one at create, also as ``/x`` beside ``file:///x``; and add_bases
+    compares path strings, so ``file:///x`` beside ``/x`` passes there too. The reference refuses all of
+    them (cases create-duplicate-base-paths, create-duplicate-paths-plain-vs-file-uri,
+    add-bases-existing-path-as-file-uri)."""
+    x = str(tmp_path / "x")
+    ds = lance.write_dataset(rows(0, 1), str(tmp_path / "a"), initial_bases=[
+        lance.DatasetBasePath(x, name="a"), lance.DatasetBasePath(x, name="b"),
+        lance.DatasetBasePath(f"file://{x}", name="c")])
+    assert sorted((b.id, b.path) for b in ds.base_paths().values()) == [(1, x), (2, x), (3, f"file://{x}")]
+    y = str(tmp_path / "y")
+    ds = lance.write_dataset(rows(0, 1), str(tmp_path / "b"), initial_bases=[lance.DatasetBasePath(y, name="y")])
+    ds.add_bases([lance.DatasetBasePath(f"file://{y}", name="y2")])
+    assert sorted(b.path for b in lance.dataset(str(tmp_path / "b")).base_paths().values()) == [y, f"file://{y}"]
+    with pytest.raises(ValueError, match="already exists"):
+        ds.add_bases([lance.DatasetBasePath(y, name="y3")])

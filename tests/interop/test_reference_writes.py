@@ -731,3 +731,181 @@ def test_clone_and_branch_of_v1_dataset_naming(tmp_path: Path, model: Model) -> 
     assert sorted(os.listdir(f"{root}/tree/pb/_versions")) == [v2_first, "latest_version_hint.json"]
     model.record(str(tmp_path / "pylance_clone"), 1, range(2))
     model.record(root, 1, range(2), branch="pb")
+
+
+# --- the reference writes what pylance writes ----------------------------------------------------------
+
+#: One placement scenario: (rows, max_rows_per_file, target_bases, target_all_bases) per write call, the
+#: first call creating the dataset with bases b1, b2 and b3 (b3 a dataset root).
+PLACEMENT_CALLS: list[tuple[int, int, list[str] | None, bool | None]] = [
+    (10, 1, ["b1", "b2", "b3"], None),
+    (10, 3, ["b2", "b3"], None),
+    (1, 1, ["b1", "b2", "b3"], None),
+    (1, 1, ["b1", "b2", "b3"], None),
+    (1, 1, ["b1", "b2", "b3"], None),
+    (8, 1, None, True),
+    (6, 1, None, False),
+    (2, 1, ["PATH:b2", "b1"], None),
+    (2, 1, None, None),
+]
+
+
+def _place(writer: str, work: Path) -> list[int | None]:
+    root = str(work / "ds")
+    start = 0
+    for index, (count, per_file, targets, all_bases) in enumerate(PLACEMENT_CALLS):
+        data = rows(start, count)
+        start += count
+        resolved = [str(work / t[5:]) if t.startswith("PATH:") else t for t in targets] if targets else None
+        if writer == "pylance":
+            kwargs: dict[str, Any] = {"max_rows_per_file": per_file, "target_bases": resolved,
+                                      "target_all_bases": all_bases}
+            if index == 0:
+                kwargs["initial_bases"] = [
+                    lance.DatasetBasePath(str(work / n), name=n, is_dataset_root=n == "b3") for n in ("b1", "b2", "b3")
+                ]
+            lance.write_dataset(data, root, mode="create" if index == 0 else "append", **kwargs)
+        elif index == 0:
+            ops.create(root, data, initial_bases=three_bases(work, root_base=True), target_bases=resolved,
+                       target_all_bases=all_bases, max_rows_per_file=per_file)
+        else:
+            ops.append(Dataset(root), data, target_bases=resolved, target_all_bases=all_bases,
+                       max_rows_per_file=per_file)
+    assert lance.dataset(root).to_table().to_pylist() == expected(range(start))
+    return fragment_bases(root)
+
+
+def test_placement_matches_pylance(tmp_path: Path) -> None:
+    """The same write calls place every file on the same base with both writers.
+
+    Divergence from seed 000 ("as new data is appended, the system cycles through bucket-1, bucket-2, …,
+    bucket-N to distribute files evenly"; "all bases are used in a round-robin fashion"): pylance 14.0.2
+    restarts the rotation at the first target on every write call, so successive one-file appends over
+    [b1, b2, b3] all land on b1 (lance-format.md §10.3). The reference does the same, deliberately.
+    """
+    by_pylance = _place("pylance", tmp_path / "pylance")
+    by_reference = _place("reference", tmp_path / "reference")
+    assert by_pylance == [
+        1, 2, 3, 1, 2, 3, 1, 2, 3, 1,  # 10 files over b1, b2, b3
+        2, 3, 2, 3,  # files of 3, 3, 3, 1 rows over b2, b3
+        1, 1, 1,  # three one-file appends: the rotation restarts, every file on b1
+        None, 1, 2, 3, None, 1, 2, 3,  # target_all_bases=True: the root, then every base by id
+        1, 2, 3, 1, 2, 3,  # target_all_bases=False: the bases only
+        2, 1,  # targets by path and by name
+        None, None,  # no target: the root
+    ]
+    assert by_reference == by_pylance
+
+
+def _layout(dataset_uri: str) -> tuple[list[tuple[int, str | None, str, bool]], list[tuple[Any, ...]]]:
+    """Bases (sorted by id) and, per fragment, (id, data file base ids, deletion file base id or '-')."""
+    snapshot = Dataset(dataset_uri).snapshot()
+    bases = sorted((b.id, b.name, b.path, b.is_dataset_root) for b in snapshot.bases)
+    fragments = [(f.id, tuple(d.base_id for d in f.files), f.deletion.file.base_id if f.deletion else "-")
+                 for f in snapshot.fragments]
+    return bases, fragments
+
+
+def _relative_files(top: Path) -> set[str]:
+    return {os.path.relpath(p, top) for p in tree(top) if "/_versions/" not in p and "/_transactions/" not in p}
+
+
+def test_clones_and_branches_match_pylance(tmp_path: Path) -> None:
+    """A shallow clone (from a version, a branch, and of a clone), a branch, a branch of a branch and a
+    deep clone made by the reference have the layout pylance gives the same operation on the same
+    source: the same bases under the same ids, the same base_id on every file, the same files copied."""
+    src = str(tmp_path / "src")
+    ops.create(src, rows(0, 8), initial_bases=[
+        DatasetBasePath(str(tmp_path / "plain"), name="plain"),
+        DatasetBasePath(str(tmp_path / "rootlike"), name="rootlike", is_dataset_root=True, id=5),
+    ], target_all_bases=True, max_rows_per_file=2)
+    source = Dataset(src)
+    ops.delete(source, "id = 2 OR id = 7")
+    ops.append(source, rows(8, 2))
+    feat = refs.create_branch(source, "feat", 2)
+    ops.append(feat, rows(100, 1))
+    ops.delete(feat, "id = 0")
+    pylance_source = lance.dataset(src)
+    pylance_source.create_branch("pfeat", 2)
+    lance.write_dataset(rows(100, 1), f"{src}/tree/pfeat", mode="append")
+    lance.dataset(f"{src}/tree/pfeat").delete("id = 0")
+
+    def both(name: str, reference: Any, pylance: Any) -> tuple[str, str]:
+        ours, theirs = str(tmp_path / f"ref_{name}"), str(tmp_path / f"lance_{name}")
+        reference(ours)
+        pylance(theirs)
+        return ours, theirs
+
+    pairs = [
+        both("version", lambda t: clone_ops.shallow_clone(source, 2, t),
+             lambda t: pylance_source.shallow_clone(t, 2)),
+        both("latest", lambda t: clone_ops.shallow_clone(source, 3, t),
+             lambda t: pylance_source.shallow_clone(t, 3)),
+        both("branch", lambda t: clone_ops.shallow_clone(feat, 4, t),
+             lambda t: pylance_source.shallow_clone(t, ("feat", 4))),
+    ]
+    for ours, theirs in pairs:
+        assert _layout(ours) == _layout(theirs)
+        assert lance.dataset(ours).to_table() == lance.dataset(theirs).to_table()
+    # clone of a clone: each writer appends and deletes on its own first clone, then clones that
+    ref_first, lance_first = pairs[1]
+    for first in (ref_first, lance_first):
+        lance.write_dataset(rows(50, 1), first, mode="append")
+        lance.dataset(first).delete("id = 4 OR id = 50")
+    clone_ops.shallow_clone(Dataset(ref_first), 5, str(tmp_path / "ref_second"))
+    lance.dataset(lance_first).shallow_clone(str(tmp_path / "lance_second"), 5)
+    ours_bases, ours_fragments = _layout(str(tmp_path / "ref_second"))
+    theirs_bases, theirs_fragments = _layout(str(tmp_path / "lance_second"))
+    assert ours_fragments == theirs_fragments
+    assert [b[:2] + b[3:] for b in ours_bases] == [b[:2] + b[3:] for b in theirs_bases]
+    assert [b[2] for b in ours_bases if b[2] not in (ref_first, lance_first)] == [
+        b[2] for b in theirs_bases if b[2] not in (ref_first, lance_first)]
+    # a branch of a branch: the reference's on feat, pylance's on pfeat (same history)
+    refs.create_branch(feat, "feat/sub")
+    lance.dataset(f"{src}/tree/pfeat").create_branch("pfeat/sub")
+    ours_bases, ours_fragments = _layout(f"{src}/tree/feat/sub")
+    theirs_bases, theirs_fragments = _layout(f"{src}/tree/pfeat/sub")
+    assert ours_fragments == theirs_fragments
+    assert [(b[0], b[1] and b[1].replace("pfeat", "feat"), b[2].replace("pfeat", "feat"), b[3])
+            for b in theirs_bases] == ours_bases
+    # deep clones copy the same files under the same names. (A source with files in a non-root base is
+    # left out: pylance 14.0.2 cannot deep-clone one, see test_reference_continues_pylance.py.)
+    deep_src = str(tmp_path / "deep_src")
+    ops.create(deep_src, rows(0, 6), initial_bases=[DatasetBasePath(str(tmp_path / "deep_rootlike"), name="r",
+                                                                    is_dataset_root=True)],
+               target_all_bases=True, max_rows_per_file=2)
+    ops.delete(Dataset(deep_src), "id = 1")
+    deep_feat = refs.create_branch(Dataset(deep_src), "feat")
+    ops.append(deep_feat, rows(10, 1))
+    ops.delete(deep_feat, "id = 2 OR id = 10")
+    clone_ops.deep_clone(deep_feat, 4, str(tmp_path / "ref_deep"))
+    lance.dataset(deep_src).deep_clone(str(tmp_path / "lance_deep"), ("feat", 4))
+    ours_files = _relative_files(tmp_path / "ref_deep")
+    theirs_files = _relative_files(tmp_path / "lance_deep")
+    assert ours_files == theirs_files
+    assert {p.split("/")[0] for p in ours_files} == {"data", "_deletions"}
+    assert _layout(str(tmp_path / "ref_deep")) == _layout(str(tmp_path / "lance_deep"))
+    assert lance.dataset(str(tmp_path / "ref_deep")).to_table().to_pylist() == expected([0, 3, 4, 5])
+
+
+def test_nested_types_and_field_types_read_by_pylance(tmp_path: Path) -> None:
+    """The reference writes Field.type as seed 002 describes (LEAF 2, REPEATED 1, PARENT 0; pylance
+    writes 0 everywhere, finding F-004) and pylance reads the schema and values back unchanged."""
+    table = pa.table({
+        "id": pa.array([1, 2], pa.int64()),
+        "s": pa.array([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]),
+        "l": pa.array([[1, 2], [3]]),
+        "ts": pa.array([1, 2], pa.timestamp("us")),
+    })
+    root = str(tmp_path / "ds")
+    ops.create(root, table)
+    fields = Dataset(root).snapshot().manifest.fields
+    assert [(f.name, f.type) for f in fields] == [("id", 2), ("s", 0), ("a", 2), ("b", 2), ("l", 1), ("item", 2),
+                                                  ("ts", 2)]
+    ds = lance.dataset(root)
+    assert ds.schema == table.schema
+    assert ds.to_table() == table
+    ds.validate()
+    lance.write_dataset(table, root, mode="append")
+    ops.append(Dataset(root), table)
+    assert lance.dataset(root).to_table() == pa.concat_tables([table] * 3)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import lance
+import pyarrow as pa
 import pytest
 
 from lancespec.conformance.shapes import rows
@@ -204,7 +206,7 @@ def test_relocate_copied_bases(tmp_path: Path, writer: str, key: str) -> None:
     check_reads(root, {result.version: model[result.version]})
     # older versions keep naming the original bases (a relocation is a new version; manifests are
     # immutable), so reading them now fails.
-    with pytest.raises(Exception, match="Not found|No such file|not found"):
+    with pytest.raises(pa.lib.ArrowInvalid, match="Not found: " + re.escape(str(old))):
         lance.dataset(root, version=1).to_table()
     if writer == "pylance":  # the index carried over still answers
         assert lance.dataset(root).to_table(filter="id = 7")["id"].to_pylist() == [7]
@@ -344,7 +346,7 @@ def test_adopt_copied_root_with_branches(tmp_path: Path, writer: str) -> None:
     for name in ("feat", "feat/sub"):
         check_reads(f"{new}/tree/{name}", {moved[name]: model[name][moved[name]]}, main=new, branch=name)
     # earlier branch versions keep the original root's path (manifests are immutable)
-    with pytest.raises(Exception, match="Not found|No such file|not found"):
+    with pytest.raises(pa.lib.ArrowInvalid, match="Not found: " + re.escape(old)):
         lance.dataset(f"{new}/tree/feat", version=3).to_table()
 
     # both writers continue the adopted branches; pylance branches off the relocated one
@@ -357,3 +359,27 @@ def test_adopt_copied_root_with_branches(tmp_path: Path, writer: str) -> None:
     check_reads(f"{new}/tree/feat", {version: feat_latest}, main=new, branch="feat")
     check_reads(f"{new}/tree/feat2", {version: feat_latest}, main=new, branch="feat2")
     assert lance.dataset(new).branches.list()["feat2"]["parent_branch"] == "feat"
+
+
+def test_copied_root_with_branches_keeps_reading_the_original(tmp_path: Path) -> None:
+    """Divergence from seed 001 "Dataset Portability" ("To port a dataset to a new location, simply copy
+    all contents from the dataset root directory. The copied dataset will function immediately at the new
+    location without any manifest updates"): pylance 14.0.2 records a branch's main root as an absolute
+    base path (id 0), so the branches of a copied root silently read the ORIGINAL directory and fail once
+    it is gone; main is fine (lance-format.md §10.4). ``relocate(branch, adopt_from=old)`` repairs the
+    copy (test_adopt_copied_root_with_branches)."""
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    lance.write_dataset(rows(0, 2), old).create_branch("feat")
+    lance.write_dataset(rows(2, 1), f"{old}/tree/feat", mode="append")
+    shutil.copytree(old, new)
+    assert [(b.id, b.path) for b in Dataset(new).branch("feat").snapshot().bases] == [(0, old)]
+    # while the original exists the copied branch reads, through the original
+    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected(range(3))
+    shutil.rmtree(old)
+    assert lance.dataset(new).to_table().to_pylist() == expected(range(2))
+    with pytest.raises(pa.lib.ArrowInvalid, match="Not found: " + re.escape(old)):
+        lance.dataset(f"{new}/tree/feat").to_table()
+    # the reference repairs the copy with one new branch version
+    version = relocate(Dataset(new).branch("feat"), adopt_from=old).version
+    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected(range(3))
+    assert lance.dataset(new).checkout_version(("feat", version)).to_table().to_pylist() == expected(range(3))

@@ -1,0 +1,87 @@
+"""Certification speed.
+
+* ``certify-all-versions``: ``lancespec certify --all-versions`` on a 20-version dataset whose last version
+  has 10,000 fragments (every file of every version checked: existence, size, footer, rows), against
+  pylance opening every version and walking every fragment's data files.
+* ``certify-manifest-100k``: certify's manifest checks alone on one 100,000-fragment manifest (10,000 with
+  --quick), against pylance opening that version and listing its fragments. The figure that matters is
+  lancespec's seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import lance
+from bench_open import VersionsInputs, _one_row_per_fragment, setup_versions, versions_pylance
+from harness import CheckFailed, Context, benchmark
+from lance.fragment import write_fragments
+
+from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+from lancespec.conformance.model import Report  # type: ignore[import-not-found, unused-ignore]
+
+
+def certify_all(inputs: VersionsInputs) -> Report:
+    return certify(inputs.uri, all_versions=True)
+
+
+def conformant_and_complete(inputs: VersionsInputs, report: Report, counts: list[int]) -> str:
+    if report.exit_code != 0:
+        raise CheckFailed(f"certify found {len(report.must_findings)} MUST findings on a pylance dataset: "
+                          f"{[f.requirement for f in report.must_findings][:5]}")
+    if report.versions != list(range(1, inputs.versions + 1)):
+        raise CheckFailed(f"certify checked versions {report.versions}")
+    return f"{sum(counts):,} file references in {len(counts)} versions; {len(report.checks_run)} checks"
+
+
+@benchmark(
+    "certify-all-versions",
+    measures="certify --all-versions, 20 versions up to 10,000 fragments (1,000 with --quick), vs pylance "
+    "opening every version and walking its fragments",
+    lancespec=certify_all,
+    pylance=versions_pylance,
+    check=conformant_and_complete,
+)
+def setup_certify_all(ctx: Context) -> VersionsInputs:
+    return setup_versions(ctx)
+
+
+@dataclass(frozen=True)
+class ManifestInputs:
+    uri: str
+    fragments: int
+
+
+def certify_manifest(inputs: ManifestInputs) -> Report:
+    return certify(inputs.uri, areas=["manifest"])
+
+
+def list_fragments(inputs: ManifestInputs) -> int:
+    return len(lance.dataset(inputs.uri).get_fragments())
+
+
+def manifest_checked(inputs: ManifestInputs, report: Report, count: int) -> str:
+    if report.exit_code != 0 or count != inputs.fragments:
+        raise CheckFailed(f"exit {report.exit_code}, pylance saw {count} of {inputs.fragments} fragments")
+    return f"{inputs.fragments:,} fragments; manifest checks only"
+
+
+@benchmark(
+    "certify-manifest-100k",
+    measures="certify's manifest checks on one 100,000-fragment manifest (10,000 with --quick)",
+    lancespec=certify_manifest,
+    pylance=list_fragments,
+    check=manifest_checked,
+)
+def setup_manifest(ctx: Context) -> ManifestInputs:
+    fragments = ctx.size(100_000, 10_000)
+
+    def build(directory: Path) -> None:
+        uri = str(directory / "ds")
+        table = _one_row_per_fragment(0, fragments)
+        frags = write_fragments(table, uri, max_rows_per_file=1)
+        lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(table.schema, frags))
+
+    directory = ctx.cached(f"manifest-{fragments}-fragments", build)
+    return ManifestInputs(str(directory / "ds"), fragments)

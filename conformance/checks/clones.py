@@ -1,0 +1,225 @@
+"""Checks of a clone's lineage: a root whose first version was committed by a Clone transaction, shallow
+(files inherited through a base registered for the source) or deep (files copied into its own root).
+Branch roots are shallow clones of their parent with ``branch_name`` set; the same rules apply to them
+(catalogue area CLONE; seeds 001 "Shallow Clone" and 003; lance-format.md §12).
+
+A root's first attached version is the clone, if any: once cleanup has removed it the lineage is no
+longer recorded and nothing is checked. A first manifest or transaction that cannot be read is
+history's finding (HIST-001, HIST-002), not these checks'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lancespec.reference.codec import decode_tag
+from lancespec.reference.commit import load_transaction
+from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.layout import TAGS_DIR, TREE_DIR, FileKind
+from lancespec.reference.proto import transaction_pb2
+from lancespec.reference.store import Storage
+from lancespec.reference.store.uri import join, normalize, relative_to
+from lancespec.reference.table import Dataset, ResolvedFile, Snapshot
+
+from . import DatasetContext, dataset_check
+
+#: A file as a manifest records it: kind, path and base id.
+_FileKey = tuple[FileKind, str, int | None]
+
+
+@dataclass(frozen=True)
+class _Lineage:
+    """A root whose first version is a clone: that version, its snapshot, and the Clone operation."""
+
+    first: int
+    snapshot: Snapshot
+    clone: transaction_pb2.Transaction.Clone
+
+
+def _lineage(ctx: DatasetContext) -> _Lineage | None:
+    """The root's clone lineage, or None when its first version is no (readable) clone."""
+    try:
+        entries = ctx.dataset.version_entries(allow_mixed=True)
+        if not entries:
+            return None
+        first = entries[0].version
+        txn = load_transaction(ctx.dataset, first)
+        if txn is None or txn.WhichOneof("operation") != "clone":
+            return None
+        snapshot = ctx.snapshots.get(first) or ctx.dataset.snapshot(first, strict=False)
+    except LanceSpecError:
+        return None
+    return _Lineage(first, snapshot, txn.clone)
+
+
+def _under(uri: str, directory: str) -> bool:
+    """Whether ``uri`` is ``directory`` or lies below it."""
+    return normalize(uri) == normalize(directory) or relative_to(normalize(uri), normalize(directory)) is not None
+
+
+def _key(resolved: ResolvedFile) -> _FileKey:
+    return (resolved.kind, resolved.path, resolved.base_id)
+
+
+def _later(ctx: DatasetContext, lineage: _Lineage) -> Iterable[Snapshot]:
+    return [ctx.snapshots[v] for v in sorted(ctx.snapshots) if v > lineage.first]
+
+
+def _where(snapshot: Snapshot, resolved: ResolvedFile) -> str:
+    return f"{snapshot.manifest_uri} {resolved.kind.name.lower()} file {resolved.path}"
+
+
+def _at_version(ctx: DatasetContext, version: int, requirement: str, path: str, message: str) -> None:
+    """A finding about one version (a dataset check's findings otherwise carry no version)."""
+    saved, ctx.version = ctx.version, version
+    try:
+        ctx.finding(requirement, path, message)
+    finally:
+        ctx.version = saved
+
+
+def _holds_dataset(storage: Storage, uri: str) -> bool:
+    try:
+        return bool(Dataset(uri, storage).version_entries(allow_mixed=True))
+    except LanceSpecError:
+        return False
+
+
+@dataset_check("clones.lineage", "CLONE-001", "CLONE-002", "CLONE-003", "CLONE-004")
+def lineage(ctx: DatasetContext) -> None:
+    """For a root whose first version is a Clone: that version's number equals clone.ref_version
+    (CLONE-002). Shallow: the source root (ref_path) still holds a dataset and every base the inherited
+    files point to still holds something (CLONE-001); files added after the first version never resolve
+    into the source (CLONE-003). Deep: no file resolves outside the clone's own root (CLONE-004), except
+    files a later version wrote through a base registered after the clone that is not in the source.
+
+    "The source" of CLONE-003 is the source datasets (ref_path, and inherited dataset-root bases that
+    hold a dataset), not storage-only bases the clone inherited: writing there is a multi-base write."""
+    found = _lineage(ctx)
+    if found is None:
+        return
+    clone, first = found.clone, found.snapshot
+    if found.first != clone.ref_version:
+        _at_version(ctx, found.first, "CLONE-002", first.manifest_uri,
+                    f"the clone's first version is {found.first}, but it was cloned from version "
+                    f"{clone.ref_version} of {clone.ref_path}")
+    if clone.is_shallow:
+        _shallow_sources_exist(ctx, found)
+        _shallow_writes_stay_home(ctx, found)
+    else:
+        _deep_shares_nothing(ctx, found)
+
+
+def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
+    clone, first = found.clone, found.snapshot
+    if clone.ref_path and not _holds_dataset(ctx.storage, clone.ref_path):
+        ctx.finding("CLONE-001", clone.ref_path, f"the shallow clone's source {clone.ref_path} holds no dataset "
+                    "(no manifest in _versions/): the files the clone inherits are gone")
+    inherited: dict[int, ResolvedFile] = {}
+    for resolved in first.files():
+        if resolved.base_id is not None and resolved.uri is not None:
+            inherited.setdefault(resolved.base_id, resolved)
+    for base in first.bases:
+        sample = inherited.get(base.id)
+        if sample is None or sample.uri is None or normalize(base.path) == normalize(clone.ref_path):
+            continue
+        directory = sample.uri.rsplit("/", 1)[0]
+        if next(iter(ctx.storage.list(directory, recursive=False)), None) is None:
+            ctx.finding("CLONE-001", base.path, f"base {base.id} ({base.name or base.path}), which inherited files "
+                        f"such as {sample.path} resolve through, holds nothing at {directory}")
+
+
+def _source_roots(storage: Storage, found: _Lineage) -> list[str]:
+    """The source datasets: ref_path, and every dataset-root base the clone inherited that holds a dataset
+    (the sources of a clone chain, the main root of a branch). Bases that are storage only (a non-root
+    base, a dataset-root base without _versions/) are places the clone may still write to on purpose
+    (``target_bases``), as pylance lets it."""
+    roots = [found.clone.ref_path] if found.clone.ref_path else []
+    for base in found.snapshot.bases:
+        if base.is_dataset_root and base.path not in roots and _holds_dataset(storage, base.path):
+            roots.append(base.path)
+    return roots
+
+
+def _shallow_writes_stay_home(ctx: DatasetContext, found: _Lineage) -> None:
+    own = ctx.dataset.uri
+    sources = _source_roots(ctx.storage, found)
+    inherited = {_key(f) for f in found.snapshot.files()}
+    reported: set[_FileKey] = set()
+    for snapshot in _later(ctx, found):
+        for resolved in snapshot.files():
+            key = _key(resolved)
+            if key in inherited or key in reported or resolved.uri is None or _under(resolved.uri, own):
+                continue
+            source = next((s for s in sources if _under(resolved.uri, s)), None)
+            if source is not None:
+                reported.add(key)
+                _at_version(ctx, snapshot.version, "CLONE-003", _where(snapshot, resolved),
+                            f"written after the clone (version {found.first}) but resolves into the source "
+                            f"{source}: {resolved.uri}")
+
+
+def _deep_shares_nothing(ctx: DatasetContext, found: _Lineage) -> None:
+    own = ctx.dataset.uri
+    clone_base_paths = {normalize(b.path) for b in found.snapshot.bases}
+    reported: set[_FileKey] = set()
+    snapshots = [found.snapshot, *_later(ctx, found)]
+    for snapshot in snapshots:
+        bases = {b.id: b for b in snapshot.bases}
+        for resolved in snapshot.files():
+            key = _key(resolved)
+            if key in reported or resolved.uri is None or _under(resolved.uri, own):
+                continue
+            base = bases.get(resolved.base_id) if resolved.base_id is not None else None
+            own_later_base = (snapshot is not found.snapshot and base is not None
+                              and normalize(base.path) not in clone_base_paths
+                              and not (found.clone.ref_path and _under(resolved.uri, found.clone.ref_path)))
+            if own_later_base:
+                continue
+            reported.add(key)
+            _at_version(ctx, snapshot.version, "CLONE-004", _where(snapshot, resolved),
+                        f"a deep clone's file resolves outside its own root {own}: {resolved.uri}")
+
+
+def _source_main_root(clone: transaction_pb2.Transaction.Clone) -> str:
+    """The main root of the clone's source: ref_path, less ``/tree/{ref_name}`` for a branch source."""
+    path = normalize(clone.ref_path)
+    suffix = f"/{TREE_DIR}/{clone.ref_name}"
+    if clone.ref_name and path.endswith(suffix):
+        return path[: -len(suffix)]
+    return path
+
+
+@dataset_check("clones.source_protected", "CLONE-005")
+def source_protected(ctx: DatasetContext) -> None:
+    """SHOULD: the source version a shallow clone (not a branch) depends on is protected from cleanup by a
+    tag in the source dataset naming ref_version on ref_name's branch (CLONE-005). An unreachable source
+    is CLONE-001's finding, not this check's."""
+    found = _lineage(ctx)
+    if found is None:
+        return
+    clone = found.clone
+    if not clone.is_shallow or clone.branch_name or ctx.dataset.branch_name is not None or not clone.ref_path:
+        return
+    if not _holds_dataset(ctx.storage, clone.ref_path):
+        return
+    source_main = _source_main_root(clone)
+    wanted_branch = clone.ref_name or None
+    try:
+        listed = list(ctx.storage.list(join(source_main, TAGS_DIR), recursive=False))
+    except LanceSpecError:
+        return
+    for info in listed:
+        if not info.uri.endswith(".json"):
+            continue
+        try:
+            tag = decode_tag(ctx.storage.get(info.uri), info.uri)
+        except LanceSpecError:
+            continue  # a bad tag file is the source's own REF-001 finding
+        if tag.version == clone.ref_version and (tag.branch or None) == wanted_branch:
+            return
+    on = f"branch {wanted_branch!r}" if wanted_branch else "main"
+    ctx.finding("CLONE-005", found.snapshot.manifest_uri,
+                f"no tag of the source {source_main} names version {clone.ref_version} on {on}: cleanup of the "
+                "source may delete files this shallow clone reads")

@@ -1,0 +1,262 @@
+"""Checks of the files a version references: data files exist with their recorded size and a valid
+footer, hold physical_rows rows, and deletion files exist and say what the manifest says (catalogue
+areas BASE, CLONE, MAN, DEL; seed 001 "File Metadata Base References"; seed 002 "Data Files",
+"Deletion Files"; lance-format.md §5.2, §9, §17 items 6-7).
+
+Files are skipped here when another check owns what is wrong with them: an unresolvable base_id or a
+deletion file in a non-root base (``bases.references``), a base id used twice or a base path that is
+not absolute (``bases.entries``), a path that is not relative (``portability.relative_paths``).
+What is read from storage is cached for the certify run, so a file every version references is read
+once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from lancespec.reference.codec import decode_deletions, parse_footer
+from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE, DataFileFooter, read_row_count
+from lancespec.reference.commit import load_transaction
+from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
+from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
+from lancespec.reference.store import Storage
+from lancespec.reference.table import ResolvedFile, Snapshot
+
+from . import VersionContext, version_check
+from .bases import run_cached, unusable_base_ids
+from .portability import is_relative_path
+
+# --- what storage says about a file ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DataFileState:
+    """A data file as found: its size (None when absent), its footer (None when unreadable) and, when
+    something is wrong, a sentence saying what."""
+
+    size: int | None
+    footer: DataFileFooter | None
+    problem: str | None
+
+
+def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
+    def compute() -> _DataFileState:
+        try:
+            size = storage.head(uri).size
+        except ObjectNotFound:
+            return _DataFileState(None, None, "does not exist")
+        except StorageError as exc:
+            return _DataFileState(None, None, f"cannot be read: {exc.message}")
+        try:
+            tail = storage.get_range(uri, max(0, size - V2_FOOTER_SIZE), min(size, V2_FOOTER_SIZE))
+            return _DataFileState(size, parse_footer(tail, size, uri), None)
+        except StorageError as exc:
+            return _DataFileState(size, None, f"cannot be read: {exc.message}")
+        except FormatError as exc:
+            return _DataFileState(size, None, f"has no valid Lance footer: {exc.message}")
+
+    return run_cached(storage, ("data-file", uri), compute)
+
+
+def _followable(snap: Snapshot, resolved: ResolvedFile) -> bool:
+    """Whether the file can be followed to storage without judging what other checks own."""
+    if resolved.uri is None or resolved.problem is not None:
+        return False
+    if resolved.base_id is not None and resolved.base_id in unusable_base_ids(snap):
+        return False
+    return resolved.kind is not FileKind.DATA or is_relative_path(resolved.path)
+
+
+def _inherited(ctx: VersionContext) -> frozenset[tuple[str, int | None]]:
+    """The data files (path, base_id) a shallow clone (or branch) root inherited from its source: those of
+    its first version, when that version was made by a shallow Clone. Empty for any other root."""
+
+    def compute() -> frozenset[tuple[str, int | None]]:
+        try:
+            entries = ctx.dataset.version_entries(allow_mixed=True)
+            if not entries:
+                return frozenset()
+            first = entries[0].version
+            txn = load_transaction(ctx.dataset, first)
+            if txn is None or txn.WhichOneof("operation") != "clone" or not txn.clone.is_shallow:
+                return frozenset()
+            snapshot = ctx.snap if first == ctx.snap.version else ctx.dataset.snapshot(first, strict=False)
+        except LanceSpecError:  # an unreadable first version is history's finding
+            return frozenset()
+        return frozenset((f.path, f.base_id) for fragment in snapshot.fragments for f in fragment.files)
+
+    return run_cached(ctx.storage, ("inherited", ctx.dataset.uri), compute)
+
+
+def _expected_footer_versions(major: int, minor: int) -> set[tuple[int, int]] | None:
+    """The footer versions a DataFile's recorded version allows (None: any, for versions not mapped)."""
+    if major == 0:
+        return None
+    mapped = FOOTER_VERSION_FOR.get((major, minor))
+    return None if mapped is None else {mapped, (major, minor)}
+
+
+@version_check("files.data_files_exist", "BASE-004", "CLONE-001")
+def data_files_exist(ctx: VersionContext) -> None:
+    """Every data file resolves (root plus data/ without a base_id; base plus data/ for a dataset-root
+    base; the base itself otherwise) to an existing object whose size equals file_size_bytes (when
+    recorded), ending in a valid Lance footer (40-byte v2 footer with consistent offset tables, or the
+    16-byte legacy one) of the version the DataFile records (BASE-004). A file a shallow clone or branch
+    inherited from its source that fails this is reported as CLONE-001 instead: every inherited file
+    resolves through a base and exists."""
+    inherited: frozenset[tuple[str, int | None]] | None = None
+    for fragment in ctx.snap.fragments:
+        for resolved, data_file in zip(fragment.files, fragment.proto.files, strict=True):
+            if not _followable(ctx.snap, resolved):
+                continue
+            assert resolved.uri is not None
+            state = _data_file_state(ctx.storage, resolved.uri)
+            problem = state.problem
+            if problem is None and resolved.size is not None and state.size != resolved.size:
+                problem = f"is {state.size} bytes, but the manifest records {resolved.size}"
+            if problem is None and state.footer is not None:
+                allowed = _expected_footer_versions(data_file.file_major_version, data_file.file_minor_version)
+                found = (state.footer.major, state.footer.minor)
+                if allowed is not None and found not in allowed:
+                    problem = (f"has a footer of file version {found[0]}.{found[1]}, but the manifest records "
+                               f"{data_file.file_major_version}.{data_file.file_minor_version}")
+            if problem is None:
+                continue
+            if inherited is None:
+                inherited = _inherited(ctx)
+            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {resolved.path}"
+            if (resolved.path, resolved.base_id) in inherited:
+                ctx.finding("CLONE-001", where, f"inherited data file {resolved.uri} {problem}")
+            else:
+                ctx.finding("BASE-004", where, f"data file {resolved.uri} {problem}")
+
+
+def _row_count(storage: Storage, uri: str, size: int) -> int | str:
+    def compute() -> int | str:
+        try:
+            return read_row_count(storage, uri, size)
+        except LanceSpecError as exc:
+            return exc.message
+
+    return run_cached(storage, ("row-count", uri), compute)
+
+
+@version_check("files.physical_rows", "MAN-004")
+def physical_rows(ctx: VersionContext) -> None:
+    """A fragment's physical_rows equals the row count of each of its data files, deleted rows included
+    (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
+    decoding columns. Legacy (0.x) files keep it elsewhere and are skipped, as are files that are missing
+    or have a bad footer (BASE-004's)."""
+    for fragment in ctx.snap.fragments:
+        for resolved in fragment.files:
+            if not _followable(ctx.snap, resolved):
+                continue
+            assert resolved.uri is not None
+            state = _data_file_state(ctx.storage, resolved.uri)
+            if state.footer is None or state.size is None or state.footer.is_legacy:
+                continue
+            rows = _row_count(ctx.storage, resolved.uri, state.size)
+            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {resolved.path}"
+            if isinstance(rows, str):
+                ctx.finding("MAN-004", where, f"the row count of {resolved.uri} cannot be read: {rows}")
+            elif rows != fragment.physical_rows:
+                ctx.finding("MAN-004", where, f"data file holds {rows} rows, the fragment's physical_rows is "
+                            f"{fragment.physical_rows}")
+
+
+# --- deletion files -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Deletions:
+    """A deletion file as found: absent, not of its type (``problem``), or its offsets with, for
+    ``.arrow``, the Arrow type of the column."""
+
+    exists: bool
+    offsets: tuple[int, ...] = ()
+    arrow_type: str | None = None
+    problem: str | None = None
+
+
+def _decode_arrow(data: bytes) -> _Deletions:
+    """Lenient reading of an ``.arrow`` deletion file by DEL-002's rule (one record batch, one non-null
+    integer column): the codec insists on pylance's ``row_id: uint32``, but the specification says
+    Int32, so the column's type is DEL-005's matter, not a format error."""
+    try:
+        reader = ipc.open_file(pa.BufferReader(data))
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return _Deletions(True, problem=f"is not an Arrow IPC file: {exc}")
+    if len(batches) != 1:
+        return _Deletions(True, problem=f"holds {len(batches)} record batches, not exactly one")
+    batch = batches[0]
+    if batch.num_columns != 1:
+        return _Deletions(True, problem=f"has {batch.num_columns} columns, not exactly one")
+    column = batch.column(0)
+    if not pa.types.is_integer(column.type):
+        return _Deletions(True, problem=f"has a column of type {column.type}, not of integers")
+    if column.null_count:
+        return _Deletions(True, problem=f"has {column.null_count} null offset(s)")
+    return _Deletions(True, tuple(int(v) for v in column.to_pylist()), str(column.type))
+
+
+def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
+    def compute() -> _Deletions:
+        try:
+            data = storage.get(uri)
+        except ObjectNotFound:
+            return _Deletions(False)
+        if file_type == DELETION_ARROW:
+            return _decode_arrow(data)
+        if file_type == DELETION_BITMAP:
+            try:
+                return _Deletions(True, tuple(decode_deletions(data, file_type, uri)))
+            except FormatError as exc:
+                return _Deletions(True, problem=exc.message)
+        raise AssertionError(f"deletion file type {file_type} is checked before reading")
+
+    return run_cached(storage, ("deletions", uri, str(file_type)), compute)
+
+
+@version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005")
+def deletion_files(ctx: VersionContext) -> None:
+    """For every fragment with a deletion file: it exists at ``_deletions/{fragment_id}-{read_version}-{id}
+    .{arrow|bin}`` of the root it resolves to (DEL-001); its content matches its type, ``.arrow`` an
+    Arrow IPC file of one record batch with one non-null integer column, ``.bin`` a portable 32-bit
+    roaring bitmap (DEL-002); it holds exactly num_deleted_rows distinct offsets (DEL-003), each below
+    physical_rows (DEL-004). SHOULD: the ``.arrow`` column is Int32 as the specification describes
+    (DEL-005); pylance 14.0.2 writes UInt32 (spec/findings.md F-002), so this fires on its datasets."""
+    for fragment in ctx.snap.fragments:
+        deletion = fragment.deletion
+        if deletion is None:
+            continue
+        where = f"{ctx.snap.manifest_uri} fragment {fragment.id} deletion file {deletion.file.path}"
+        if deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
+            ctx.finding("DEL-002", where, f"deletion file type {deletion.file_type} is neither ARROW_ARRAY (0) nor "
+                        "BITMAP (1)")
+            continue
+        if not _followable(ctx.snap, deletion.file):
+            continue
+        assert deletion.file.uri is not None
+        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type)
+        if not found.exists:
+            ctx.finding("DEL-001", where, f"deletion file {deletion.file.uri} does not exist")
+            continue
+        if found.problem is not None:
+            ctx.finding("DEL-002", where, f"deletion file {deletion.file.uri} {found.problem}")
+            continue
+        distinct = set(found.offsets)
+        if len(distinct) != deletion.num_deleted_rows:
+            ctx.finding("DEL-003", where, f"deletion file holds {len(distinct)} distinct offsets, the manifest "
+                        f"records num_deleted_rows = {deletion.num_deleted_rows}")
+        outside = sorted(o for o in distinct if o < 0 or o >= fragment.physical_rows)
+        if outside:
+            shown = ", ".join(map(str, outside[:5])) + (" …" if len(outside) > 5 else "")
+            ctx.finding("DEL-004", where, f"{len(outside)} deleted offset(s) are not below physical_rows = "
+                        f"{fragment.physical_rows}: {shown}")
+        if found.arrow_type is not None and found.arrow_type != "int32":
+            ctx.finding("DEL-005", where, f"the offsets column is {found.arrow_type}, not Int32 as the "
+                        "specification describes")

@@ -1,0 +1,140 @@
+"""Checks of a root's history: every attached manifest readable and well framed, the transactions that
+made the versions, and the commit timestamps (catalogue areas HIST and MAN-015; lance-format.md §4, §8).
+"""
+
+from __future__ import annotations
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from lancespec.reference import flags as feature_flags
+from lancespec.reference.codec import decode_manifest_file, decode_transaction
+from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
+from lancespec.reference.layout import TRANSACTIONS_DIR
+from lancespec.reference.proto import transaction_pb2
+from lancespec.reference.store.uri import join
+from lancespec.reference.table import Snapshot
+
+from . import DatasetContext, dataset_check
+
+
+@dataset_check("history.manifests_readable", "HIST-001", "MAN-015")
+def manifests_readable(ctx: DatasetContext) -> None:
+    """Every attached manifest of the root can be read (HIST-001), also those not selected for
+    certification; one that cannot is also reported as MAN-015 when its framing is at fault (footer,
+    LANC magic, length prefixes, inline transaction or index section).
+
+    The versions certify decoded are in ``ctx.snapshots`` and are skipped. A selected version certify
+    could not decode is reported here with exactly certify's finding, so the two merge into one."""
+    for entry in ctx.dataset.version_entries(allow_mixed=True):
+        if entry.version in ctx.snapshots:
+            continue
+        try:
+            ctx.dataset.snapshot(entry.version, strict=False)
+        except LanceSpecError as exc:
+            _at_version(ctx, entry.version, "HIST-001", exc.where or ctx.dataset.uri, exc.message)
+        else:
+            continue
+        try:
+            decode_manifest_file(ctx.storage.get(entry.uri), entry.uri)
+        except FormatError as exc:
+            _at_version(ctx, entry.version, "MAN-015", exc.where or entry.uri,
+                        f"the manifest file is not framed as the format says: {exc.message}")
+        except LanceSpecError:
+            pass  # not there any more, or not readable: HIST-001 above says so
+
+
+def _at_version(ctx: DatasetContext, version: int, requirement: str, path: str, message: str) -> None:
+    """A finding about one version (a dataset check's findings otherwise carry no version)."""
+    saved, ctx.version = ctx.version, version
+    try:
+        ctx.finding(requirement, path, message)
+    finally:
+        ctx.version = saved
+
+
+def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, bytes | None] | None:
+    """The URI and content (None when absent) of the transaction file the manifest names; None when it
+    names none."""
+    name = snapshot.manifest.transaction_file
+    if not name:
+        return None
+    uri = join(ctx.dataset.uri, TRANSACTIONS_DIR, name)
+    try:
+        return uri, ctx.storage.get(uri)
+    except ObjectNotFound:
+        return uri, None
+
+
+@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004")
+def transactions(ctx: DatasetContext) -> None:
+    """For every certified version: the transaction file the manifest names, when it exists, decodes as a
+    Transaction and equals the inline copy byte for byte when the manifest carries one (HIST-002); the
+    transaction's read_version is below the version it made, or for a Clone equals the source version
+    it was read from (HIST-003); SHOULD: the latest version's transaction file exists, unless the writer
+    disabled transaction files (flag 32) (HIST-004)."""
+    latest = max((e.version for e in ctx.dataset.version_entries(allow_mixed=True)), default=None)
+    for version in sorted(ctx.snapshots):
+        snapshot = ctx.snapshots[version]
+        inline = snapshot.manifest_file.transaction_bytes
+        txn = snapshot.manifest_file.transaction
+        found = _transaction_file(ctx, snapshot)
+        uri, content = found if found is not None else ("", None)
+        if content is not None:
+            try:
+                from_file = decode_transaction(content, uri)
+            except FormatError as exc:
+                _at_version(ctx, version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}")
+            else:
+                txn = txn if txn is not None else from_file
+                if inline is not None and inline != content:
+                    _at_version(ctx, version, "HIST-002", uri,
+                                f"the transaction file ({len(content)} bytes) differs from the manifest's inline "
+                                f"copy ({len(inline)} bytes)")
+        if txn is not None:
+            _read_version(ctx, snapshot, txn)
+        if version == latest:
+            _latest_file(ctx, snapshot, found)
+
+
+def _read_version(ctx: DatasetContext, snapshot: Snapshot, txn: transaction_pb2.Transaction) -> None:
+    version, read = snapshot.version, txn.read_version
+    if txn.WhichOneof("operation") == "clone":
+        if read != txn.clone.ref_version:
+            _at_version(ctx, version, "HIST-003", snapshot.manifest_uri,
+                        f"the clone transaction has read_version {read}, not the source version "
+                        f"{txn.clone.ref_version} it was cloned from")
+    elif read >= version:
+        _at_version(ctx, version, "HIST-003", snapshot.manifest_uri,
+                    f"the transaction that made version {version} has read_version {read}: not an earlier version")
+
+
+def _latest_file(ctx: DatasetContext, snapshot: Snapshot, found: tuple[str, bytes | None] | None) -> None:
+    if found is None:
+        if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
+            _at_version(ctx, snapshot.version, "HIST-004", snapshot.manifest_uri,
+                        "the latest version names no transaction file")
+    elif found[1] is None:
+        _at_version(ctx, snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing")
+
+
+@dataset_check("history.timestamps", "HIST-005")
+def timestamps(ctx: DatasetContext) -> None:
+    """SHOULD: commit timestamps do not decrease from one certified version to the next (HIST-005);
+    versions that record no timestamp are skipped."""
+    previous: tuple[int, tuple[int, int]] | None = None
+    for version in sorted(ctx.snapshots):
+        manifest = ctx.snapshots[version].manifest
+        if not manifest.HasField("timestamp"):
+            continue
+        moment = (manifest.timestamp.seconds, manifest.timestamp.nanos)
+        if previous is not None and moment < previous[1]:
+            _at_version(ctx, version, "HIST-005", ctx.snapshots[version].manifest_uri,
+                        f"committed at {_text(moment)}, before version {previous[0]} ({_text(previous[1])})")
+        previous = (version, moment)
+
+
+def _text(moment: tuple[int, int]) -> str:
+    try:
+        return Timestamp(seconds=moment[0], nanos=moment[1]).ToJsonString()
+    except ValueError:  # outside the range a Timestamp may hold
+        return f"{moment[0]} s + {moment[1]} ns"
