@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
 from lancespec.reference.store import open_store
+from lancespec.reference.store.uri import join
 from lancespec.reference.table import Dataset, Snapshot
 
 from .catalogue import load_catalogue
@@ -44,11 +46,18 @@ def _unreadable(dataset: Dataset, version: int | None, path: str, message: str) 
 
 
 def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
+    """The main root, and with ``all_versions`` every branch root. Branches are found by their ref file
+    names, without decoding the files: a damaged ref is the refs checks' finding, not a reason to stop."""
     if not all_versions:
         return [main]
     roots = [main]
-    for name in sorted(main.branches()):
-        roots.append(Dataset(main.uri + "/tree/" + name, main.storage, main_root=main.uri, branch=name))
+    names = sorted(
+        branch_name_from_ref_file(info.uri.rsplit("/", 1)[-1])
+        for info in main.storage.list(join(main.uri, BRANCHES_DIR), recursive=False)
+        if info.uri.endswith(".json")
+    )
+    for name in names:
+        roots.append(Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name))
     return roots
 
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from . import clone as clone_ops
 from . import ops, refs
+from .blob import BlobFile, BlobReader
 from .codec import BranchRecord, TagRecord
 from .commit import CommitResult
 from .errors import DatasetAlreadyExists, ValidationError
@@ -107,6 +108,11 @@ class LanceDataset:
     def count_rows(self) -> int:
         return self.snapshot().num_rows
 
+    def take_blobs(self, blob_column: str, indices: Sequence[int]) -> list[BlobFile | None]:
+        """File-like readers of ``blob_column`` at live row positions ``indices`` (None for null blobs),
+        as pylance's ``take_blobs(blob_column, indices=...)`` (see ``reference.blob``)."""
+        return BlobReader(self.snapshot(), self._root.storage).take_blobs(blob_column, indices)
+
     def base_paths(self) -> dict[int, Base]:
         return {b.id: b for b in self.snapshot().bases}
 
@@ -173,7 +179,8 @@ def write_dataset(data: pa.Table, uri: str | LanceDataset,
                   data_storage_version: str | None = None, enable_v2_manifest_paths: bool = True,
                   initial_bases: Sequence[DatasetBasePath] | None = None,
                   target_bases: Sequence[str] | None = None,
-                  target_all_bases: bool | None = None) -> LanceDataset:
+                  target_all_bases: bool | None = None,
+                  allow_external_blob_outside_bases: bool = False) -> LanceDataset:
     """Create, append to or overwrite a dataset (as ``lance.write_dataset``). ``append`` and
     ``overwrite`` on a location without a dataset create one."""
     target = uri.uri if isinstance(uri, LanceDataset) else uri
@@ -185,16 +192,19 @@ def write_dataset(data: pa.Table, uri: str | LanceDataset,
             raise DatasetAlreadyExists("a dataset already exists here (mode='create')", root.uri)
         ops.create(target, data, storage=storage, initial_bases=initial_bases or (), target_bases=target_bases,
                    target_all_bases=target_all_bases, max_rows_per_file=max_rows_per_file,
-                   data_storage_version=data_storage_version, enable_v2_manifest_paths=enable_v2_manifest_paths)
+                   data_storage_version=data_storage_version, enable_v2_manifest_paths=enable_v2_manifest_paths,
+                   allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     elif initial_bases:
         raise ValidationError(f"initial_bases can only be given when creating a dataset, not in {mode} mode",
                               root.uri)
     elif mode == "append":
         ops.append(root, data, target_bases=target_bases, target_all_bases=target_all_bases,
-                   max_rows_per_file=max_rows_per_file)
+                   max_rows_per_file=max_rows_per_file,
+                   allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     elif mode == "overwrite":
         ops.overwrite(root, data, target_bases=target_bases, target_all_bases=target_all_bases,
-                      max_rows_per_file=max_rows_per_file)
+                      max_rows_per_file=max_rows_per_file,
+                      allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     else:
         raise ValidationError(f"unknown mode {mode!r}: use create, append or overwrite", root.uri)
     return LanceDataset(root, None, storage_options)

@@ -86,8 +86,17 @@ def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transact
         return None
 
 
-def _backoff(attempt: int) -> None:
-    time.sleep(random.uniform(0, min(0.5, 0.005 * 2**attempt)))
+#: Slot backoff (Lance's ``SlotBackoff``) never draws from more slots than this.
+MAX_BACKOFF_SLOTS = 128
+
+
+def _backoff(attempt: int, unit: float) -> None:
+    """Slot backoff after the ``attempt``-th lost race (lance-format.md §7.2 step 5): wait a random whole
+    number of slots out of 4, 8, 16, ... (at most ``MAX_BACKOFF_SLOTS``), a slot lasting ``unit`` seconds
+    (1.1 x the first attempt's duration), so that colliding writers spread over as many attempt-long slots
+    as there are of them, however slow the store is."""
+    slots = min(2 ** (attempt + 1), MAX_BACKOFF_SLOTS)
+    time.sleep(random.randrange(slots) * unit)
 
 
 def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool:
@@ -115,6 +124,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     """
     storage = dataset.storage
     attempts = 0
+    started = time.monotonic()
+    unit = 0.0
+    checked = txn.read_version  # versions up to this one have been judged (and rebased onto) already
     while True:
         attempts += 1
         entries = dataset.version_entries()
@@ -130,7 +142,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 raise ObjectNotFound("no dataset to commit to: _versions/ holds no manifest", dataset.uri)
             latest = entries[-1]
             use_naming = latest.naming
-            for other_version in range(txn.read_version + 1, latest.version + 1):
+            for other_version in range(checked + 1, latest.version + 1):
                 other = load_transaction(dataset, other_version)
                 if other is None:
                     raise CommitConflict(
@@ -149,6 +161,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                         raise CommitConflict(f"{verdict.reason}; this operation cannot rebase", dataset.uri,
                                              retryable=True)
                     txn = rebase(txn, other, other_version)
+            checked = max(checked, latest.version)
             latest_file = dataset.snapshot(latest.version, strict=False).manifest_file
             previous = latest_file.manifest
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
@@ -173,7 +186,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                     f"gave up after {attempts} attempts: other writers kept taking the next version",
                     dataset.uri, retryable=True,
                 ) from None
-            _backoff(attempts)
+            if attempts == 1:
+                unit = 1.1 * (time.monotonic() - started)
+            _backoff(attempts, unit)
             continue
         break
     with contextlib.suppress(Exception):

@@ -105,9 +105,12 @@ def _as_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.
 def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
            initial_bases: Sequence[DatasetBasePath] = (), target_bases: Sequence[str] | None = None,
            target_all_bases: bool | None = None, max_rows_per_file: int = 1024 * 1024,
-           data_storage_version: str | None = None, enable_v2_manifest_paths: bool = True) -> CommitResult:
+           data_storage_version: str | None = None, enable_v2_manifest_paths: bool = True,
+           allow_external_blob_outside_bases: bool = False) -> CommitResult:
     """Create a dataset at ``uri``: version 1, an Overwrite transaction carrying the schema, the
-    fragments and the initial bases with their ids assigned (lance-format.md §3.5, §10.2)."""
+    fragments and the initial bases with their ids assigned (lance-format.md §3.5, §10.2).
+    ``allow_external_blob_outside_bases``: store blob URIs outside every registered base as absolute
+    URIs instead of refusing them (``reference.blob``)."""
     storage = storage or open_store()
     dataset = Dataset(uri, storage)
     table = _as_table(data)
@@ -120,7 +123,8 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
     rotation = placement_targets(bases, target_bases, target_all_bases, dataset.uri)
     fields = arrow_to_fields(table.schema)
     written = write_fragments(storage, dataset.uri, bases, table, fields, rotation,
-                              max_rows_per_file=max_rows_per_file, data_storage_version=data_storage_version)
+                              max_rows_per_file=max_rows_per_file, data_storage_version=data_storage_version,
+                              allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     txn = new_transaction(0)
     op = txn.overwrite
     op.fragments.extend(w.fragment for w in written)
@@ -137,7 +141,8 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
 
 
 def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bases: Sequence[str] | None,
-                     target_all_bases: bool | None, max_rows_per_file: int) -> CommitResult:
+                     target_all_bases: bool | None, max_rows_per_file: int,
+                     allow_external_blob_outside_bases: bool = False) -> CommitResult:
     snapshot = dataset.snapshot()
     _check_writable(snapshot)
     manifest = snapshot.manifest
@@ -150,7 +155,8 @@ def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bas
     rotation = placement_targets(snapshot.bases, target_bases, target_all_bases, dataset.uri)
     written = write_fragments(storage := dataset.storage, dataset.uri, snapshot.bases, table, fields, rotation,
                               max_rows_per_file=max_rows_per_file,
-                              data_storage_version=manifest.data_format.version or None)
+                              data_storage_version=manifest.data_format.version or None,
+                              allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     txn = new_transaction(snapshot.version)
     if kind == "append":
         txn.append.fragments.extend(w.fragment for w in written)
@@ -166,17 +172,21 @@ def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bas
 
 
 def append(dataset: Dataset, data: pa.Table, *, target_bases: Sequence[str] | None = None,
-           target_all_bases: bool | None = None, max_rows_per_file: int = 1024 * 1024) -> CommitResult:
+           target_all_bases: bool | None = None, max_rows_per_file: int = 1024 * 1024,
+           allow_external_blob_outside_bases: bool = False) -> CommitResult:
     """Append rows as new fragments (ids assigned at commit) placed round-robin over the targets."""
     return _write_on_latest(dataset, _as_table(data), "append", target_bases=target_bases,
-                            target_all_bases=target_all_bases, max_rows_per_file=max_rows_per_file)
+                            target_all_bases=target_all_bases, max_rows_per_file=max_rows_per_file,
+                            allow_external_blob_outside_bases=allow_external_blob_outside_bases)
 
 
 def overwrite(dataset: Dataset, data: pa.Table, *, target_bases: Sequence[str] | None = None,
-              target_all_bases: bool | None = None, max_rows_per_file: int = 1024 * 1024) -> CommitResult:
+              target_all_bases: bool | None = None, max_rows_per_file: int = 1024 * 1024,
+              allow_external_blob_outside_bases: bool = False) -> CommitResult:
     """Replace every fragment (and the schema); bases and max_fragment_id carry over."""
     return _write_on_latest(dataset, _as_table(data), "overwrite", target_bases=target_bases,
-                            target_all_bases=target_all_bases, max_rows_per_file=max_rows_per_file)
+                            target_all_bases=target_all_bases, max_rows_per_file=max_rows_per_file,
+                            allow_external_blob_outside_bases=allow_external_blob_outside_bases)
 
 
 def add_bases(dataset: Dataset, new_bases: Sequence[DatasetBasePath]) -> CommitResult:

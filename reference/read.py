@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance.file import LanceFileReader
 
+from .blob import has_blob_column, read_blob_data_file
 from .codec import decode_deletions
 from .errors import FormatError, LanceSpecError
 from .proto import file_pb2
@@ -58,7 +59,10 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
         wanted = {owner[i] for i in proto.fields if i != TOMBSTONE and i in owner}
         if not wanted:
             continue
-        table = LanceFileReader(data_file.uri, storage_options=dict(storage_options or {})).read_all().to_table()
+        if has_blob_column(fields, proto.fields):  # blob v2 columns read as their stored descriptors
+            table = read_blob_data_file(storage, data_file.uri, proto.file_size_bytes or None)
+        else:
+            table = LanceFileReader(data_file.uri, storage_options=dict(storage_options or {})).read_all().to_table()
         if table.num_rows != fragment.physical_rows:
             raise FormatError(
                 f"data file holds {table.num_rows} rows, the fragment records {fragment.physical_rows}",

@@ -18,6 +18,10 @@ import pyarrow as pa
 from .errors import ValidationError
 from .proto import file_pb2
 
+EXTENSION_NAME_KEY = "ARROW:extension:name"
+EXTENSION_METADATA_KEY = "ARROW:extension:metadata"
+BLOB_V2_EXTENSION = "lance.blob.v2"
+
 _SIMPLE = {
     pa.null(): "null",
     pa.bool_(): "bool",
@@ -93,18 +97,27 @@ def arrow_to_fields(schema: pa.Schema, first_id: int = 0) -> list[file_pb2.Field
     out: list[file_pb2.Field] = []
 
     def visit(field: pa.Field, parent_id: int) -> None:
+        dtype = field.type
+        extension: dict[str, bytes] = {}
+        if isinstance(dtype, pa.ExtensionType):  # stored as its storage type, named in the metadata
+            extension = {EXTENSION_NAME_KEY: dtype.extension_name.encode(),
+                         EXTENSION_METADATA_KEY: dtype.__arrow_ext_serialize__()}
+            dtype = dtype.storage_type
         proto = file_pb2.Field(
-            type=_field_type(field.type),  # type: ignore[arg-type]
+            type=_field_type(dtype),  # type: ignore[arg-type]
             name=field.name,
             id=first_id + len(out),
             parent_id=parent_id,
-            logical_type=logical_type(field.type),
+            logical_type=logical_type(dtype),
             nullable=field.nullable,
         )
         for key, value in (field.metadata or {}).items():
             proto.metadata[key.decode()] = value
+        proto.metadata.update(extension)
+        if EXTENSION_NAME_KEY in proto.metadata:
+            proto.extension_name = proto.metadata[EXTENSION_NAME_KEY].decode()
         out.append(proto)
-        for child in _children(field.type):
+        for child in _children(dtype):
             visit(child, proto.id)
 
     for field in schema:
@@ -119,9 +132,11 @@ def schema_metadata(schema: pa.Schema) -> dict[str, bytes]:
 
 def column_field_ids(fields: Sequence[file_pb2.Field]) -> list[int]:
     """The ids of fields that hold a column of their own in a v2 data file: the fields without
-    children, in depth-first order (pylance 14.0.2: structs and lists list only their leaves)."""
+    children, in depth-first order (pylance 14.0.2: structs and lists list only their leaves), except
+    that a blob v2 field is one column and its children none (lance-format.md §14.1)."""
+    blobs = {f.id for f in fields if f.extension_name == BLOB_V2_EXTENSION}
     parents = {f.parent_id for f in fields}
-    return [f.id for f in fields if f.id not in parents]
+    return [f.id for f in fields if (f.id not in parents or f.id in blobs) and f.parent_id not in blobs]
 
 
 def top_level_names(fields: Sequence[file_pb2.Field]) -> list[str]:

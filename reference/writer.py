@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from lance.file import LanceFileWriter
 
+from .blob import check_blob_table
 from .codec import parse_footer
 from .codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE
 from .errors import FormatError, UnknownTargetBase, ValidationError
@@ -116,9 +117,12 @@ def describe_data_file(name: str, data: bytes, fields: Sequence[file_pb2.Field],
 def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: pa.Table,
                     fields: Sequence[file_pb2.Field], rotation: Sequence[int | None], *,
                     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    data_storage_version: str | None = None) -> list[WrittenFile]:
+                    data_storage_version: str | None = None,
+                    allow_external_blob_outside_bases: bool = False) -> list[WrittenFile]:
     """Split ``table`` into files of at most ``max_rows_per_file`` rows, place the i-th file on
     ``rotation[i % len(rotation)]`` (the rotation restarts on every call, as in pylance) and write them.
+    Blob v2 columns are validated first, then routed per file, their sidecars written next to the data
+    file (``reference.blob``).
 
     On any failure the files already written by this call are removed again.
     """
@@ -127,24 +131,32 @@ def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: p
     version_text, file_version = storage_version(data_storage_version)
     by_id = {b.id: b for b in bases}
     written: list[WrittenFile] = []
+    blobs = check_blob_table(storage, table, fields, bases, file_version, where=root,
+                             allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     try:
         for index, start in enumerate(range(0, table.num_rows, max_rows_per_file)):
             chunk = table.slice(start, max_rows_per_file)
             base_id = rotation[index % len(rotation)]
             name = new_data_file_name()
             uri = resolve(root, by_id, base_id, FileKind.DATA, name)
+            if blobs is not None:
+                chunk = blobs.prepare(start, chunk.num_rows, uri)
             data = encode_data_file(chunk, version_text)
             fragment = describe_data_file(name, data, fields, chunk.num_rows, file_version, base_id)
             storage.put(uri, data)
             written.append(WrittenFile(uri, fragment))
     except BaseException:
-        remove_files(storage, [w.uri for w in written])
+        remove_files(storage, [w.uri for w in written] + (blobs.sidecars if blobs is not None else []))
         raise
     return written
 
 
 def remove_files(storage: Storage, uris: Sequence[str]) -> None:
-    """Best-effort removal of files a failed operation wrote."""
+    """Best-effort removal of files a failed operation wrote (a data file's blob sidecars with it)."""
     for uri in uris:
         with contextlib.suppress(Exception):
             storage.delete(uri)
+        if uri.endswith(".lance"):
+            with contextlib.suppress(Exception):
+                for sidecar in list(storage.list(uri[: -len(".lance")])):
+                    storage.delete(sidecar.uri)

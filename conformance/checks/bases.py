@@ -84,7 +84,8 @@ def relation(a: str, b: str) -> str | None:
 
 def branch_family(a: str, b: str, dataset_roots: Iterable[str]) -> bool:
     """Whether dataset roots ``a`` and ``b`` are a main root and its branch roots, or branch roots of one
-    main root: some dataset root M of ``dataset_roots`` is each of them or has it below ``M/tree/``.
+    main root: two distinct locations, each of which is some dataset root M of ``dataset_roots`` or lies
+    below its ``M/tree/``.
 
     Lance nests branch roots inside their main root (``{root}/tree/{name}``, a name with ``/`` nesting
     further), and a branch or a clone of a branch registers those roots as dataset-root bases. That
@@ -92,6 +93,8 @@ def branch_family(a: str, b: str, dataset_roots: Iterable[str]) -> bool:
     subdirectories and never the ``tree/`` of another, and the family shares one store and credentials.
     """
     la, lb = _location(a), _location(b)
+    if la == lb:  # one location registered twice is an overlap, whatever the layout
+        return False
     for main in dataset_roots:
         lm = _location(main)
         tree = _location(join(main, TREE_DIR))
@@ -214,8 +217,11 @@ def _holds_manifest(storage: Storage, path: str) -> bool:
 
 
 def _holds_anything(storage: Storage, directory: str) -> bool:
-    return run_cached(storage, ("holds-anything", directory),
-                      lambda: next(iter(storage.list(directory, recursive=True)), None) is not None)
+    def compute() -> bool:
+        # Data files sit directly in data/: a shallow listing usually answers without walking the tree.
+        return any(next(iter(storage.list(directory, recursive=deep)), None) is not None for deep in (False, True))
+
+    return run_cached(storage, ("holds-anything", directory), compute)
 
 
 @version_check("bases.dataset_root_bases", "BASE-008")

@@ -23,7 +23,7 @@ from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from lancespec.reference.store import Storage
-from lancespec.reference.table import ResolvedFile, Snapshot
+from lancespec.reference.table import ResolvedFile
 
 from . import VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
@@ -61,11 +61,12 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
     return run_cached(storage, ("data-file", uri), compute)
 
 
-def _followable(snap: Snapshot, resolved: ResolvedFile) -> bool:
-    """Whether the file can be followed to storage without judging what other checks own."""
+def _followable(resolved: ResolvedFile, unusable: set[int]) -> bool:
+    """Whether the file can be followed to storage without judging what other checks own; ``unusable``:
+    the snapshot's ``unusable_base_ids``."""
     if resolved.uri is None or resolved.problem is not None:
         return False
-    if resolved.base_id is not None and resolved.base_id in unusable_base_ids(snap):
+    if resolved.base_id is not None and resolved.base_id in unusable:
         return False
     return resolved.kind is not FileKind.DATA or is_relative_path(resolved.path)
 
@@ -108,9 +109,10 @@ def data_files_exist(ctx: VersionContext) -> None:
     inherited from its source that fails this is reported as CLONE-001 instead: every inherited file
     resolves through a base and exists."""
     inherited: frozenset[tuple[str, int | None]] | None = None
+    unusable = unusable_base_ids(ctx.snap)
     for fragment in ctx.snap.fragments:
         for resolved, data_file in zip(fragment.files, fragment.proto.files, strict=True):
-            if not _followable(ctx.snap, resolved):
+            if not _followable(resolved, unusable):
                 continue
             assert resolved.uri is not None
             state = _data_file_state(ctx.storage, resolved.uri)
@@ -150,9 +152,10 @@ def physical_rows(ctx: VersionContext) -> None:
     (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
     decoding columns. Legacy (0.x) files keep it elsewhere and are skipped, as are files that are missing
     or have a bad footer (BASE-004's)."""
+    unusable = unusable_base_ids(ctx.snap)
     for fragment in ctx.snap.fragments:
         for resolved in fragment.files:
-            if not _followable(ctx.snap, resolved):
+            if not _followable(resolved, unusable):
                 continue
             assert resolved.uri is not None
             state = _data_file_state(ctx.storage, resolved.uri)
@@ -229,6 +232,7 @@ def deletion_files(ctx: VersionContext) -> None:
     roaring bitmap (DEL-002); it holds exactly num_deleted_rows distinct offsets (DEL-003), each below
     physical_rows (DEL-004). SHOULD: the ``.arrow`` column is Int32 as the specification describes
     (DEL-005); pylance 14.0.2 writes UInt32 (spec/findings.md F-002), so this fires on its datasets."""
+    unusable = unusable_base_ids(ctx.snap)
     for fragment in ctx.snap.fragments:
         deletion = fragment.deletion
         if deletion is None:
@@ -238,7 +242,7 @@ def deletion_files(ctx: VersionContext) -> None:
             ctx.finding("DEL-002", where, f"deletion file type {deletion.file_type} is neither ARROW_ARRAY (0) nor "
                         "BITMAP (1)")
             continue
-        if not _followable(ctx.snap, deletion.file):
+        if not _followable(deletion.file, unusable):
             continue
         assert deletion.file.uri is not None
         found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type)

@@ -59,6 +59,8 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
     if not name:
         return None
     uri = join(ctx.dataset.uri, TRANSACTIONS_DIR, name)
+    if "\x00" in name:  # no store holds such a name (the local store would not even look)
+        return uri, None
     try:
         return uri, ctx.storage.get(uri)
     except ObjectNotFound:

@@ -23,6 +23,9 @@ from lancespec.reference.table import Dataset, VersionEntry
 
 from . import DatasetContext, dataset_check
 
+#: A ref naming branch "main" means the main branch, as null does (pylance 14.0.2 reads it so).
+MAIN = "main"
+
 
 def _is_main_root(ctx: DatasetContext) -> bool:
     return ctx.dataset.branch_name is None and ctx.dataset.uri == ctx.dataset.main_root
@@ -45,11 +48,12 @@ class _Roots:
 
     def root(self, branch: str | None) -> Dataset:
         main = self._ctx.dataset.main_root
-        if branch is None:
+        if branch is None or branch == MAIN:
             return Dataset(main, self._ctx.storage)
         return Dataset(branch_root(main, branch), self._ctx.storage, main_root=main, branch=branch)
 
     def entries(self, branch: str | None) -> dict[int, VersionEntry]:
+        branch = None if branch == MAIN else branch
         if branch not in self._entries:
             listed = self.root(branch).version_entries(allow_mixed=True)
             self._entries[branch] = {e.version: e for e in listed}
@@ -57,7 +61,7 @@ class _Roots:
 
 
 def _branch_label(branch: str | None) -> str:
-    return "main" if branch is None else f"branch {branch!r}"
+    return "main" if branch in (None, MAIN) else f"branch {branch!r}"
 
 
 @dataset_check("refs.tags", "REF-001", "REF-002", "REF-005")

@@ -31,7 +31,8 @@ class LocalStore(ObjectStore):
         try:
             with open(local_path(uri), "rb") as fh:
                 return fh.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
+            # ValueError: a path no file can have (an embedded NUL byte)
             raise ObjectNotFound("no such object", uri) from exc
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
@@ -41,14 +42,15 @@ class LocalStore(ObjectStore):
             with open(local_path(uri), "rb") as fh:
                 fh.seek(start)
                 return fh.read(length)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
+            # ValueError: a path no file can have (an embedded NUL byte)
             raise ObjectNotFound("no such object", uri) from exc
 
     def head(self, uri: str) -> ObjectInfo:
         path = local_path(uri)
         try:
             st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError) as exc:
+        except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
             raise ObjectNotFound("no such object", uri) from exc
         if not os.path.isfile(path):
             raise ObjectNotFound("not a file", uri)

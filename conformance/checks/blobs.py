@@ -1,0 +1,233 @@
+"""Checks of blob v2 columns (catalogue area BLOB; seed 004 "Lance Blob V2"; lance-format.md §14, §17.10).
+
+The version checks read the stored descriptors of every data file that holds a blob column, with the
+reference's reader (``lancespec.reference.blob``: the file's tail and that column's pages only), once per
+certify run. A version whose schema has no blob column costs nothing. The dataset check lists the root's
+``data/`` directory for sidecars whose data file no attached version references.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from lancespec.reference import blob
+from lancespec.reference.blob import BlobDescriptor, BlobKind, Thresholds
+from lancespec.reference.codec import decode_manifest_file
+from lancespec.reference.errors import LanceSpecError, ObjectNotFound
+from lancespec.reference.layout import DATA_DIR, branch_root
+from lancespec.reference.proto import file_pb2
+from lancespec.reference.store.base import ObjectInfo
+from lancespec.reference.store.uri import is_absolute, join, relative_to
+from lancespec.reference.table import Dataset
+
+from . import DatasetContext, VersionContext, dataset_check, version_check
+from .bases import run_cached
+
+MANAGED_BLOB_FLAG = 16384
+"""Feature flag of pylance's opt-in managed blobs (kind 4), set in both words (lance-format.md §15)."""
+
+_SHOWN = 5
+
+
+def _rows(rows: list[int]) -> str:
+    shown = ", ".join(map(str, rows[:_SHOWN]))
+    return f"row {shown}" if len(rows) == 1 else f"rows {shown}{' …' if len(rows) > _SHOWN else ''}"
+
+
+class _File:
+    """One data file's descriptors of one blob column."""
+
+    def __init__(self, uri: str, size: int | None, field: file_pb2.Field,
+                 descriptors: list[BlobDescriptor | None]) -> None:
+        self.uri = uri
+        self.size = size
+        self.field = field
+        self.descriptors = descriptors
+
+
+def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
+    """Every (data file, blob column) of the version with its descriptors. Data files that cannot be
+    resolved or do not exist are left to the file checks; descriptors that cannot be decoded are
+    reported as ``requirement``."""
+    snap = ctx.snap
+    fields = blob.blob_field_ids(snap.manifest.fields)
+    if not fields:
+        return
+    reader = blob.BlobReader(snap, ctx.storage)
+    for fragment in snap.fragments:
+        for field in fields.values():
+            try:
+                where = reader.location(fragment, field.name)
+            except LanceSpecError:
+                continue  # unresolvable data file: the file checks report it
+            if where is None:
+                continue
+            key = ("blob-descriptors", where.data_file_uri, str(where.column_index))
+
+            def read(w: blob.BlobLocation = where, name: str = field.name) -> list[BlobDescriptor | None]:
+                return blob.read_descriptor_columns(ctx.storage, w.data_file_uri, {name: w.column_index},
+                                                    w.file_size)[name]
+
+            try:
+                found = run_cached(ctx.storage, key, read)
+            except ObjectNotFound:
+                continue  # a missing data file: the file checks report it
+            except LanceSpecError as exc:
+                ctx.finding(requirement, where.data_file_uri,
+                            f"the descriptors of blob column {field.name!r} cannot be decoded: {exc.message}")
+                continue
+            yield _File(where.data_file_uri, where.file_size, field, found)
+
+
+def _object_size(ctx: VersionContext, uri: str) -> int | None:
+    def head() -> int | None:
+        try:
+            return ctx.storage.head(uri).size
+        except ObjectNotFound:
+            return None
+
+    return run_cached(ctx.storage, ("blob-head", uri), head)
+
+
+@version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004")
+def descriptors(ctx: VersionContext) -> None:
+    """Kinds are 0-3 (4 only with the managed-blob flag) (BLOB-001); inline ranges lie inside their data
+    file (BLOB-002); packed and dedicated blobs lie inside a sidecar that exists at the reversed-binary
+    path next to their data file (BLOB-003); external blobs with a base id name a registered non-root
+    base and a relative path, those with id 0 an absolute URI (BLOB-004)."""
+    manifest = ctx.snap.manifest
+    managed_allowed = bool(manifest.reader_feature_flags & manifest.writer_feature_flags & MANAGED_BLOB_FLAG)
+    bases = {b.id: b for b in ctx.snap.bases}
+    for file in _blob_files(ctx, "BLOB-001"):
+        problems: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+        data_size = file.size or _object_size(ctx, file.uri)
+        for row, d in enumerate(file.descriptors):
+            if d is None:
+                continue
+            if d.kind == BlobKind.INLINE:
+                if data_size is not None and d.position + d.size > data_size:
+                    problems[("BLOB-002", file.uri, f"inline blob [{d.position}, {d.position + d.size}) lies "
+                              f"past the end of the {data_size}-byte data file")].append(row)
+            elif d.kind in (BlobKind.PACKED, BlobKind.DEDICATED):
+                if not 0 < d.blob_id < 2**32:
+                    problems[("BLOB-003", file.uri, f"{BlobKind(d.kind).name.lower()} blob has sidecar id "
+                              f"{d.blob_id}; sidecar ids start at 1")].append(row)
+                    continue
+                sidecar = blob.sidecar_uri(file.uri, d.blob_id)
+                size = _object_size(ctx, sidecar)
+                if size is None:
+                    problems[("BLOB-003", sidecar, f"the sidecar of blob id {d.blob_id} does not exist")].append(row)
+                elif d.position + d.size > size:
+                    problems[("BLOB-003", sidecar, f"blob [{d.position}, {d.position + d.size}) lies past the end "
+                              f"of the {size}-byte sidecar")].append(row)
+            elif d.kind == BlobKind.EXTERNAL:
+                if d.blob_id:
+                    base = bases.get(d.blob_id)
+                    if base is None:
+                        problems[("BLOB-004", file.uri, f"external blob names base {d.blob_id}, which the "
+                                  "manifest does not register")].append(row)
+                    elif base.is_dataset_root:
+                        problems[("BLOB-004", file.uri, f"external blob names base {d.blob_id}, a dataset root; "
+                                  "external blobs are relative to non-root bases")].append(row)
+                    if not d.blob_uri or is_absolute(d.blob_uri) or "://" in d.blob_uri:
+                        problems[("BLOB-004", file.uri, f"external blob of base {d.blob_id} stores "
+                                  f"{d.blob_uri!r}, not a path relative to the base")].append(row)
+                elif not is_absolute(d.blob_uri):
+                    problems[("BLOB-004", file.uri, f"external blob outside every base (blob_id 0) stores "
+                              f"{d.blob_uri!r}, not an absolute URI")].append(row)
+            elif not (d.kind == BlobKind.MANAGED and managed_allowed):
+                problems[("BLOB-001", file.uri, f"blob kind {d.kind} is not one the format defines (0 inline, "
+                          "1 packed, 2 dedicated, 3 external)")].append(row)
+        for (requirement, path, message), rows in problems.items():
+            ctx.finding(requirement, path, f"column {file.field.name!r} {_rows(rows)}: {message}")
+
+
+@version_check("blobs.routing", "BLOB-005", "BLOB-006")
+def routing(ctx: VersionContext) -> None:
+    """Managed blobs sit in the kind their size and the field's thresholds call for (BLOB-005); a pack
+    sidecar holding more than one blob is no larger than the pack threshold (BLOB-006)."""
+    for file in _blob_files(ctx, "BLOB-005"):
+        try:
+            thresholds = blob.thresholds_of(file.field)
+        except LanceSpecError as exc:
+            ctx.finding("BLOB-005", ctx.snap.manifest_uri, f"blob column {file.field.name!r}: {exc.message}")
+            thresholds = Thresholds()
+        wrong: dict[tuple[int, BlobKind], list[int]] = defaultdict(list)
+        packs: dict[int, list[BlobDescriptor]] = defaultdict(list)
+        for row, d in enumerate(file.descriptors):
+            if d is None or d.kind not in blob.MANAGED_KINDS:
+                continue
+            expected = blob.route(d.size, thresholds)
+            if d.kind != expected:
+                wrong[(d.kind, expected)].append(row)
+            if d.kind == BlobKind.PACKED:
+                packs[d.blob_id].append(d)
+        for (kind, should), rows in wrong.items():
+            ctx.finding("BLOB-005", file.uri,
+                        f"column {file.field.name!r} {_rows(rows)}: stored {BlobKind(kind).name.lower()}, but its "
+                        f"size calls for {should.name.lower()} (inline <= {thresholds.inline} B, dedicated > "
+                        f"{thresholds.dedicated} B)")
+        for blob_id, members in sorted(packs.items()):
+            if len(members) < 2:
+                continue
+            sidecar = blob.sidecar_uri(file.uri, blob_id)
+            size = _object_size(ctx, sidecar) or max(d.position + d.size for d in members)
+            if size > thresholds.pack_file:
+                ctx.finding("BLOB-006", sidecar, f"pack sidecar of {len(members)} blobs is {size} bytes, above the "
+                            f"pack threshold of {thresholds.pack_file} bytes")
+
+
+def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> set[str] | None:
+    """Data-file paths (as recorded) of every attached version of this root and of every branch; None
+    when some manifest cannot be read (then nothing can be called an orphan)."""
+    roots = [dataset]
+    main = dataset.main()
+    try:
+        for name in sorted(main.branches()):
+            branch = Dataset(branch_root(main.uri, name), dataset.storage)
+            if branch.uri != dataset.uri:
+                roots.append(branch)
+    except LanceSpecError:
+        return None
+    referenced: set[str] = set()
+    for root in roots:
+        try:
+            entries = root.version_entries(allow_mixed=True)
+        except LanceSpecError:
+            return None
+        for entry in entries:
+            snapshot = ctx.snapshots.get(entry.version) if root is dataset else None
+            try:
+                manifest = (snapshot.manifest if snapshot is not None
+                            else decode_manifest_file(dataset.storage.get(entry.uri), entry.uri).manifest)
+            except LanceSpecError:
+                return None
+            referenced.update(df.path for fragment in manifest.fragments for df in fragment.files)
+    return referenced
+
+
+@dataset_check("blobs.orphans", "BLOB-007")
+def orphans(ctx: DatasetContext) -> None:
+    """Every ``.blob`` file under the root's ``data/`` lies in the sidecar directory ``data/{stem}/`` of a
+    data file ``{stem}.lance`` that some attached version (of the root or of a branch) references
+    (BLOB-007). Registered bases are never listed (cleanup never lists them either)."""
+    data_dir = join(ctx.dataset.uri, DATA_DIR)
+    sidecars: list[ObjectInfo] = [i for i in ctx.storage.list(data_dir) if i.uri.endswith(".blob")]
+    if not sidecars:
+        return
+    referenced = _referenced_data_files(ctx.dataset, ctx)
+    if referenced is None:
+        return
+    orphaned: dict[str, list[str]] = defaultdict(list)
+    for info in sidecars:
+        relative = relative_to(info.uri, data_dir) or info.uri
+        parts = relative.split("/")
+        if len(parts) != 2 or f"{parts[0]}.lance" not in referenced:
+            orphaned[join(data_dir, *parts[:-1]) if len(parts) > 1 else data_dir].append(parts[-1])
+    for directory, names in sorted(orphaned.items()):
+        stem = directory.rsplit("/", 1)[-1]
+        reason = (f"no attached version references {stem}.lance" if directory != data_dir
+                  else "it is not in a data file's sidecar directory")
+        ctx.finding("BLOB-007", directory, f"{len(names)} sidecar(s) orphaned ({', '.join(sorted(names)[:_SHOWN])}"
+                    f"{' …' if len(names) > _SHOWN else ''}): {reason}")
