@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from google.protobuf.message import DecodeError
 
 from .codec import decode_deletions
 from .errors import FormatError, LanceSpecError, ObjectNotFound, ValidationError
@@ -739,7 +740,16 @@ def _patch_schema(descriptor: bytes) -> tuple[bytes, bool]:
 def _readable_copy(storage: Storage, uri: str, file_size: int | None, columns: Sequence[int] | None,
                    path: str, counter: FetchCounter | None = None) -> None:
     """Write to ``path`` a file ``LanceFileReader`` can decode: the data file's tail with a patched schema
-    and, for ``columns`` (None: all), the pages at their original offsets (the rest is a hole)."""
+    and, for ``columns`` (None: all), the pages at their original offsets (the rest is a hole). Raises
+    FormatError when the file's tail does not hold together."""
+    try:
+        _write_readable_copy(storage, uri, file_size, columns, path, counter)
+    except (struct.error, ValueError, IndexError, DecodeError) as exc:
+        raise FormatError(f"the data file's metadata does not decode: {exc}", uri) from exc
+
+
+def _write_readable_copy(storage: Storage, uri: str, file_size: int | None, columns: Sequence[int] | None,
+                         path: str, counter: FetchCounter | None) -> None:
 
     def fetch(start: int, length: int) -> bytes:
         data = storage.get_range(uri, start, length)
@@ -760,8 +770,8 @@ def _readable_copy(storage: Storage, uri: str, file_size: int | None, columns: S
     column_table = [struct.unpack_from("<QQ", metadata, cmo - cms + 16 * i) for i in range(n_columns)]
     buffer_table = [struct.unpack_from("<QQ", metadata, gbo - cms + 16 * i) for i in range(n_buffers)]
     schema_pos, schema_size = buffer_table[0]
-    if schema_pos + schema_size > cms:
-        raise FormatError("the file schema (global buffer 0) is not before the column metadata", uri)
+    if any(start + n > cms for start, n in buffer_table):
+        raise FormatError("a global buffer (the file schema is buffer 0) is not before the column metadata", uri)
     original_schema = fetch(schema_pos, schema_size)
     schema, changed = _patch_schema(original_schema)
     with open(path, "wb") as out:
@@ -777,7 +787,11 @@ def _readable_copy(storage: Storage, uri: str, file_size: int | None, columns: S
                 if not 0 <= index < n_columns:
                     raise FormatError(f"column index {index} is outside the file's {n_columns} columns", uri)
                 pos, length = column_table[index]
+                if not cms <= pos <= pos + length <= cmo:
+                    raise FormatError(f"column {index}'s metadata lies outside the column metadata region", uri)
                 for start, n in _column_ranges(metadata[pos - cms:pos - cms + length]):
+                    if start + n > cms:
+                        raise FormatError(f"a page of column {index} overlaps the file's metadata", uri)
                     out.seek(start)
                     out.write(fetch(start, n))
         if not changed:

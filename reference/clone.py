@@ -19,6 +19,7 @@ from .layout import DATA_DIR, FileKind, resolve
 from .proto import table_pb2
 from .store.uri import join, normalize
 from .table import Dataset, Snapshot
+from .writer import discarded_on_failure
 
 
 def smallest_unused_id(bases: Sequence[table_pb2.BasePath]) -> int:
@@ -130,7 +131,7 @@ def deep_clone(source: Dataset, version: int, target_uri: str) -> Dataset:
             assert index_file.uri is not None
             copies.append((index_file.uri, resolve(target.uri, {}, None, FileKind.INDEX, index_file.path)))
     written: list[str] = []
-    try:
+    with discarded_on_failure(storage, written):
         for src, dst in copies:
             storage.copy(src, dst)
             written.append(dst)
@@ -142,8 +143,4 @@ def deep_clone(source: Dataset, version: int, target_uri: str) -> Dataset:
         txn.clone.ref_path = source.uri
         commit(target, txn, lambda _prev, _txn: manifest, new_dataset=True, naming=snapshot.naming,
                first_version=version, index_section=indices)
-    except BaseException:
-        for uri in written:
-            storage.delete(uri)
-        raise
     return target

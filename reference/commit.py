@@ -29,7 +29,7 @@ from .apply import finalize
 from .codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
 from .conflicts import Resolution, judge
-from .errors import CommitConflict, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
+from .errors import CommitConflict, CommitOutcomeUnknown, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
 from .layout import (
     TRANSACTIONS_DIR,
     VERSION_HINT_NAME,
@@ -162,7 +162,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                                              retryable=True)
                     txn = rebase(txn, other, other_version)
             checked = max(checked, latest.version)
-            latest_file = dataset.snapshot(latest.version, strict=False).manifest_file
+            latest_file = decode_manifest_file(storage.get(latest.uri), latest.uri)
             previous = latest_file.manifest
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
             version = latest.version + 1
@@ -190,6 +190,13 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 unit = 1.1 * (time.monotonic() - started)
             _backoff(attempts, unit)
             continue
+        except Exception as exc:
+            if _is_ours(storage, manifest_uri, txn_name):
+                break
+            raise CommitOutcomeUnknown(
+                f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc}); the version "
+                "may or may not have been committed", manifest_uri,
+            ) from exc
         break
     with contextlib.suppress(Exception):
         storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))

@@ -97,6 +97,11 @@ class RefInUse(ValidationError):
     """A branch cannot be deleted while tags or other branches depend on it."""
 
 
+class CommitOutcomeUnknown(LanceSpecError):
+    """The manifest write failed in a way that leaves open whether the version was committed (a lost
+    connection, a timeout). Files the commit references must then be kept: they may be live."""
+
+
 class CommitConflict(LanceSpecError):
     """A concurrent commit makes this one impossible. ``retryable``: rebuilding the transaction from the
     new latest version may succeed; otherwise the operation is incompatible for good."""

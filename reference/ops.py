@@ -36,7 +36,7 @@ from .schema import arrow_to_fields, same_shape, schema_metadata
 from .store import Storage, open_store
 from .store.uri import is_absolute, normalize, same_location
 from .table import Dataset, Snapshot
-from .writer import placement_targets, remove_files, storage_version, write_fragments
+from .writer import discarded_on_failure, placement_targets, storage_version, write_fragments
 
 DEFAULT_DELETE_RETRIES = 10
 
@@ -132,12 +132,9 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
     op.schema_metadata.update(schema_metadata(table.schema))
     op.initial_bases.extend(assigned)
     naming = ManifestNaming.V2 if enable_v2_manifest_paths else ManifestNaming.V1
-    try:
+    with discarded_on_failure(storage, [w.uri for w in written]):
         return commit(dataset, txn, lambda prev, t: apply_transaction(prev, t, version_text),
                       new_dataset=True, naming=naming)
-    except BaseException:
-        remove_files(storage, [w.uri for w in written])
-        raise
 
 
 def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bases: Sequence[str] | None,
@@ -164,11 +161,8 @@ def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bas
         txn.overwrite.fragments.extend(w.fragment for w in written)
         txn.overwrite.schema.extend(fields)
         txn.overwrite.schema_metadata.update(schema_metadata(table.schema))
-    try:
+    with discarded_on_failure(storage, [w.uri for w in written]):
         return commit(dataset, txn, apply_transaction)
-    except BaseException:
-        remove_files(storage, [w.uri for w in written])
-        raise
 
 
 def append(dataset: Dataset, data: pa.Table, *, target_bases: Sequence[str] | None = None,
@@ -279,14 +273,11 @@ def delete(dataset: Dataset, predicate: str | pc.Expression | None = None, *,
             return None
         txn, written = _deletion_transaction(dataset, snapshot, targets, text)
         try:
-            return commit(dataset, txn, apply_transaction)
+            with discarded_on_failure(dataset.storage, written):
+                return commit(dataset, txn, apply_transaction)
         except CommitConflict as exc:
-            remove_files(dataset.storage, written)
             if not exc.retryable or attempt == max_attempts:
                 raise
-        except BaseException:
-            remove_files(dataset.storage, written)
-            raise
     raise AssertionError("unreachable")
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -20,7 +21,7 @@ from lance.file import LanceFileWriter
 from .blob import check_blob_table
 from .codec import parse_footer
 from .codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE
-from .errors import FormatError, UnknownTargetBase, ValidationError
+from .errors import CommitOutcomeUnknown, FormatError, UnknownTargetBase, ValidationError
 from .layout import Base, FileKind, new_data_file_name, resolve
 from .proto import file_pb2, table_pb2
 from .schema import column_field_ids
@@ -149,6 +150,20 @@ def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: p
         remove_files(storage, [w.uri for w in written] + (blobs.sidecars if blobs is not None else []))
         raise
     return written
+
+
+@contextmanager
+def discarded_on_failure(storage: Storage, uris: Sequence[str]) -> Iterator[None]:
+    """Remove ``uris`` (files an operation wrote for its commit) when the block fails for certain; keep
+    them when the commit's outcome is unknown or the process is interrupted, as the version that
+    references them may have landed."""
+    try:
+        yield
+    except CommitOutcomeUnknown:
+        raise
+    except Exception:
+        remove_files(storage, uris)
+        raise
 
 
 def remove_files(storage: Storage, uris: Sequence[str]) -> None:

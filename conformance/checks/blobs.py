@@ -3,7 +3,9 @@
 The version checks read the stored descriptors of every data file that holds a blob column, with the
 reference's reader (``lancespec.reference.blob``: the file's tail and that column's pages only), once per
 certify run. A version whose schema has no blob column costs nothing. The dataset check lists the root's
-``data/`` directory for sidecars whose data file no attached version references.
+``data/`` directory for sidecars whose data file no attached version references, or whose id no
+descriptor of their (live) data file references; it reads manifests and descriptors only when ``data/``
+holds a ``.blob`` file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from lancespec.reference import blob
 from lancespec.reference.blob import BlobDescriptor, BlobKind, Thresholds
 from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.errors import LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import DATA_DIR, branch_root
+from lancespec.reference.layout import DATA_DIR, branch_root, reversed_blob_id
 from lancespec.reference.proto import file_pb2
 from lancespec.reference.store.base import ObjectInfo
 from lancespec.reference.store.uri import is_absolute, join, relative_to
@@ -178,9 +180,10 @@ def routing(ctx: VersionContext) -> None:
                             f"pack threshold of {thresholds.pack_file} bytes")
 
 
-def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> set[str] | None:
-    """Data-file paths (as recorded) of every attached version of this root and of every branch; None
-    when some manifest cannot be read (then nothing can be called an orphan)."""
+def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> dict[str, dict[str, int]] | None:
+    """Data-file paths (as recorded) of every attached version of this root and of every branch, each with
+    its blob columns ``{name: column index}`` (from the first manifest met that references it); None when
+    some manifest cannot be read (then nothing can be called an orphan)."""
     roots = [dataset]
     main = dataset.main()
     try:
@@ -190,7 +193,7 @@ def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> set[str] | 
                 roots.append(branch)
     except LanceSpecError:
         return None
-    referenced: set[str] = set()
+    referenced: dict[str, dict[str, int]] = {}
     for root in roots:
         try:
             entries = root.version_entries(allow_mixed=True)
@@ -203,15 +206,42 @@ def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> set[str] | 
                             else decode_manifest_file(dataset.storage.get(entry.uri), entry.uri).manifest)
             except LanceSpecError:
                 return None
-            referenced.update(df.path for fragment in manifest.fragments for df in fragment.files)
+            blob_fields = blob.blob_field_ids(manifest.fields)
+            for fragment in manifest.fragments:
+                for df in fragment.files:
+                    if df.path in referenced:
+                        continue
+                    columns = {}
+                    for position, field_id in enumerate(df.fields):
+                        if field_id in blob_fields and position < len(df.column_indices):
+                            columns[blob_fields[field_id].name] = df.column_indices[position]
+                    referenced[df.path] = columns
     return referenced
+
+
+def _referenced_ids(ctx: DatasetContext, data_file: str, columns: dict[str, int]) -> set[int] | None:
+    """The sidecar ids the descriptors of a live data file reference (None when they cannot be read:
+    ``blobs.descriptors`` reports that)."""
+    ids: set[int] = set()
+    for name, index in columns.items():
+
+        def read(column: str = name, at: int = index) -> list[BlobDescriptor | None]:
+            return blob.read_descriptor_columns(ctx.storage, data_file, {column: at})[column]
+
+        try:
+            rows = run_cached(ctx.storage, ("blob-descriptors", data_file, str(index)), read)
+        except LanceSpecError:
+            return None
+        ids |= {d.blob_id for d in rows if d is not None and d.kind in (BlobKind.PACKED, BlobKind.DEDICATED)}
+    return ids
 
 
 @dataset_check("blobs.orphans", "BLOB-007")
 def orphans(ctx: DatasetContext) -> None:
-    """Every ``.blob`` file under the root's ``data/`` lies in the sidecar directory ``data/{stem}/`` of a
-    data file ``{stem}.lance`` that some attached version (of the root or of a branch) references
-    (BLOB-007). Registered bases are never listed (cleanup never lists them either)."""
+    """Every ``.blob`` file under the root's ``data/`` is a sidecar ``data/{stem}/{reversed id}.blob`` of a
+    data file ``{stem}.lance`` that some attached version (of the root or of a branch) references, and
+    some descriptor of that data file references its id (BLOB-007). Registered bases are never listed
+    (cleanup never lists them either)."""
     data_dir = join(ctx.dataset.uri, DATA_DIR)
     sidecars: list[ObjectInfo] = [i for i in ctx.storage.list(data_dir) if i.uri.endswith(".blob")]
     if not sidecars:
@@ -219,15 +249,27 @@ def orphans(ctx: DatasetContext) -> None:
     referenced = _referenced_data_files(ctx.dataset, ctx)
     if referenced is None:
         return
-    orphaned: dict[str, list[str]] = defaultdict(list)
+    orphaned: dict[tuple[str, str], list[str]] = defaultdict(list)
+    live: dict[str, list[str]] = defaultdict(list)
     for info in sidecars:
         relative = relative_to(info.uri, data_dir) or info.uri
         parts = relative.split("/")
-        if len(parts) != 2 or f"{parts[0]}.lance" not in referenced:
-            orphaned[join(data_dir, *parts[:-1]) if len(parts) > 1 else data_dir].append(parts[-1])
-    for directory, names in sorted(orphaned.items()):
-        stem = directory.rsplit("/", 1)[-1]
-        reason = (f"no attached version references {stem}.lance" if directory != data_dir
-                  else "it is not in a data file's sidecar directory")
+        if len(parts) != 2:
+            orphaned[(join(data_dir, *parts[:-1]), "it is not in a data file's sidecar directory")].append(parts[-1])
+        elif f"{parts[0]}.lance" not in referenced:
+            orphaned[(join(data_dir, parts[0]), f"no attached version references {parts[0]}.lance")].append(
+                parts[1])
+        else:
+            live[parts[0]].append(parts[1])
+    for stem, names in sorted(live.items()):
+        ids = _referenced_ids(ctx, join(data_dir, f"{stem}.lance"), referenced[f"{stem}.lance"])
+        if ids is None:
+            continue
+        wanted = {f"{reversed_blob_id(i)}.blob" for i in ids}
+        stray = [n for n in names if n not in wanted]
+        if stray:
+            orphaned[(join(data_dir, stem), f"no descriptor of the live data file {stem}.lance references "
+                      "them")] += stray
+    for (directory, reason), names in sorted(orphaned.items()):
         ctx.finding("BLOB-007", directory, f"{len(names)} sidecar(s) orphaned ({', '.join(sorted(names)[:_SHOWN])}"
                     f"{' …' if len(names) > _SHOWN else ''}): {reason}")

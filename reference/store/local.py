@@ -63,13 +63,26 @@ class LocalStore(ObjectStore):
         return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
-        with os.scandir(root) as entries:
-            for entry in entries:
-                uri = join(prefix, entry.name)
+        """Entries that vanish between the directory read and the stat (another writer's staging file,
+        a concurrent delete) are skipped: a listing is a moment's view, not an error."""
+        try:
+            with os.scandir(root) as entries:
+                found = list(entries)
+        except FileNotFoundError:
+            return
+        for entry in found:
+            uri = join(prefix, entry.name)
+            try:
                 if entry.is_file(follow_symlinks=True):
-                    yield _info(uri, entry.stat())
+                    info = _info(uri, entry.stat())
                 elif recursive and entry.is_dir(follow_symlinks=True):
                     yield from self._walk(uri, entry.path, recursive)
+                    continue
+                else:
+                    continue
+            except FileNotFoundError:
+                continue
+            yield info
 
     def _temp_beside(self, path: str, data: bytes) -> str:
         directory = os.path.dirname(path)

@@ -219,6 +219,19 @@ def test_stray_orphan_sidecars(blob_dataset: Path) -> None:
     assert any("not in a data file's sidecar directory" in f.message for f in found)
 
 
+def test_stray_sidecar_in_a_live_sidecar_directory(blob_dataset: Path) -> None:
+    """A sidecar id no descriptor references, next to a live data file (what pylance's cleanup never
+    collects, spec/findings.md F-008)."""
+    pack = sidecar(blob_dataset, 1)
+    stray = pack.with_name(f"{reversed_blob_id(9)}.blob")
+    stray.write_bytes(pack.read_bytes())
+    findings = certify_findings(str(blob_dataset))
+    assert_clean(findings)
+    found = assert_reported(findings, "BLOB-007")
+    assert len(found) == 1 and stray.name in found[0].message and "no descriptor of the live data file" in (
+        found[0].message)
+
+
 def test_sidecars_of_old_versions_are_not_orphans_until_their_manifest_goes(blob_dataset: Path) -> None:
     ops.overwrite(Dataset(str(blob_dataset)), blob_table([payload(600, 5)], **SMALL))
     assert blob_findings(certify_findings(str(blob_dataset))) == []  # still referenced by versions 1-2

@@ -184,6 +184,28 @@ def test_both_writers_store_the_same_descriptors_and_sidecars(tmp_path: Path, ex
         assert list(data_file.fields) == [0, 1] and list(data_file.column_indices) == [0, 1]
 
 
+@pytest.mark.parametrize("writer", ["ref", "pyl"])
+def test_reference_scan_returns_the_stored_descriptors(tmp_path: Path, ext: Path, writer: str) -> None:
+    """``reference.read`` (scans, delete predicates) reads blob columns as pylance's scan does: descriptors."""
+    values, _, _ = mixed_values(ext)
+    write = write_reference if writer == "ref" else write_pylance
+    ds = write(blob_table(values, **SMALL), tmp_path / "ds", [("external", ext)], max_rows_per_file=3)
+    mine = ref.dataset(ds.uri).to_table()
+    theirs = lance.dataset(ds.uri).to_table()
+    assert mine.column("id").to_pylist() == theirs.column("id").to_pylist()
+    assert mine.column("blob").to_pylist() == theirs.column("blob").to_pylist()
+
+
+def test_legacy_blob_column_is_refused_at_2_2(tmp_path: Path) -> None:
+    """pylance stores ``lance-encoding:blob`` binary columns as blob v2 from 2.2 on; the reference writes
+    blob v2 only from the ``lance.blob.v2`` type and refuses rather than write something else."""
+    field = pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    table = pa.Table.from_arrays([pa.array([b"a"], pa.large_binary())], schema=pa.schema([field]))
+    with pytest.raises(ValidationError, match="legacy blob column"):
+        ref.write_dataset(table, str(tmp_path / "ref"))
+    assert not (tmp_path / "ref").exists()
+
+
 def test_reference_reader_fetches_only_the_bytes_asked_for(tmp_path: Path, ext: Path) -> None:
     values, expected, _ = mixed_values(ext)
     pds = write_pylance(blob_table(values, **SMALL), tmp_path / "pyl", [("external", ext)])
@@ -371,6 +393,16 @@ def test_shallow_clone_reads_sidecars_through_the_source(tmp_path: Path, ext: Pa
     assert pylance_blobs(target, len(values) + 1)[-1] == payload(700, 3)
 
 
+def test_deep_clone_copies_sidecars(tmp_path: Path) -> None:
+    values = [payload(40, 1), payload(600, 2), payload(5000, 3), b"", None]
+    source = write_reference(blob_table(values, **SMALL), tmp_path / "src")
+    clone.deep_clone(Dataset(source.uri), 1, str(tmp_path / "copy"))
+    lance.dataset(source.uri).deep_clone(str(tmp_path / "pyl-copy"), 1)
+    shutil.rmtree(tmp_path / "src")
+    for copy in ("copy", "pyl-copy"):
+        assert reference_blobs(tmp_path / copy, 5) == pylance_blobs(tmp_path / copy, 5) == values, copy
+
+
 # --- lifecycle ----------------------------------------------------------------------------------------
 
 
@@ -459,3 +491,89 @@ def test_pylance_blob_shape_certifies_without_blob_findings(build_shape: Callabl
     assert report.findings == []
     assert set(report.checks_run) == {"blobs.descriptors", "blobs.routing", "blobs.orphans"}
 
+
+
+# --- pylance 14.0.2 against seed 004: each test expects pylance's behaviour ----------------------------
+
+
+def test_divergence_whole_object_external_stores_size_zero(tmp_path: Path, ext: Path) -> None:
+    """Seed: ``size`` is the blob size in bytes. pylance stores 0 (and position 0) for a reference to a
+    whole external object and learns the size when reading."""
+    ds = write_pylance(blob_table([str(ext / "whole.bin")]), tmp_path / "ds", [("external", ext)])
+    assert descriptors(ds.uri) == [(EXTERNAL, 0, 0, 1, "whole.bin")]
+    assert lance.dataset(ds.uri).take_blobs("blob", indices=[0])[0].size() == len(WHOLE)
+
+
+def test_divergence_the_posts_external_example_is_refused(tmp_path: Path, ext: Path) -> None:
+    """Seed example: ``external_uri = "/path/to/existing/video.mp4"`` written without bases or opt-in.
+    pylance refuses it, and with the opt-in still refuses a bare path: only a URI with a scheme is stored."""
+    path = str(ext / "whole.bin")
+    with pytest.raises(OSError, match="outside registered external bases"):
+        write_pylance(blob_table([path]), tmp_path / "a")
+    with pytest.raises(OSError, match="is not a valid absolute URI"):
+        write_pylance(blob_table([path]), tmp_path / "b", allow_external_blob_outside_bases=True)
+    ds = write_pylance(blob_table([f"file://{path}"]), tmp_path / "c", allow_external_blob_outside_bases=True)
+    assert pylance_blobs(ds.uri, 1) == [WHOLE]
+
+
+def test_divergence_a_dataset_root_base_is_no_external_base(tmp_path: Path, ext: Path) -> None:
+    """Seed: a URI under a registered base is stored relative to it. pylance maps only bases with
+    ``is_dataset_root=false``."""
+    bases = [lance.DatasetBasePath(str(ext), name="rootlike", is_dataset_root=True)]
+    with pytest.raises(OSError, match="outside registered external bases"):
+        lance.write_dataset(blob_table([str(ext / "whole.bin")]), str(tmp_path / "ds"),
+                            data_storage_version="2.2", initial_bases=bases)
+
+
+def test_divergence_external_objects_are_never_garbage_collected(tmp_path: Path, ext: Path) -> None:
+    """Seed: external blobs in registered bases "get automatic garbage collection". pylance's cleanup
+    never lists registered bases: an external object no version references any more stays (as with the
+    reference's cleanup)."""
+    ds = write_pylance(blob_table([str(ext / "whole.bin")]), tmp_path / "ds", [("external", ext)])
+    lance.write_dataset(blob_table([b"a"]), ds.uri, mode="overwrite")
+    lance.dataset(ds.uri).cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    assert len(Dataset(ds.uri).versions()) == 1 and (ext / "whole.bin").exists()
+
+
+def test_divergence_compaction_rewrites_dedicated_blobs(tmp_path: Path) -> None:
+    """Seed: dedicated blobs are "isolated from the table-level rewrite/compaction path". pylance's
+    ``compact_files`` copies them (and packed ones) into new sidecars of the new data file; cleanup then
+    deletes the originals."""
+    big = payload(5000, 1)
+    ds = write_pylance(blob_table([big, payload(10, 2), payload(10, 3)], **SMALL), tmp_path / "ds",
+                       max_rows_per_file=1)
+    before = {p: p.read_bytes() for p in map(Path, blob_files(tmp_path / "ds" / "data"))}
+    lance.dataset(ds.uri).delete("id = 2")
+    lance.dataset(ds.uri).optimize.compact_files()
+    after = {p: p.read_bytes() for p in map(Path, blob_files(tmp_path / "ds" / "data"))}
+    copies = [p for p, data in after.items() if data == big and p not in before]
+    assert len(before) == 1 and len(copies) == 1
+    lance.dataset(ds.uri).cleanup_old_versions(older_than=timedelta(0))
+    assert blob_files(tmp_path / "ds" / "data") == {str(copies[0])}
+
+
+def test_divergence_thresholds_are_field_metadata_not_schema_metadata(tmp_path: Path) -> None:
+    """Seed: thresholds "are configurable via schema metadata". pylance reads them from the blob field's
+    metadata only; the same key on the schema is ignored (the reference does the same)."""
+    key = blob.INLINE_SIZE_THRESHOLD_KEY
+    schema = pa.schema([pa.field("blob", lance.blob_field("blob").type)], metadata={key: "10"})
+    table = pa.Table.from_arrays([lance.blob_array([payload(50, 1)])], schema=schema)
+    for name, write in (("pyl", write_pylance), ("ref", write_reference)):
+        ds = write(table, tmp_path / name)
+        assert [d[0] for d in descriptors(ds.uri) if d] == [INLINE], name
+
+
+def test_divergence_deep_clone_drops_the_bases_of_external_blobs(tmp_path: Path, ext: Path) -> None:
+    """Seed 003: a deep clone is fully independent, and external blobs stay readable per seed 004. pylance
+    14.0.2's deep clone registers no base at all, so an external blob stored relative to base 1 cannot be
+    read from the clone ("Dataset base path with ID 1 not found"); the reference's deep clone does the same."""
+    source = write_pylance(blob_table([str(ext / "whole.bin"), b"x"]), tmp_path / "src", [("external", ext)])
+    lance.dataset(source.uri).deep_clone(str(tmp_path / "pyl-copy"), 1)
+    clone.deep_clone(Dataset(source.uri), 1, str(tmp_path / "ref-copy"))
+    for copy in ("pyl-copy", "ref-copy"):
+        assert list(Dataset(str(tmp_path / copy)).snapshot().manifest.base_paths) == []
+        assert descriptors(tmp_path / copy)[0] == (EXTERNAL, 0, 0, 1, "whole.bin")
+        with pytest.raises(Exception, match="base path with ID 1 not found"):
+            lance.dataset(str(tmp_path / copy)).take_blobs("blob", indices=[0])[0].readall()
+        with pytest.raises(blob.BlobReadError, match="names base 1, which is not registered"):
+            ref.dataset(str(tmp_path / copy)).take_blobs("blob", [0])

@@ -1,0 +1,61 @@
+"""A manifest write that fails in transit: the commit is recognised as ours when it landed, and reported
+as an unknown outcome (keeping every file it references) when it cannot be told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lancespec.reference import ops
+from lancespec.reference.errors import CommitOutcomeUnknown
+from lancespec.reference.store import Storage
+from lancespec.reference.store.local import LocalStore
+from lancespec.reference.table import Dataset
+
+
+class FlakyManifestStore(LocalStore):
+    """Fails the next manifest ``put_if_absent`` with a connection error, after (``lands``) or instead of
+    storing it: a lost acknowledgement, or a request that never arrived."""
+
+    def __init__(self, lands: bool) -> None:
+        self.lands = lands
+        self.armed = True
+
+    def put_if_absent(self, uri: str, data: bytes) -> None:
+        if self.armed and uri.endswith(".manifest"):
+            self.armed = False
+            if self.lands:
+                super().put_if_absent(uri, data)
+            raise ConnectionError("connection reset by peer")
+        super().put_if_absent(uri, data)
+
+
+def _dataset(tmp_path: Path, store: LocalStore) -> Dataset:
+    uri = str(tmp_path / "ds")
+    ops.create(uri, pa.table({"a": [1, 2]}))
+    storage = Storage()
+    storage._backends["file"] = store
+    return Dataset(uri, storage)
+
+
+def _data_files(tmp_path: Path) -> set[str]:
+    return {p.name for p in (tmp_path / "ds" / "data").iterdir()}
+
+
+def test_a_lost_acknowledgement_is_a_success(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path, FlakyManifestStore(lands=True))
+    result = ops.append(dataset, pa.table({"a": [3]}))
+    assert result.version == 2
+    assert Dataset.open(str(tmp_path / "ds")).snapshot().num_rows == 3
+
+
+def test_an_unknown_outcome_keeps_the_files(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path, FlakyManifestStore(lands=False))
+    before = _data_files(tmp_path)
+    with pytest.raises(CommitOutcomeUnknown, match="may or may not"):
+        ops.append(dataset, pa.table({"a": [3]}))
+    after = _data_files(tmp_path)
+    assert len(after - before) == 1  # the appended file stays: the version might have landed
+    assert Dataset.open(str(tmp_path / "ds")).versions() == [1]
