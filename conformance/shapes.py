@@ -15,6 +15,8 @@ manifest.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 import lance
 import pyarrow as pa
 
-__all__ = ["SHAPES", "Shape", "build", "rows"]
+__all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape", "build", "rows"]
 
 
 @dataclass(frozen=True)
@@ -400,6 +402,44 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
     "deep_clone": deep_clone,
     "blob_v2": blob_v2,
     "index": index,
+}
+
+
+# --- shapes that show a divergence of pylance from the seeds --------------------------------------------
+#
+# Each writes, with pylance, a dataset that breaches a requirement because of a recorded finding
+# (spec/findings.md). Certify must keep reporting them (tests/conformance/expected_failures.toml); they are
+# kept apart from SHAPES, whose datasets every reader must read.
+
+
+def relative_base_path(workdir: Path) -> Shape:
+    """F-012: pylance accepts a relative base path and writes the data file relative to the working
+    directory; the manifest records the relative path (breaches BASE-002)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    root = workdir / "ds"
+    with contextlib.chdir(workdir):
+        lance.write_dataset(rows(0, 4), str(root), initial_bases=[lance.DatasetBasePath("rel/b", name="b")],
+                            target_bases=["b"])
+    return Shape("relative_base_path", str(root), "a base registered with a relative path (F-012)",
+                 extra_roots=(str(workdir / "rel" / "b"),))
+
+
+def copied_root_with_branch(workdir: Path) -> Shape:
+    """F-010: a root with a branch, copied to a new place with the original removed. The branch's manifests
+    record the old root as an absolute base, so its inherited files are gone (breaches CLONE-001)."""
+    old, new = workdir / "old", workdir / "new"
+    ds = lance.write_dataset(rows(0, 4), str(old))
+    ds.create_branch("feat")
+    lance.write_dataset(rows(4, 2), str(old / "tree" / "feat"), mode="append")
+    shutil.copytree(old, new)
+    shutil.rmtree(old)
+    return Shape("copied_root_with_branch", str(new), "a copied root whose branch points at the removed original "
+                 "(F-010)")
+
+
+DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
+    "relative_base_path": relative_base_path,
+    "copied_root_with_branch": copied_root_with_branch,
 }
 
 
