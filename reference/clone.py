@@ -104,7 +104,12 @@ def deep_clone(source: Dataset, version: int, target_uri: str) -> Dataset:
     copies: list[tuple[str, str]] = []
     manifest = table_pb2.Manifest()
     manifest.CopyFrom(snapshot.manifest)
+    # Dataset-root bases (clone sources, parents of branches) go: every file they held is copied. Non-root
+    # bases stay registered: external blobs are stored relative to them (seed 004 "External"), and the
+    # objects there are the user's, not the dataset's, so "sharing nothing" never meant copying them.
+    kept = [b for b in manifest.base_paths if not b.is_dataset_root]
     del manifest.base_paths[:]
+    manifest.base_paths.extend(kept)
     manifest.ClearField("branch")
     for view, fragment in zip(snapshot.fragments, manifest.fragments, strict=True):
         for resolved, data_file in zip(view.files, fragment.files, strict=True):

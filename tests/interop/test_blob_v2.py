@@ -566,14 +566,27 @@ def test_divergence_thresholds_are_field_metadata_not_schema_metadata(tmp_path: 
 def test_divergence_deep_clone_drops_the_bases_of_external_blobs(tmp_path: Path, ext: Path) -> None:
     """Seed 003: a deep clone is fully independent, and external blobs stay readable per seed 004. pylance
     14.0.2's deep clone registers no base at all, so an external blob stored relative to base 1 cannot be
-    read from the clone ("Dataset base path with ID 1 not found"); the reference's deep clone does the same."""
+    read from the clone ("Dataset base path with ID 1 not found"). (F-019)"""
     source = write_pylance(blob_table([str(ext / "whole.bin"), b"x"]), tmp_path / "src", [("external", ext)])
     lance.dataset(source.uri).deep_clone(str(tmp_path / "pyl-copy"), 1)
+    copy = tmp_path / "pyl-copy"
+    assert list(Dataset(str(copy)).snapshot().manifest.base_paths) == []
+    assert descriptors(copy)[0] == (EXTERNAL, 0, 0, 1, "whole.bin")
+    with pytest.raises(Exception, match="base path with ID 1 not found"):
+        lance.dataset(str(copy)).take_blobs("blob", indices=[0])[0].readall()
+    with pytest.raises(blob.BlobReadError, match="names base 1, which is not registered"):
+        ref.dataset(str(copy)).take_blobs("blob", [0])
+
+
+def test_reference_deep_clone_keeps_external_blobs_readable(tmp_path: Path, ext: Path) -> None:
+    """The reference's deep clone keeps non-root bases registered, so external blobs stay readable by both
+    readers, while no data file resolves outside the clone."""
+    source = write_pylance(blob_table([str(ext / "whole.bin"), b"x"]), tmp_path / "src", [("external", ext)])
     clone.deep_clone(Dataset(source.uri), 1, str(tmp_path / "ref-copy"))
-    for copy in ("pyl-copy", "ref-copy"):
-        assert list(Dataset(str(tmp_path / copy)).snapshot().manifest.base_paths) == []
-        assert descriptors(tmp_path / copy)[0] == (EXTERNAL, 0, 0, 1, "whole.bin")
-        with pytest.raises(Exception, match="base path with ID 1 not found"):
-            lance.dataset(str(tmp_path / copy)).take_blobs("blob", indices=[0])[0].readall()
-        with pytest.raises(blob.BlobReadError, match="names base 1, which is not registered"):
-            ref.dataset(str(tmp_path / copy)).take_blobs("blob", [0])
+    copy = str(tmp_path / "ref-copy")
+    snapshot = Dataset(copy).snapshot()
+    assert [(b.id, b.is_dataset_root) for b in snapshot.bases] == [(1, False)]
+    assert all(f.uri is not None and f.uri.startswith(copy + "/") for f in snapshot.files())
+    expected = (ext / "whole.bin").read_bytes()
+    assert lance.dataset(copy).take_blobs("blob", indices=[0])[0].readall() == expected
+    assert ref.dataset(copy).take_blobs("blob", [0])[0].readall() == expected
