@@ -11,12 +11,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import lance
-from bench_open import VersionsInputs, _one_row_per_fragment, setup_versions, versions_pylance
+from bench_open import VersionsInputs, build_one_version, setup_versions, versions_pylance
 from harness import CheckFailed, Context, benchmark
-from lance.fragment import write_fragments
 
 from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
 from lancespec.conformance.model import Report  # type: ignore[import-not-found, unused-ignore]
@@ -77,11 +75,5 @@ def manifest_checked(inputs: ManifestInputs, report: Report, count: int) -> str:
 def setup_manifest(ctx: Context) -> ManifestInputs:
     fragments = ctx.size(100_000, 10_000)
 
-    def build(directory: Path) -> None:
-        uri = str(directory / "ds")
-        table = _one_row_per_fragment(0, fragments)
-        frags = write_fragments(table, uri, max_rows_per_file=1)
-        lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(table.schema, frags))
-
-    directory = ctx.cached(f"manifest-{fragments}-fragments", build)
+    directory = ctx.cached(f"manifest-{fragments}-fragments", lambda d: build_one_version(d, fragments))
     return ManifestInputs(str(directory / "ds"), fragments)

@@ -33,6 +33,15 @@ def _one_row_per_fragment(start: int, rows: int) -> pa.Table:
     return pa.table({"id": pa.array(range(start, start + rows), pa.int64())})
 
 
+def build_one_version(directory: Path, fragments: int) -> None:
+    """``directory/ds``: one version of ``fragments`` one-row fragments, written by one
+    ``write_fragments`` call and made version 1 by one commit."""
+    uri = str(directory / "ds")
+    table = _one_row_per_fragment(0, fragments)
+    frags = write_fragments(table, uri, max_rows_per_file=1)
+    lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(table.schema, frags))
+
+
 def open_lancespec(inputs: OpenInputs) -> list[str]:
     snapshot = Dataset.open(inputs.uri).snapshot()
     return [f.uri for f in snapshot.files() if f.uri is not None]
@@ -66,14 +75,7 @@ def same_files(inputs: OpenInputs, ls_files: list[str], pl_files: list[str]) -> 
 def setup_open(ctx: Context) -> OpenInputs:
     fragments = ctx.size(10_000, 1_000)
 
-    def build(directory: Path) -> None:
-        uri = str(directory / "ds")
-        table = _one_row_per_fragment(0, fragments)
-        # One call writes every one-row file; one commit makes them version 1.
-        frags = write_fragments(table, uri, max_rows_per_file=1)
-        lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(table.schema, frags))
-
-    directory = ctx.cached(f"open-{fragments}-fragments", build)
+    directory = ctx.cached(f"open-{fragments}-fragments", lambda d: build_one_version(d, fragments))
     uri = str(directory / "ds")
     found = len(lance.dataset(uri).get_fragments())
     if found != fragments:

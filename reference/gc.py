@@ -43,6 +43,7 @@ from .layout import (
     VERSIONS_DIR,
     branch_root,
     deletion_file_name,
+    index_directory_name,
     parse_manifest_name,
 )
 from .proto import table_pb2
@@ -243,7 +244,7 @@ class _References:
         if manifest.transaction_file:
             self.transactions.add(f"{TRANSACTIONS_DIR}/{manifest.transaction_file}")
         for index in _indices(manifest_file):
-            self.index_uuids.add(_uuid_text(index.uuid.uuid))
+            self.index_uuids.add(index_directory_name(index.uuid.uuid))
 
 
 def _data_key(path: str) -> str:
@@ -259,11 +260,6 @@ def _indices(manifest_file: ManifestFile) -> Sequence[table_pb2.IndexMetadata]:
     section = manifest_file.index_section
     return list(section.indices) if section is not None else []
 
-
-def _uuid_text(raw: bytes) -> str:
-    """The hyphenated form an index directory under ``_indices/`` is named with."""
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if len(h) == 32 else h
 
 
 # --- versions ----------------------------------------------------------------------------------------
@@ -409,7 +405,7 @@ def _branch_references(dataset: Dataset, main_root: str, branch: str, root: str,
                     referenced = True
         for index in _indices(version.manifest_file):
             if index.HasField("base_id") and index.base_id in here:
-                refs.index_uuids.add(_uuid_text(index.uuid.uuid))
+                refs.index_uuids.add(index_directory_name(index.uuid.uuid))
                 referenced = True
     return referenced
 

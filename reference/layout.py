@@ -151,6 +151,15 @@ def sidecar_relative_path(data_file_path: str, blob_id: int) -> str:
     return f"{stem}/{reversed_blob_id(blob_id)}.blob"
 
 
+# --- indices -------------------------------------------------------------------------------------------
+
+
+def index_directory_name(raw_uuid: bytes) -> str:
+    """An index's directory under ``_indices/``: its UUID in lowercase hyphenated form."""
+    h = raw_uuid.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if len(h) == 32 else h
+
+
 # --- refs ----------------------------------------------------------------------------------------------
 
 

@@ -41,6 +41,7 @@ from .layout import (
     branch_ref_path,
     branch_root,
     deletion_file_name,
+    index_directory_name,
     manifest_name,
     parse_manifest_name,
     resolve,
@@ -173,7 +174,7 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:
         for index in manifest_file.index_section.indices:
-            index_dir = _uuid_text(index.uuid.uuid)
+            index_dir = index_directory_name(index.uuid.uuid)
             where = f"{manifest_uri} index {index.name or index_dir}"
             base_id = index.base_id if index.HasField("base_id") else None
             for index_file in index.files:
@@ -184,10 +185,6 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     return Snapshot(root, version, naming, manifest_uri, manifest_file, bases, tuple(fragments),
                     tuple(index_files))
 
-
-def _uuid_text(raw: bytes) -> str:
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if len(h) == 32 else h
 
 
 @dataclass(frozen=True)
