@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # One command installs everything lancespec needs to run its tests on a fresh machine:
-# the package (editable) with its test, S3-server and developer extras.
+# the package (editable) with its test, S3-server, Spark and developer extras, and a Java runtime for Spark.
 # Idempotent: on a machine that already has everything it only re-checks.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 
-"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev]"
+"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev,spark]"
 
-echo "lancespec setup complete: $("$PYTHON" -c 'import lance, lancespec; print("pylance", lance.__version__)')"
+# Spark (the spark extra, tests/spark) runs on a Java runtime. Install OpenJDK 17 only when no java runs:
+# as root on Debian/Ubuntu with apt-get; elsewhere say what is missing (the Spark tests then skip, saying why).
+if ! java -version >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+  else
+    echo "lancespec setup: no Java runtime found; install OpenJDK 17 (e.g. apt-get install openjdk-17-jre-headless)" \
+         "for the Spark harness" >&2
+  fi
+fi
+
+java_version="$(java -version 2>&1 | head -n 1 | sed -E 's/.*version "([^"]+)".*/\1/' || true)"
+echo "lancespec setup complete: $("$PYTHON" -c 'import lance, pyspark; print("pylance", lance.__version__, "pyspark", pyspark.__version__)'), java ${java_version:-missing}"

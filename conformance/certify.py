@@ -7,7 +7,7 @@ person always learns what was wrong and where.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
@@ -21,6 +21,11 @@ from .model import Finding, Report
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
+
+#: Called as offload(root, version, snapshot, checks) once per readable version with the version checks
+#: named in ``certify(..., offloaded=...)``, which certify then does not run itself: the caller runs them
+#: (``lancespec.conformance.spark`` as one distributed job) and adds their findings (``order_findings``).
+Offload = Callable[[Dataset, int, Snapshot, list[Check]], None]
 
 UNREADABLE_REQUIREMENT = "HIST-001"
 
@@ -63,9 +68,11 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
 
 def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
-            progress: Progress | None = None) -> Report:
+            progress: Progress | None = None, offload: Offload | None = None,
+            offloaded: Collection[str] = ()) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
-    attached version of the main root and of every branch, with the dataset-wide checks."""
+    attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
+    the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``)."""
     storage = open_store(storage_options)
     main = Dataset(uri, storage)
     report = Report(main.uri)
@@ -117,9 +124,13 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
                 done += 1
                 continue
             for check in version_checks:
+                if offload is not None and check.name in offloaded:
+                    continue
                 ctx = VersionContext(root, version=v, snapshot=snapshots[v])
                 _run(check, ctx)
                 report.findings.extend(ctx.findings)
+            if offload is not None and (moved := [c for c in version_checks if c.name in offloaded]):
+                offload(root, v, snapshots[v], moved)
             done += 1
         if progress:
             progress(done, total, f"{root.branch_name or 'main'} dataset checks")
@@ -131,8 +142,13 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
         report.versions.extend(v for v in versions if root is main)
     if progress:
         progress(total, total, "done")
-    report.findings = sorted(set(report.findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message))
+    report.findings = order_findings(report.findings)
     return report
 
 
-__all__ = ["CertifyError", "Progress", "certify"]
+def order_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings without duplicates, in the order reports list them."""
+    return sorted(set(findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message))
+
+
+__all__ = ["CertifyError", "Offload", "Progress", "certify", "order_findings"]

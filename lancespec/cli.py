@@ -76,6 +76,96 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulator.report import run_command
+
+    return run_command(args, parse_storage_options(args.storage_option))
+
+
+def cmd_fixtures(args: argparse.Namespace) -> int:
+    """``fixtures build`` / ``fixtures verify`` (docs/fixtures.md)."""
+    from pathlib import Path
+
+    from .conformance.fixtures.corpus import build_corpus, default_corpus, render_table, verify_corpus
+    from .progress import progress_bar
+
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    if args.action == "build":
+        with progress_bar("building fixtures") as progress:
+            index = build_corpus(corpus, only=args.case, progress=progress)
+        sys.stdout.write(f"built {len(index['cases'])} cases into {corpus} ({index['total_bytes']} bytes, "
+                         f"{len(index['files'])} files, corpus version {index['corpus_version']})\n")
+        return EXIT_OK
+    with progress_bar("verifying fixtures") as progress:
+        report = verify_corpus(corpus, args.reader, only=args.case, progress=progress)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_table(report))
+    return report.exit_code
+
+
+def cmd_certify_writer(args: argparse.Namespace) -> int:
+    """``certify-writer``: run the writer scenarios (docs/scenario-format.md, docs/writer-contract.md)."""
+    from .conformance.scenarios import builtin_scenarios, load_scenarios
+    from .conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
+    from .progress import progress_bar
+
+    scenarios = []
+    for pattern in args.scenarios or ["*"]:
+        if pattern.endswith(".json") or "/" in pattern:
+            scenarios += load_scenarios([pattern])
+        else:
+            scenarios += builtin_scenarios(pattern)
+    if not scenarios:
+        raise ValueError(f"no scenario matches {args.scenarios}")
+    unique = {s.name: s for s in scenarios}
+    writer = make_writer(args.writer, args.capabilities)
+    with progress_bar("certifying writer") as progress:
+        report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
+                                workdir=args.workdir, compare=not args.no_compare, progress=progress)
+    text = RENDERERS[args.format](report)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if args.format != "text":
+            sys.stderr.write(RENDERERS["text"](report))
+    else:
+        sys.stdout.write(text)
+    return report.exit_code
+
+
+def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``fixtures build|verify`` and ``certify-writer`` (golden fixtures and writer certification)."""
+    fixtures = sub.add_parser("fixtures", help="build or verify the golden fixture corpus (docs/fixtures.md)")
+    fixtures_sub = fixtures.add_subparsers(dest="action", required=True)
+    build = fixtures_sub.add_parser("build", help="regenerate the corpus deterministically")
+    verify = fixtures_sub.add_parser("verify", help="hold a reader to the corpus; exit 1 on a failure",
+                                     description="Prints a pass/fail table per case. The corpus is never modified.")
+    verify.add_argument("--reader", required=True, metavar="READER",
+                        help="reference, pylance, or cmd:COMMAND (docs/writer-contract.md)")
+    verify.add_argument("--format", choices=("text", "json"), default="text")
+    for p in (build, verify):
+        p.add_argument("--corpus", metavar="DIR", help="the corpus directory (default: fixtures/ of the checkout)")
+        p.add_argument("--case", action="append", metavar="GLOB", help="only cases whose id matches; repeat")
+    fixtures.set_defaults(func=cmd_fixtures)
+
+    writer = sub.add_parser("certify-writer", help="run the writer scenarios against a writer",
+                            description="Exit 0 certified (expected divergences and unsupported steps allowed), "
+                            "1 a step, a certification or a comparison failed.")
+    writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, or cmd:COMMAND")
+    writer.add_argument("--scenarios", action="append", metavar="GLOB",
+                        help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
+    writer.add_argument("--store", action="append", choices=("local", "s3"),
+                        help="run on this store only (default both; s3 starts the embedded server); repeat")
+    writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
+    writer.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    writer.add_argument("--output", metavar="FILE", help="write the report here")
+    writer.add_argument("--no-compare", action="store_true", help="do not compare results with the reference")
+    writer.add_argument("--workdir", metavar="DIR", help="keep the runs' local data here (default: a temp dir)")
+    writer.set_defaults(func=cmd_certify_writer)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancespec", description="Conformance tools for the Lance table format.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
                          "history, blobs, portability); repeat")
     _add_storage_option(certify)
     certify.set_defaults(func=cmd_certify)
+    _add_fixture_and_writer_commands(sub)
+
+    from .conformance.spark.cli import add_spark_certify  # the command lives with the Spark harness
+
+    add_spark_certify(sub, _add_storage_option)
+
+    from .simulator.report import add_arguments as add_simulate_arguments
+
+    simulate = sub.add_parser("simulate", help="concurrent writers, a real S3 server, injected faults, a checker",
+                              description="Exit 0 no anomaly, 1 anomalies found (docs/simulator.md).")
+    add_simulate_arguments(simulate)
+    simulate.set_defaults(func=cmd_simulate)
     return parser
 
 

@@ -113,8 +113,9 @@ def lineage(ctx: DatasetContext) -> None:
 
 def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
     clone, first = found.clone, found.snapshot
-    if clone.ref_path and not _holds_dataset(ctx.storage, clone.ref_path):
-        ctx.finding("CLONE-001", clone.ref_path, f"the shallow clone's source {clone.ref_path} holds no dataset "
+    source = _current_source_path(ctx, found)
+    if source and not _holds_dataset(ctx.storage, source):
+        ctx.finding("CLONE-001", source, f"the shallow clone's source {source} holds no dataset "
                     "(no manifest in _versions/): the files the clone inherits are gone")
     inherited: dict[int, ResolvedFile] = {}
     for resolved in first.files():
@@ -128,6 +129,20 @@ def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
         if next(iter(ctx.storage.list(directory, recursive=False)), None) is None:
             ctx.finding("CLONE-001", base.path, f"base {base.id} ({base.name or base.path}), which inherited files "
                         f"such as {sample.path} resolve through, holds nothing at {directory}")
+
+
+def _current_source_path(ctx: DatasetContext, found: _Lineage) -> str:
+    """Where the clone's source lives now: ``ref_path``, unless the base that registered it has since been
+    relocated (seed 001 "Dataset Portability"), in which case the newest certified version's path for it."""
+    ref_path = found.clone.ref_path
+    if not ref_path or not ctx.snapshots:
+        return ref_path
+    source_ids = [b.id for b in found.snapshot.bases if normalize(b.path) == normalize(ref_path)]
+    newest = ctx.snapshots[max(ctx.snapshots)]
+    for base in newest.bases:
+        if base.id in source_ids:
+            return base.path
+    return ref_path
 
 
 def _source_roots(storage: Storage, found: _Lineage) -> list[str]:

@@ -526,3 +526,17 @@ def test_hist005_timestamp_before_the_previous_version(main: str) -> None:
     report = certify_all(main)
     found = assert_only(report, "HIST-005")
     assert [(f.version, f.severity) for f in found] == [(3, "SHOULD")] and report.must_findings == []
+
+
+def test_clone001_follows_a_relocated_source(tmp_path: Path) -> None:
+    """A shallow clone whose source was copied elsewhere and its base relocated: once the original is gone,
+    the latest version is still whole (the source check follows the relocated base, not ref_path)."""
+    from lancespec.reference import relocate
+
+    src, moved = tmp_path / "src", tmp_path / "moved"
+    ops.create(str(src), pa.table({"a": [1, 2, 3]}))
+    target = clone.shallow_clone(Dataset(str(src)), 1, str(tmp_path / "clone"))
+    shutil.copytree(src, moved)
+    relocate.relocate(target, {0: str(moved)})
+    shutil.rmtree(src)
+    assert [f for f in certify(str(tmp_path / "clone")).findings if f.severity == "MUST"] == []

@@ -1,0 +1,260 @@
+"""``lancespec certify-writer``: every scenario, on every store, against one writer; each resulting dataset
+certified and its content compared with the reference writer's result for the same scenario.
+
+Reports follow ``conformance.report``'s style: text for a person, JSON (``lancespec.certify-writer/1``)
+for programs, JUnit (one test case per scenario and store) for CI. Exit 0 when nothing failed (expected
+divergences and unsupported steps do not fail), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lancespec.conformance.adapters.base import Capabilities, Writer
+from lancespec.reference import __version__
+
+from .format import Scenario
+from .runner import (
+    FAIL,
+    PASS,
+    SKIP,
+    XFAIL,
+    XPASS,
+    ScenarioRun,
+    StepResult,
+    certify_handles,
+    compare_summaries,
+    run_scenario,
+    summarize,
+)
+from .stores import LocalRun, S3Run, StoreRun
+
+REPORT_FORMAT = "lancespec.certify-writer/1"
+
+#: Called as progress(done, total, description).
+Progress = Callable[[int, int, str], None]
+
+
+def make_writer(spec: str, capabilities: str | None = None) -> Writer:
+    """``reference``, ``pylance`` or ``cmd:COMMAND``; ``capabilities`` overrides the capability file."""
+    caps = Capabilities.load(capabilities) if capabilities else None
+    if spec == "reference":
+        from lancespec.conformance.adapters.reference import ReferenceWriter
+
+        return ReferenceWriter(caps)
+    if spec == "pylance":
+        from lancespec.conformance.adapters.pylance import PylanceWriter
+
+        return PylanceWriter(caps)
+    if spec.startswith("cmd:") and spec[4:].strip():
+        from lancespec.conformance.adapters.external import ExternalWriter
+
+        return ExternalWriter(spec[4:].strip(), caps)
+    raise ValueError(f"unknown writer {spec!r}: use reference, pylance or cmd:COMMAND")
+
+
+@dataclass
+class WriterReport:
+    writer: str
+    writer_version: str
+    stores: list[str]
+    runs: list[ScenarioRun] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {k: 0 for k in (PASS, FAIL, SKIP, XFAIL, XPASS)}
+        for run in self.runs:
+            for r in run.results:
+                out[r.outcome] += 1
+        return out
+
+    @property
+    def failed_runs(self) -> list[ScenarioRun]:
+        return [r for r in self.runs if r.failed]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed_runs else 0
+
+
+class _Stores:
+    """Creates a fresh StoreRun per scenario run; starts the embedded S3 server on first need."""
+
+    def __init__(self, workdir: Path, s3_options: dict[str, str] | None = None,
+                 create_bucket: Callable[[str], object] | None = None) -> None:
+        self.workdir = workdir
+        self._server: Any = None
+        self._s3_options = s3_options
+        self._create_bucket = create_bucket
+        self._count = 0
+
+    def new(self, kind: str) -> StoreRun:
+        self._count += 1
+        if kind == "local":
+            return LocalRun(self.workdir / f"run{self._count}")
+        if self._s3_options is None:
+            from lancespec.simulator.s3 import EmbeddedS3Server
+
+            self._server = EmbeddedS3Server().start()
+            self._s3_options = self._server.storage_options()
+            self._create_bucket = self._server.create_bucket
+        assert self._create_bucket is not None
+        return S3Run(self._s3_options, self._create_bucket)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+
+@contextmanager
+def _workdir(path: str | None) -> Iterator[Path]:
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        yield Path(path)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="lancespec-writer-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def certify_writer(writer: Writer, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
+                   workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
+                   create_bucket: Callable[[str], object] | None = None,
+                   progress: Progress | None = None) -> WriterReport:
+    """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run."""
+    from lancespec.conformance.adapters.reference import ReferenceWriter
+
+    reference = ReferenceWriter()
+    report = WriterReport(writer.name, writer.version(), list(stores))
+    todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
+    caps = writer.capabilities
+    with _workdir(workdir) as root:
+        pool = _Stores(root, s3_options, create_bucket)
+        try:
+            for done, (scenario, kind) in enumerate(todo):
+                if progress:
+                    progress(done, len(todo), f"{scenario.name} [{kind}]")
+                run = pool.new(kind)
+                result, handles = run_scenario(scenario, writer, run)
+                if result.completed:
+                    problems = certify_handles(handles, run, result.removed)
+                    result.certify = _judged(StepResult(-1, "certify", FAIL if problems else PASS,
+                                                        "; ".join(problems)), caps, scenario.name, kind)
+                    result.summary = summarize(handles, run)
+                    if compare and writer.name != reference.name:
+                        ref_run = pool.new(kind)
+                        ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
+                        if ref_result.completed:
+                            diffs = compare_summaries(result.summary, summarize(ref_handles, ref_run))
+                            result.compare = _judged(StepResult(0, "compare", FAIL if diffs else PASS,
+                                                                "; ".join(diffs)), caps, scenario.name, kind)
+                        else:
+                            result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
+                        ref_run.close()
+                else:
+                    reason = "the scenario did not complete"
+                    result.certify = StepResult(-1, "certify", SKIP, reason)
+                    if compare and writer.name != reference.name:
+                        result.compare = StepResult(0, "compare", SKIP, reason)
+                run.close()
+                report.runs.append(result)
+        finally:
+            pool.close()
+    if progress:
+        progress(len(todo), len(todo), "done")
+    return report
+
+
+def _judged(result: StepResult, caps: Capabilities, scenario: str, store: str) -> StepResult:
+    divergence = caps.divergence(scenario, result.index, store)
+    if divergence is None:
+        return result
+    if result.outcome == FAIL:
+        return StepResult(result.index, result.op, XFAIL, result.detail, divergence.finding)
+    return StepResult(result.index, result.op, XPASS,
+                      f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}",
+                      divergence.finding)
+
+
+# --- reports -------------------------------------------------------------------------------------
+
+
+def to_json(report: WriterReport) -> dict[str, Any]:
+    return {"format": REPORT_FORMAT, "lancespec_version": __version__, "writer": report.writer,
+            "writer_version": report.writer_version, "stores": report.stores,
+            "certified": report.exit_code == 0, "exit_code": report.exit_code, "summary": report.counts(),
+            "runs": [r.to_json() for r in report.runs]}
+
+
+def render_json(report: WriterReport) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def _run_line(run: ScenarioRun) -> str:
+    steps = run.steps
+    passed = sum(s.outcome == PASS for s in steps)
+    notes = []
+    for extra in (run.certify, run.compare):
+        if extra is not None:
+            notes.append(f"{extra.op} {extra.outcome}")
+    xfails = sorted({r.finding for r in run.results if r.outcome == XFAIL and r.finding})
+    if xfails:
+        notes.append("expected divergence " + ", ".join(xfails))
+    skipped = [s for s in steps if s.outcome == SKIP]
+    if skipped:
+        notes.append(f"{len(skipped)} skipped")
+    verdict = "FAIL" if run.failed else "PASS" if run.completed else "PART"
+    return f"{verdict:5} {run.scenario:42} [{run.store:5}] {passed}/{len(steps)} steps; {'; '.join(notes)}"
+
+
+def render_text(report: WriterReport) -> str:
+    counts = report.counts()
+    verdict = "CERTIFIED" if report.exit_code == 0 else "NOT CERTIFIED"
+    scenarios = len({r.scenario for r in report.runs})
+    lines = [f"{verdict}: {report.writer} ({report.writer_version})",
+             f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; "
+             + ", ".join(f"{v} {k}" for k, v in counts.items())]
+    for run in report.runs:
+        lines.append(_run_line(run))
+        for r in run.results:
+            if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
+                tag = f" ({r.finding})" if r.finding else ""
+                lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
+        unsupported = [s for s in run.steps if s.outcome == SKIP and s.detail.startswith("unsupported")]
+        for s in unsupported:
+            lines.append(f"      SKIP  step {s.index} {s.op}: {s.detail}")
+    return "\n".join(lines) + "\n"
+
+
+def render_junit(report: WriterReport) -> str:
+    failures = len(report.failed_runs)
+    skipped = sum(1 for r in report.runs if not r.failed and not r.completed)
+    suite = ET.Element("testsuite", name=f"lancespec certify-writer {report.writer}", tests=str(len(report.runs)),
+                       failures=str(failures), skipped=str(skipped), errors="0")
+    for run in report.runs:
+        case = ET.SubElement(suite, "testcase", classname=f"lancespec.writer.{run.store}", name=run.scenario)
+        detail = "\n".join(f"step {r.index} {r.op}: {r.outcome} {r.finding or ''} {r.detail}".rstrip()
+                           for r in run.results if r.outcome != PASS)
+        if run.failed:
+            bad = [r for r in run.results if r.outcome in (FAIL, XPASS)]
+            failure = ET.SubElement(case, "failure", message=f"{len(bad)} step(s) failed", type=bad[0].op)
+            failure.text = detail
+        elif not run.completed:
+            ET.SubElement(case, "skipped", message=detail.splitlines()[0] if detail else "partly skipped")
+            ET.SubElement(case, "system-out").text = detail
+        elif detail:
+            ET.SubElement(case, "system-out").text = detail
+    text: str = ET.tostring(suite, encoding="unicode", xml_declaration=True)
+    return text + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}

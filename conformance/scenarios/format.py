@@ -1,0 +1,404 @@
+"""The scenario file format ``lancespec.scenario/1`` (docs/scenario-format.md): loading and validation.
+
+A scenario is JSON: ``{"format", "name", "description", "requirements", "stores", "steps"}``. Loading
+validates every step's keys and values and raises ``ScenarioError`` naming the file, the step and what is
+wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from lancespec.reference.errors import LanceSpecError
+
+FORMAT = "lancespec.scenario/1"
+BUCKETS = ("main", "cold", "warm", "hot")
+STORES = ("local", "s3")
+
+ERROR_KINDS = (
+    "invalid_base_path",
+    "duplicate_base",
+    "unknown_target_base",
+    "invalid_ref_name",
+    "ref_exists",
+    "ref_not_found",
+    "dataset_exists",
+    "empty_operation",
+    "invalid_input",
+)
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_REQ_RE = re.compile(r"^[A-Z]+-\d{3}$")
+
+#: Writer operations and the keys each accepts (besides op, dataset, expect, refuse, note).
+WRITER_OPS: dict[str, frozenset[str]] = {
+    "create": frozenset({"at", "data", "bases", "target_bases", "target_all_bases", "max_rows_per_file",
+                         "manifest_naming", "data_storage_version"}),
+    "append": frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
+    "overwrite": frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
+    "delete": frozenset({"predicate"}),
+    "add_bases": frozenset({"bases"}),
+    "tag_create": frozenset({"tag", "reference"}),
+    "tag_update": frozenset({"tag", "reference"}),
+    "tag_delete": frozenset({"tag"}),
+    "branch_create": frozenset({"branch", "reference", "as"}),
+    "branch_delete": frozenset({"branch"}),
+    "shallow_clone": frozenset({"target", "reference", "as"}),
+    "deep_clone": frozenset({"target", "reference", "as"}),
+    "relocate": frozenset({"moves", "adopt_from", "copy", "remove_old"}),
+    "cleanup": frozenset({"retain_versions", "older_than_seconds", "delete_unverified",
+                          "error_if_tagged_old_versions"}),
+}
+
+#: Steps the runner carries out itself.
+HARNESS_OPS: dict[str, frozenset[str]] = {
+    "copy_location": frozenset({"from", "to"}),
+    "remove_location": frozenset({"at"}),
+    "put_object": frozenset({"at", "data"}),
+    "open": frozenset({"at", "as", "branch"}),
+}
+
+EXPECT_KEYS = frozenset({"dataset", "version", "versions", "rows", "ids", "bases", "unnamed_bases", "files", "tags",
+                         "no_tags", "branches", "no_branches", "blobs", "absent"})
+
+_COMMON = frozenset({"op", "dataset", "expect", "refuse", "note"})
+
+
+class ScenarioError(LanceSpecError):
+    """A scenario file is not valid ``lancespec.scenario/1``."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """``bucket:path``: a place the runner maps to a local directory or an S3 bucket."""
+
+    bucket: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.bucket}:{self.path}"
+
+    @classmethod
+    def parse(cls, text: Any, where: str) -> Location:
+        if not isinstance(text, str) or ":" not in text:
+            raise ScenarioError(f"a location is 'bucket:path', got {text!r}", where)
+        bucket, _, path = text.partition(":")
+        if bucket not in BUCKETS:
+            raise ScenarioError(f"unknown bucket {bucket!r} in {text!r}; buckets: {', '.join(BUCKETS)}", where)
+        parts = path.split("/")
+        if not path or any(p in ("", ".", "..") for p in parts):
+            raise ScenarioError(f"location path {path!r} must be relative, without empty, '.' or '..' parts",
+                                where)
+        return cls(bucket, path)
+
+    def contains(self, other: Location) -> bool:
+        return self.bucket == other.bucket and (other.path == self.path or other.path.startswith(self.path + "/"))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: str
+    mentions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One operation. ``args`` holds the op's own keys as written (locations still as text);
+    ``expect`` the expectation mapping (validated keys) or None; ``refuse`` the expected refusal."""
+
+    index: int
+    op: str
+    dataset: str | None
+    args: Mapping[str, Any] = field(hash=False)
+    expect: Mapping[str, Any] | None = field(default=None, hash=False)
+    refuse: Refusal | None = None
+    note: str | None = None
+
+    @property
+    def harness(self) -> bool:
+        return self.op in HARNESS_OPS
+
+    @property
+    def introduces(self) -> str | None:
+        """The handle this step creates, if any."""
+        if self.op == "create":
+            return self.dataset
+        value = self.args.get("as")
+        return str(value) if value is not None else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}:{self.op}"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    steps: tuple[Step, ...]
+    requirements: tuple[str, ...] = ()
+    stores: tuple[str, ...] = STORES
+    source: str = ""
+
+    @property
+    def operations(self) -> set[str]:
+        return {s.op for s in self.steps}
+
+
+# --- validation --------------------------------------------------------------------------------------
+
+
+def _check_reference(value: Any, where: str) -> None:
+    if value is None or (isinstance(value, (str, int)) and not isinstance(value, bool)):
+        return
+    if isinstance(value, dict) and set(value) <= {"branch", "version"}:
+        branch, version = value.get("branch"), value.get("version")
+        if (branch is None or isinstance(branch, str)) and (version is None or isinstance(version, int)):
+            return
+    raise ScenarioError(f"reference must be null, a version, a tag or {{branch, version}}, got {value!r}", where)
+
+
+def _check_blob_value(value: Any, where: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise ScenarioError(f"blob value must be an object or null, got {value!r}", where)
+    keys = set(value)
+    if keys == {"bytes"} and isinstance(value["bytes"], str):
+        return
+    if keys == {"fill", "size"} and all(isinstance(value[k], int) for k in keys):
+        return
+    if keys == {"empty"} and value["empty"] is True:
+        return
+    if "at" in keys and keys <= {"at", "position", "size"}:
+        Location.parse(value["at"], where)
+        return
+    raise ScenarioError(f"unknown blob value {value!r}", where)
+
+
+def _check_data(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ScenarioError("data must be an object", where)
+    if "rows" in value:
+        rows = value["rows"]
+        if set(value) != {"rows"} or not (isinstance(rows, list) and len(rows) == 2
+                                          and all(isinstance(x, int) and x >= 0 for x in rows)):
+            raise ScenarioError(f"data {{'rows': [start, count]}} expected, got {value!r}", where)
+        return
+    if "blobs" in value:
+        if not set(value) <= {"blobs", "start", "thresholds"} or not isinstance(value["blobs"], list):
+            raise ScenarioError(f"data {{'blobs': [...], 'start', 'thresholds'}} expected, got {value!r}", where)
+        for item in value["blobs"]:
+            _check_blob_value(item, where)
+        thresholds = value.get("thresholds", {})
+        allowed = {"inline_size_threshold", "dedicated_size_threshold", "pack_file_size_threshold"}
+        if not isinstance(thresholds, dict) or not set(thresholds) <= allowed:
+            raise ScenarioError(f"thresholds may hold {sorted(allowed)}", where)
+        return
+    raise ScenarioError(f"data must be {{'rows': ...}} or {{'blobs': ...}}, got {value!r}", where)
+
+
+def _check_bases(value: Any, where: str) -> None:
+    if not isinstance(value, list):
+        raise ScenarioError("bases must be a list", where)
+    for base in value:
+        if not isinstance(base, dict) or not set(base) <= {"name", "at", "raw", "is_dataset_root", "id"}:
+            raise ScenarioError(f"a base is {{name, at | raw, is_dataset_root, id}}, got {base!r}", where)
+        if ("at" in base) == ("raw" in base):
+            raise ScenarioError(f"a base has exactly one of 'at' and 'raw': {base!r}", where)
+        if "at" in base:
+            Location.parse(base["at"], where)
+        elif not isinstance(base["raw"], str):
+            raise ScenarioError("'raw' must be a string", where)
+
+
+def _check_expect(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ScenarioError("expect must be an object", where)
+    unknown = set(value) - EXPECT_KEYS
+    if unknown:
+        raise ScenarioError(f"unknown expect key(s) {sorted(unknown)}; known: {sorted(EXPECT_KEYS)}", where)
+    for key in ("version", "rows"):
+        if key in value and not isinstance(value[key], int):
+            raise ScenarioError(f"expect.{key} must be an integer", where)
+    for key in ("versions", "ids"):
+        if key in value and not (isinstance(value[key], list) and all(isinstance(x, int) for x in value[key])):
+            raise ScenarioError(f"expect.{key} must be a list of integers", where)
+    for key in ("files",):
+        for loc, n in value.get(key, {}).items():
+            Location.parse(loc, where)
+            if not isinstance(n, int):
+                raise ScenarioError(f"expect.files[{loc!r}] must be an integer", where)
+    for name, loc in value.get("bases", {}).items():
+        if not isinstance(name, str):
+            raise ScenarioError("expect.bases keys are base names", where)
+        Location.parse(loc, where)
+    for loc in [*value.get("absent", []), *value.get("unnamed_bases", [])]:
+        Location.parse(loc, where)
+    if "tags" in value and not all(isinstance(v, int) for v in value["tags"].values()):
+        raise ScenarioError("expect.tags maps names to versions", where)
+    if "blobs" in value and not (isinstance(value["blobs"], dict) and set(value["blobs"]) == {"column", "sizes"}):
+        raise ScenarioError("expect.blobs is {column, sizes}", where)
+
+
+def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
+    where = f"{source} step {index}"
+    if not isinstance(raw, dict) or not isinstance(raw.get("op"), str):
+        raise ScenarioError("a step is an object with an 'op'", where)
+    op = raw["op"]
+    where = f"{source} step {index} ({op})"
+    if op in WRITER_OPS:
+        allowed = WRITER_OPS[op] | _COMMON
+    elif op in HARNESS_OPS:
+        allowed = HARNESS_OPS[op] | {"op", "note"}
+    else:
+        raise ScenarioError(f"unknown op {op!r}; writer ops: {', '.join(WRITER_OPS)}; harness ops: "
+                            f"{', '.join(HARNESS_OPS)}", where)
+    unknown = set(raw) - allowed
+    if unknown:
+        raise ScenarioError(f"unknown key(s) {sorted(unknown)} for {op}", where)
+    dataset = raw.get("dataset")
+    if op in WRITER_OPS:
+        if not isinstance(dataset, str) or not dataset:
+            raise ScenarioError("a writer step names its 'dataset' handle", where)
+        if op == "create":
+            if "at" not in raw or "data" not in raw:
+                raise ScenarioError("create needs 'at' and 'data'", where)
+        elif dataset not in handles:
+            raise ScenarioError(f"dataset handle {dataset!r} is not introduced by an earlier step", where)
+    for key in ("at", "target", "from", "to", "adopt_from"):
+        if key in raw:
+            Location.parse(raw[key], where)
+    if "data" in raw:
+        if op == "put_object":
+            _check_blob_value(raw["data"], where)
+        else:
+            _check_data(raw["data"], where)
+    if "bases" in raw:
+        _check_bases(raw["bases"], where)
+    if "reference" in raw:
+        _check_reference(raw["reference"], where)
+    if "moves" in raw:
+        if not isinstance(raw["moves"], dict):
+            raise ScenarioError("moves maps base names (or the location of an unnamed base) to locations", where)
+        for key, loc in raw["moves"].items():
+            Location.parse(loc, where)
+            if ":" in key:
+                Location.parse(key, where)
+    if op == "relocate" and "moves" not in raw and "adopt_from" not in raw:
+        raise ScenarioError("relocate needs 'moves' or 'adopt_from'", where)
+    for key in ("tag", "branch", "predicate"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ScenarioError(f"{key} must be a string", where)
+    if op in ("tag_create", "tag_update", "tag_delete") and "tag" not in raw:
+        raise ScenarioError(f"{op} needs 'tag'", where)
+    if op in ("branch_create", "branch_delete") and "branch" not in raw:
+        raise ScenarioError(f"{op} needs 'branch'", where)
+    if op in ("shallow_clone", "deep_clone") and "target" not in raw:
+        raise ScenarioError(f"{op} needs 'target'", where)
+    if op in ("shallow_clone", "deep_clone", "branch_create", "open") and not isinstance(raw.get("as"), str):
+        raise ScenarioError(f"{op} needs 'as' (the new handle)", where)
+    if op == "delete" and "predicate" not in raw:
+        raise ScenarioError("delete needs 'predicate'", where)
+    if "expect" in raw and "refuse" in raw:
+        raise ScenarioError("a step has 'expect' or 'refuse', not both", where)
+    expect = None
+    if "expect" in raw:
+        _check_expect(raw["expect"], where)
+        expect = raw["expect"]
+        target = expect.get("dataset")
+        if target is not None and target not in handles | {raw.get("as"), dataset}:
+            raise ScenarioError(f"expect.dataset {target!r} is not a known handle", where)
+    refuse = None
+    if "refuse" in raw:
+        spec = raw["refuse"]
+        if not isinstance(spec, dict) or spec.get("kind") not in ERROR_KINDS or not set(spec) <= {"kind", "mentions"}:
+            raise ScenarioError(f"refuse is {{kind, mentions}} with kind one of {', '.join(ERROR_KINDS)}", where)
+        mentions = spec.get("mentions", [])
+        if not isinstance(mentions, list) or not all(isinstance(m, str) and m for m in mentions):
+            raise ScenarioError("refuse.mentions is a list of words", where)
+        refuse = Refusal(spec["kind"], tuple(mentions))
+    args = {k: v for k, v in raw.items() if k not in _COMMON}
+    step = Step(index, op, dataset if isinstance(dataset, str) else None, args, expect, refuse,
+                raw.get("note"))
+    if step.introduces and refuse is None:
+        handles.add(step.introduces)
+    return step
+
+
+def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
+    """Validate a decoded scenario document."""
+    if not isinstance(document, dict):
+        raise ScenarioError("a scenario is a JSON object", source)
+    allowed = {"format", "name", "description", "requirements", "stores", "steps", "origin"}
+    unknown = set(document) - allowed
+    if unknown:
+        raise ScenarioError(f"unknown top-level key(s) {sorted(unknown)}", source)
+    if document.get("format") != FORMAT:
+        raise ScenarioError(f"format must be {FORMAT!r}, got {document.get('format')!r}", source)
+    name = document.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ScenarioError(f"name must match {_NAME_RE.pattern}, got {name!r}", source)
+    description = document.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise ScenarioError("description is required", source)
+    requirements = document.get("requirements", [])
+    if not isinstance(requirements, list) or not all(isinstance(r, str) and _REQ_RE.match(r) for r in requirements):
+        raise ScenarioError("requirements is a list of ids such as 'BASE-002'", source)
+    stores = document.get("stores", list(STORES))
+    if not isinstance(stores, list) or not stores or not set(stores) <= set(STORES):
+        raise ScenarioError(f"stores is a non-empty subset of {list(STORES)}", source)
+    raw_steps = document.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise ScenarioError("steps must be a non-empty list", source)
+    handles: set[str] = set()
+    steps = tuple(_check_step(raw, i, f"{source} [{name}]", handles) for i, raw in enumerate(raw_steps, 1))
+    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate one scenario file."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario: {exc}", str(path)) from exc
+    return parse_scenario(document, str(path))
+
+
+def _expand(patterns: Iterable[str]) -> list[Path]:
+    out: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern, recursive=True))
+        if not matches and not glob.has_magic(pattern):
+            matches = [pattern]
+        out.extend(Path(m) for m in matches)
+    return out
+
+
+def load_scenarios(patterns: Sequence[str]) -> list[Scenario]:
+    """Load every scenario file matching the given paths or globs; names must be unique."""
+    scenarios = [load_scenario(p) for p in _expand(patterns)]
+    seen: dict[str, str] = {}
+    for s in scenarios:
+        if s.name in seen:
+            raise ScenarioError(f"scenario name {s.name!r} is also used by {seen[s.name]}", s.source)
+        seen[s.name] = s.source
+    return sorted(scenarios, key=lambda s: s.name)
+
+
+def builtin_dir() -> Path:
+    """The directory of the shipped scenarios."""
+    return Path(str(resources.files("lancespec.conformance.scenarios") / "data"))
+
+
+def builtin_scenarios(pattern: str = "*") -> list[Scenario]:
+    """The shipped scenarios whose name matches ``pattern`` (a glob on the name)."""
+    return load_scenarios([str(builtin_dir() / f"{pattern}.json")])

@@ -1,0 +1,491 @@
+"""Run one scenario against one writer on one store, step by step (docs/scenario-format.md "Results").
+
+The runner turns each abstract step into a ``lancespec.writer/1`` message (locations resolved to URIs,
+data to columns), hands it to the writer, and judges the outcome by reading storage with the reference
+reader: the expected state after a success, or an error of the right kind that says why with every
+object of the run unchanged after a refusal. At the end it summarises every dataset (rows digest,
+versions, bases, files per location, refs) so that two writers' results can be compared, and certifies
+each dataset root.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancespec.conformance.adapters.base import ContractError, Writer, WriterRefusal, WriterSession
+from lancespec.conformance.certify import certify
+from lancespec.conformance.fixtures.canonical import rows_digest
+from lancespec.reference.blob import BlobReader
+from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.layout import FileKind
+from lancespec.reference.read import read_snapshot
+from lancespec.reference.store.uri import join, normalize
+from lancespec.reference.table import Dataset
+
+from .format import Location, Scenario, Step
+from .stores import StoreRun
+
+PASS, FAIL, SKIP, XFAIL, XPASS = "pass", "fail", "skip", "xfail", "xpass"
+
+
+@dataclass
+class StepResult:
+    index: int
+    op: str
+    outcome: str
+    detail: str = ""
+    finding: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.index, "op": self.op, "outcome": self.outcome, "detail": self.detail,
+                "finding": self.finding}
+
+
+@dataclass
+class Handle:
+    uri: str
+    main_uri: str
+    branch: str | None = None
+
+    def dataset(self, run: StoreRun) -> Dataset:
+        main = Dataset(self.main_uri, run.storage)
+        return main.branch(self.branch) if self.branch else main
+
+
+@dataclass
+class ScenarioRun:
+    """The outcome of one scenario on one store."""
+
+    scenario: str
+    store: str
+    writer: str
+    steps: list[StepResult] = field(default_factory=list)
+    certify: StepResult | None = None
+    compare: StepResult | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    removed: list[Location] = field(default_factory=list)
+
+    @property
+    def results(self) -> list[StepResult]:
+        return [*self.steps, *(r for r in (self.certify, self.compare) if r is not None)]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.outcome in (FAIL, XPASS) for r in self.results)
+
+    @property
+    def completed(self) -> bool:
+        return all(s.outcome == PASS for s in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "store": self.store, "writer": self.writer,
+                "outcome": FAIL if self.failed else PASS if self.completed else "partial",
+                "steps": [s.to_json() for s in self.steps],
+                "certify": self.certify.to_json() if self.certify else None,
+                "compare": self.compare.to_json() if self.compare else None}
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+
+def _blob_item(value: Any, run: StoreRun) -> Any:
+    if value is None:
+        return None
+    if "bytes" in value:
+        return {"base64": base64.b64encode(value["bytes"].encode("utf-8")).decode("ascii")}
+    if "fill" in value:
+        return {"base64": base64.b64encode(bytes([value["fill"]]) * value["size"]).decode("ascii")}
+    if "empty" in value:
+        return {"base64": ""}
+    item: dict[str, Any] = {"uri": run.uri(Location.parse(value["at"], "blob"))}
+    if "position" in value:
+        item["position"], item["size"] = value["position"], value["size"]
+    return item
+
+
+def object_bytes(value: Mapping[str, Any]) -> bytes:
+    if "bytes" in value:
+        return str(value["bytes"]).encode("utf-8")
+    if "fill" in value:
+        return bytes([value["fill"]]) * int(value["size"])
+    raise ValueError(f"put_object takes {{bytes}} or {{fill, size}}, got {value!r}")
+
+
+def data_message(data: Mapping[str, Any], run: StoreRun) -> dict[str, Any]:
+    """The contract ``data`` object (explicit columns) for a scenario data spec."""
+    if "rows" in data:
+        start, count = data["rows"]
+        ids = list(range(start, start + count))
+        return {"columns": [
+            {"name": "id", "type": "int64", "values": ids},
+            {"name": "name", "type": "string", "values": [f"row-{i}" for i in ids]},
+            {"name": "value", "type": "float64", "values": [i * 0.5 for i in ids]},
+        ]}
+    blobs = data["blobs"]
+    start = int(data.get("start", 0))
+    column: dict[str, Any] = {"name": "blob", "type": "blob", "values": [_blob_item(v, run) for v in blobs]}
+    if data.get("thresholds"):
+        column["thresholds"] = dict(data["thresholds"])
+    return {"columns": [{"name": "id", "type": "int64", "values": list(range(start, start + len(blobs)))}, column]}
+
+
+def _bases_message(bases: Any, run: StoreRun) -> list[dict[str, Any]]:
+    out = []
+    for b in bases or []:
+        path = run.uri(Location.parse(b["at"], "base")) if "at" in b else b["raw"]
+        out.append({"path": path, "name": b.get("name"), "is_dataset_root": bool(b.get("is_dataset_root", False)),
+                    "id": b.get("id")})
+    return out
+
+
+def build_message(step: Step, handles: Mapping[str, Handle], run: StoreRun, seq: int) -> dict[str, Any]:
+    args = dict(step.args)
+    message: dict[str, Any] = {"id": seq, "op": step.op, "dataset": step.dataset}
+    if step.op == "create":
+        uri = run.uri(Location.parse(args.pop("at"), "create"))
+        message.update(uri=uri, main_uri=uri, on_branch=None)
+    else:
+        handle = handles[str(step.dataset)]
+        message.update(uri=handle.uri, main_uri=handle.main_uri, on_branch=handle.branch)
+    for key, value in args.items():
+        if key == "data":
+            message["data"] = data_message(value, run)
+        elif key == "bases":
+            message["bases"] = _bases_message(value, run)
+        elif key == "target":
+            message["target_uri"] = run.uri(Location.parse(value, "target"))
+        elif key == "adopt_from":
+            message["adopt_from"] = run.uri(Location.parse(value, "adopt_from"))
+        elif key == "moves":
+            message["moves"] = {(run.uri(Location.parse(name, "moves")) if ":" in name else name):
+                                run.uri(Location.parse(loc, "moves")) for name, loc in value.items()}
+        elif key in ("copy", "remove_old"):
+            continue
+        else:
+            message[key] = value
+    return message
+
+
+# --- expectations --------------------------------------------------------------------------------
+
+
+def _sorted_ids(dataset: Dataset, run: StoreRun) -> list[int]:
+    snapshot = dataset.snapshot()
+    table = read_snapshot(snapshot, dataset.storage, run.options)
+    return sorted(table.column("id").to_pylist()) if "id" in table.column_names else []
+
+
+def _loc(run: StoreRun, uri: str) -> str:
+    return run.location_of(uri) or uri
+
+
+def bases_of(dataset: Dataset, run: StoreRun) -> dict[str, str]:
+    """Named bases: name -> location (unnamed ones are ``unnamed_bases``: their ids are layout, not content)."""
+    return {b.name: _loc(run, b.path) for b in dataset.snapshot().bases if b.name is not None}
+
+
+def unnamed_bases_of(dataset: Dataset, run: StoreRun) -> list[str]:
+    return sorted(_loc(run, b.path) for b in dataset.snapshot().bases if b.name is None)
+
+
+def files_per_location(dataset: Dataset, run: StoreRun) -> dict[str, int]:
+    """Data files of the latest version, counted per directory location (``bucket:path`` of the root or
+    base they resolve into)."""
+    snapshot = dataset.snapshot()
+    roots = {normalize(snapshot.root): _loc(run, snapshot.root)}
+    for base in snapshot.bases:
+        roots[normalize(base.path)] = _loc(run, base.path)
+    out: dict[str, int] = {}
+    for f in snapshot.files():
+        if f.kind is not FileKind.DATA or f.uri is None:
+            continue
+        owner = max((r for r in roots if f.uri.startswith(r.rstrip("/") + "/")), key=len, default=None)
+        key = roots[owner] if owner else _loc(run, f.uri)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _count_under(dataset: Dataset, run: StoreRun, location: Location) -> int:
+    prefix = run.uri(location).rstrip("/") + "/"
+    return sum(1 for f in dataset.snapshot().files() if f.kind is FileKind.DATA and f.uri and f.uri.startswith(prefix))
+
+
+def blob_sizes(dataset: Dataset, column: str, run: StoreRun) -> list[int | None]:
+    snapshot = dataset.snapshot()
+    table = read_snapshot(snapshot, dataset.storage, run.options)
+    ids = table.column("id").to_pylist()
+    files = BlobReader(snapshot, dataset.storage).take_blobs(column, list(range(len(ids))))
+    sizes = [None if f is None else len(f.readall()) for f in files]
+    return [size for _, size in sorted(zip(ids, sizes, strict=True), key=lambda p: p[0])]
+
+
+def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> list[str]:
+    """What differs from ``expect`` (empty: as expected)."""
+    problems: list[str] = []
+    try:
+        dataset = handle.dataset(run)
+        main = Dataset(handle.main_uri, run.storage)
+        if "version" in expect and (got := dataset.latest_version()) != expect["version"]:
+            problems.append(f"latest version {got}, expected {expect['version']}")
+        if "versions" in expect and (got_v := dataset.versions()) != expect["versions"]:
+            problems.append(f"versions {got_v}, expected {expect['versions']}")
+        if "rows" in expect and (got := dataset.snapshot().num_rows) != expect["rows"]:
+            problems.append(f"{got} rows, expected {expect['rows']}")
+        if "ids" in expect and (got_ids := _sorted_ids(dataset, run)) != expect["ids"]:
+            problems.append(f"ids {got_ids}, expected {expect['ids']}")
+        if "bases" in expect:
+            got_b = bases_of(dataset, run)
+            if got_b != expect["bases"]:
+                problems.append(f"bases {got_b}, expected {expect['bases']}")
+        if "unnamed_bases" in expect and (got_u := unnamed_bases_of(dataset, run)) != sorted(expect["unnamed_bases"]):
+            problems.append(f"unnamed bases {got_u}, expected {sorted(expect['unnamed_bases'])}")
+        for loc, n in expect.get("files", {}).items():
+            got = _count_under(dataset, run, Location.parse(loc, "files"))
+            if got != n:
+                problems.append(f"{got} data files under {loc}, expected {n}")
+        if "tags" in expect or "no_tags" in expect:
+            tags = {name: rec.version for name, rec in main.tags().items()}
+            for name, version in expect.get("tags", {}).items():
+                if tags.get(name) != version:
+                    problems.append(f"tag {name!r} -> {tags.get(name)}, expected {version}")
+            for name in expect.get("no_tags", []):
+                if name in tags:
+                    problems.append(f"tag {name!r} exists, expected none")
+        if "branches" in expect or "no_branches" in expect:
+            branches = set(main.branches())
+            for name in expect.get("branches", []):
+                if name not in branches:
+                    problems.append(f"branch {name!r} missing")
+            for name in expect.get("no_branches", []):
+                if name in branches:
+                    problems.append(f"branch {name!r} exists, expected none")
+        if "blobs" in expect:
+            got_s = blob_sizes(dataset, expect["blobs"]["column"], run)
+            if got_s != expect["blobs"]["sizes"]:
+                problems.append(f"blob sizes {got_s}, expected {expect['blobs']['sizes']}")
+        for loc in expect.get("absent", []):
+            left = run.objects(Location.parse(loc, "absent"))
+            if left:
+                problems.append(f"{len(left)} object(s) remain under {loc}, e.g. {_loc(run, left[0])}")
+    except LanceSpecError as exc:
+        problems.append(f"cannot read the result: {exc}")
+    return problems
+
+
+def _fingerprint_diff(before: Mapping[str, tuple[int, str]], after: Mapping[str, tuple[int, str]],
+                      run: StoreRun) -> list[str]:
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
+    out = []
+    for label, names in (("added", added), ("removed", removed), ("changed", changed)):
+        if names:
+            shown = ", ".join(_loc(run, n) for n in names[:3])
+            out.append(f"storage changed: {len(names)} object(s) {label} ({shown}{', ...' if len(names) > 3 else ''})")
+    return out
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def _harness(step: Step, run: StoreRun, handles: dict[str, Handle], removed: list[Location]) -> None:
+    a = step.args
+    if step.op == "copy_location":
+        run.copy(Location.parse(a["from"], "from"), Location.parse(a["to"], "to"))
+    elif step.op == "remove_location":
+        run.remove(Location.parse(a["at"], "at"))
+        removed.append(Location.parse(a["at"], "at"))
+    elif step.op == "put_object":
+        run.put(Location.parse(a["at"], "at"), object_bytes(a["data"]))
+    elif step.op == "open":
+        uri = run.uri(Location.parse(a["at"], "at"))
+        branch = a.get("branch")
+        handles[str(a["as"])] = Handle(join(uri, "tree", str(branch)) if branch else uri, uri, branch)
+
+
+def _register(step: Step, message: Mapping[str, Any], handles: dict[str, Handle]) -> None:
+    if step.op == "create":
+        handles[str(step.dataset)] = Handle(message["uri"], message["uri"])
+    elif step.op in ("shallow_clone", "deep_clone"):
+        handles[str(step.args["as"])] = Handle(message["target_uri"], message["target_uri"])
+    elif step.op == "branch_create":
+        main = message["main_uri"]
+        handles[str(step.args["as"])] = Handle(join(main, "tree", message["branch"]), main, message["branch"])
+
+
+def _judge_refusal(step: Step, error: WriterRefusal | None, exact_kinds: bool,
+                   before: Mapping[str, tuple[int, str]], run: StoreRun) -> list[str]:
+    assert step.refuse is not None
+    problems = []
+    if error is None:
+        problems.append(f"accepted; a correct writer refuses it ({step.refuse.kind})")
+    else:
+        if exact_kinds and error.kind != step.refuse.kind:
+            problems.append(f"refused as {error.kind}, expected {step.refuse.kind}: {error.message}")
+        text = error.message.lower()
+        if not error.message.strip():
+            problems.append("refused without a message")
+        elif step.refuse.mentions and not any(m.lower() in text for m in step.refuse.mentions):
+            problems.append(f"the refusal does not say why (mentions none of {list(step.refuse.mentions)}): "
+                            f"{error.message}")
+    problems += _fingerprint_diff(before, run.fingerprint(), run)
+    return problems
+
+
+def run_scenario(scenario: Scenario, writer: Writer, run: StoreRun) -> tuple[ScenarioRun, dict[str, Handle]]:
+    """Run every step; stop judging at the first step that is not a plain pass."""
+    result = ScenarioRun(scenario.name, run.kind, writer.name)
+    caps = writer.capabilities
+    handles: dict[str, Handle] = {}
+    stopped: str | None = None
+    session: WriterSession | None = None
+    try:
+        session = writer.open(run.options)
+        for seq, step in enumerate(scenario.steps, 1):
+            if stopped is not None:
+                result.steps.append(StepResult(step.index, step.op, SKIP, stopped))
+                continue
+            if step.harness:
+                try:
+                    _harness(step, run, handles, result.removed)
+                except LanceSpecError as exc:
+                    result.steps.append(StepResult(step.index, step.op, FAIL, f"harness step failed: {exc}"))
+                    stopped = f"after step {step.index} failed"
+                    continue
+                result.steps.append(StepResult(step.index, step.op, PASS))
+                continue
+            reason = caps.unsupported_reason(step.op)
+            if reason is not None:
+                result.steps.append(StepResult(step.index, step.op, SKIP, f"unsupported by {writer.name}: {reason}"))
+                stopped = f"after unsupported step {step.index} ({step.op})"
+                continue
+            message = build_message(step, handles, run, seq)
+            by_name: dict[str, str] = {}
+            if step.op == "relocate" and step.args.get("copy"):
+                snapshot = handles[str(step.dataset)].dataset(run).snapshot()
+                by_name.update({b.name: b.path for b in snapshot.bases if b.name is not None})
+                for name, loc in step.args["moves"].items():
+                    old = name if ":" in name else run.location_of(by_name.get(name, ""))
+                    if old:
+                        run.copy(Location.parse(old, "relocate"), Location.parse(loc, "relocate"))
+            before = run.fingerprint() if step.refuse else {}
+            error: WriterRefusal | None = None
+            try:
+                session.apply(message)
+            except WriterRefusal as exc:
+                error = exc
+            except ContractError as exc:
+                error = WriterRefusal("invalid_input", f"contract broken: {exc}")
+            if step.refuse is not None:
+                problems = _judge_refusal(step, error, caps.exact_error_kinds, before, run)
+            elif error is not None:
+                problems = [f"refused ({error.kind}): {error.message}"]
+            else:
+                _register(step, message, handles)
+                if step.op == "relocate" and step.args.get("remove_old"):
+                    for name in step.args["moves"]:
+                        old = name if ":" in name else run.location_of(by_name.get(name, ""))
+                        if old:
+                            run.remove(Location.parse(old, "relocate"))
+                            result.removed.append(Location.parse(old, "relocate"))
+                target = (step.expect or {}).get("dataset") or step.introduces or step.dataset
+                problems = check_expect(step.expect, handles[str(target)], run) if step.expect else []
+            divergence = caps.divergence(scenario.name, step.index, run.kind)
+            if divergence is not None:
+                outcome = XFAIL if problems else XPASS
+                detail = "; ".join(problems) if problems else (
+                    f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}")
+                result.steps.append(StepResult(step.index, step.op, outcome, detail, divergence.finding))
+                stopped = f"after expected divergence at step {step.index} ({divergence.finding})"
+            elif problems:
+                result.steps.append(StepResult(step.index, step.op, FAIL, "; ".join(problems)))
+                stopped = f"after step {step.index} failed"
+            else:
+                result.steps.append(StepResult(step.index, step.op, PASS))
+    except ContractError as exc:
+        result.steps.append(StepResult(0, "session", FAIL, f"writer session failed: {exc}"))
+    finally:
+        if session is not None:
+            with contextlib.suppress(ContractError):
+                session.close()
+    return result, handles
+
+
+def summarize(handles: Mapping[str, Handle], run: StoreRun) -> dict[str, Any]:
+    """A store-independent summary of every dataset, for comparison between writers."""
+    out: dict[str, Any] = {}
+    for name in sorted(handles):
+        handle = handles[name]
+        try:
+            dataset = handle.dataset(run)
+            snapshot = dataset.snapshot()
+            table = read_snapshot(snapshot, run.storage, run.options)
+            blob_columns = [c for c in table.column_names if c == "blob"]
+            main = Dataset(handle.main_uri, run.storage)
+            out[name] = {
+                "version": snapshot.version,
+                "versions": dataset.versions(),
+                "rows": snapshot.num_rows,
+                "rows_digest": rows_digest(table, blob_columns),
+                "blob_sizes": blob_sizes(dataset, "blob", run) if blob_columns else None,
+                "bases": bases_of(dataset, run),
+                "unnamed_bases": unnamed_bases_of(dataset, run),
+                "files": files_per_location(dataset, run),
+                "tags": {t: (r.branch, r.version) for t, r in main.tags().items()},
+                "branches": sorted(main.branches()),
+            }
+        except (LanceSpecError, OSError, ValueError) as exc:  # removed or deleted: compare that, not the message
+            out[name] = {"unreadable": "LanceSpecError" if isinstance(exc, LanceSpecError) else "data file"}
+    return out
+
+
+def _damaged(handle: Handle, run: StoreRun, removed: list[Location]) -> bool:
+    """Whether the handle's latest version reads from a location the scenario removed."""
+    prefixes = [run.uri(loc).rstrip("/") + "/" for loc in removed]
+    try:
+        snapshot = handle.dataset(run).snapshot(strict=False)
+    except LanceSpecError:
+        return True
+    uris = [snapshot.root.rstrip("/") + "/", *(f.uri for f in snapshot.files() if f.uri)]
+    return any(u.startswith(p) for u in uris for p in prefixes)
+
+
+def certify_handles(handles: Mapping[str, Handle], run: StoreRun, removed: list[Location]) -> list[str]:
+    """MUST findings of certifying every dataset the scenario left behind.
+
+    Without removals: every version of every main root (branches included). When the scenario deliberately
+    removed locations (old versions then point at removed objects by design), the latest version of each
+    root and branch instead, skipping datasets whose latest version reads from a removed location.
+    """
+    problems = []
+    if removed:
+        targets = sorted({(h.uri, h.branch is not None) for h in handles.values() if not _damaged(h, run, removed)})
+    else:
+        targets = sorted({(h.main_uri, True) for h in handles.values()})
+    for uri, all_versions in targets:
+        try:
+            if not Dataset(uri, run.storage).version_entries(allow_mixed=True):
+                continue  # e.g. the target of a refused clone: nothing to certify
+        except LanceSpecError:
+            continue
+        report = certify(uri, all_versions=all_versions and not removed, storage_options=run.options)
+        for f in report.must_findings:
+            problems.append(f"{_loc(run, uri)}: {f.requirement} v{f.version} {_loc(run, f.path)}: {f.message}")
+    return problems
+
+
+def compare_summaries(got: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for name in sorted(set(got) | set(expected)):
+        a, b = got.get(name), expected.get(name)
+        if a is None or b is None:
+            problems.append(f"dataset {name!r} exists only in {'the reference' if a is None else 'this writer'}'s run")
+            continue
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                problems.append(f"{name}.{key}: {a.get(key)!r} != reference {b.get(key)!r}")
+    return problems

@@ -1,0 +1,111 @@
+"""Where a scenario run lives: the four buckets of the scenario format, on the local disk or on S3.
+
+``LocalRun(workdir)`` maps ``bucket:path`` to ``{workdir}/{bucket}/{path}``; ``S3Run(options, prefix,
+create_bucket)`` to ``s3://{prefix}-{bucket}/{path}``. Both read and write through the reference store
+(never through the writer under test) and can fingerprint every object of the run, which is how a refused
+step is proven to have left storage unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from lancespec.reference.store import Storage, open_store
+from lancespec.reference.store.uri import join, normalize
+
+from .format import BUCKETS, Location
+
+Fingerprint = dict[str, tuple[int, str]]
+
+
+class StoreRun:
+    """One scenario run's buckets."""
+
+    kind = "store"
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+        self.options: dict[str, str] = dict(storage_options or {})
+        self.storage: Storage = open_store(self.options)
+
+    def bucket_uri(self, bucket: str) -> str:
+        raise NotImplementedError
+
+    def uri(self, location: Location) -> str:
+        return join(self.bucket_uri(location.bucket), location.path)
+
+    def location_of(self, uri: str) -> str | None:
+        """``bucket:path`` for a URI inside one of the run's buckets, else None."""
+        uri = normalize(uri).rstrip("/")
+        for bucket in BUCKETS:
+            root = self.bucket_uri(bucket).rstrip("/")
+            if uri == root:
+                return f"{bucket}:"
+            if uri.startswith(root + "/"):
+                return f"{bucket}:{uri[len(root) + 1:]}"
+        return None
+
+    def objects(self, location: Location | None = None) -> list[str]:
+        prefixes = [self.uri(location)] if location else [self.bucket_uri(b) for b in BUCKETS]
+        out: list[str] = []
+        for prefix in prefixes:
+            out.extend(info.uri for info in self.storage.list(prefix))
+        return sorted(out)
+
+    def fingerprint(self) -> Fingerprint:
+        """Every object of every bucket: uri -> (size, SHA-256 of the content)."""
+        out: Fingerprint = {}
+        for bucket in BUCKETS:
+            for info in self.storage.list(self.bucket_uri(bucket)):
+                if "/.tmp" in info.uri or info.uri.rsplit("/", 1)[-1].startswith(".tmp"):
+                    continue
+                data = self.storage.get(info.uri)
+                out[info.uri] = (len(data), hashlib.sha256(data).hexdigest())
+        return out
+
+    def copy(self, source: Location, target: Location) -> int:
+        src, dst = self.uri(source), self.uri(target)
+        count = 0
+        for info in list(self.storage.list(src)):
+            self.storage.copy(info.uri, dst + info.uri[len(src):])
+            count += 1
+        return count
+
+    def remove(self, location: Location) -> None:
+        for info in list(self.storage.list(self.uri(location))):
+            self.storage.delete(info.uri)
+
+    def put(self, location: Location, data: bytes) -> None:
+        self.storage.put(self.uri(location), data)
+
+    def close(self) -> None:
+        pass
+
+
+class LocalRun(StoreRun):
+    kind = "local"
+
+    def __init__(self, workdir: str | Path) -> None:
+        super().__init__()
+        self.workdir = Path(workdir)
+        for bucket in BUCKETS:
+            (self.workdir / bucket).mkdir(parents=True, exist_ok=True)
+
+    def bucket_uri(self, bucket: str) -> str:
+        return str(self.workdir / bucket)
+
+
+class S3Run(StoreRun):
+    kind = "s3"
+
+    def __init__(self, storage_options: Mapping[str, str], create_bucket: Callable[[str], object],
+                 prefix: str | None = None) -> None:
+        super().__init__(storage_options)
+        self.prefix = prefix or f"ls{uuid.uuid4().hex[:16]}"
+        for bucket in BUCKETS:
+            create_bucket(f"{self.prefix}-{bucket}")
+
+    def bucket_uri(self, bucket: str) -> str:
+        return f"s3://{self.prefix}-{bucket}"

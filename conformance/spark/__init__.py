@@ -1,0 +1,47 @@
+"""The PySpark harness: write Lance from Spark, and certify a dataset, or a pipeline's output, at scale.
+
+* ``certify_with_spark(spark, uri, ...)``: ``lancespec certify`` with its per-file checks run as one Spark
+  job over fragments and the manifest-level checks on the driver; the same findings, plus a DataFrame
+  of them (``distributed``).
+* ``certify_pipeline_output(spark, source_df, uri, ...)``: the output equals the source DataFrame, one
+  commit made it, no fragment was written twice, no orphan files (``pipeline``).
+* ``write_lance(df, uri, ...)``: executors write fragments with pylance into target bases, the driver
+  commits once against the version read at job start, then certifies its output (``writer``).
+* ``spark_session(master)``: a session bound to 127.0.0.1 (``session``).
+
+Only the functions that take a SparkSession need pyspark; this package imports it lazily. See
+docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from .digest import Digest
+from .distributed import FINDINGS_SCHEMA, FRAGMENT_CHECKS, SparkCertification, certify_with_spark, findings_frame
+from .pipeline import PIPELINE_REQUIREMENTS, PipelineCertification, certify_pipeline_output
+from .session import LOOPBACK, SparkUnavailable, loopback_conf, require_spark, spark_session, spark_unavailable
+from .writer import BasePath, LanceWrite, StagedWrite, arrow_schema, commit_staged, stage_fragments, write_lance
+
+__all__ = [
+    "FINDINGS_SCHEMA",
+    "FRAGMENT_CHECKS",
+    "LOOPBACK",
+    "PIPELINE_REQUIREMENTS",
+    "BasePath",
+    "Digest",
+    "LanceWrite",
+    "PipelineCertification",
+    "SparkCertification",
+    "SparkUnavailable",
+    "StagedWrite",
+    "arrow_schema",
+    "certify_pipeline_output",
+    "certify_with_spark",
+    "commit_staged",
+    "findings_frame",
+    "loopback_conf",
+    "require_spark",
+    "spark_session",
+    "spark_unavailable",
+    "stage_fragments",
+    "write_lance",
+]

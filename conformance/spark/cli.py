@@ -1,0 +1,79 @@
+"""``lancespec spark-certify URI [--master URL]``: ``lancespec certify`` with the per-file checks run by
+Spark. Starts a local Spark (``local[*]``) unless ``--master`` names another, its driver bound to
+127.0.0.1; same options, report formats and exit status as ``certify`` (0 conformant, 1 a MUST
+requirement breached, 2 unreadable, or Spark cannot start here)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+EXIT_NO_SPARK = 2
+
+
+def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register the ``spark-certify`` subcommand on the ``lancespec`` subparsers ``sub``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "spark-certify", help="certify with Spark: per-file checks as one job over fragments",
+        description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
+        "counts, blobs) run as a Spark job over fragments and the manifest-level checks on the driver. Exit 0 "
+        "conformant, 1 a MUST requirement is breached, 2 unreadable or Spark cannot start.")
+    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("--master", default="local[*]",
+                        help="Spark master URL (default local[*]: a local Spark on every core); the driver binds "
+                        "to 127.0.0.1")
+    versions = parser.add_mutually_exclusive_group()
+    versions.add_argument("--version", type=int, help="the version to certify (default: latest)")
+    versions.add_argument("--all-versions", action="store_true",
+                          help="every version of the main root and of every branch")
+    parser.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    parser.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes to "
+                        "stderr for json and junit)")
+    parser.add_argument("--only", action="append", metavar="AREA", help="run only this area's checks; repeat")
+    parser.add_argument("--fragments-per-task", type=int, metavar="N",
+                        help="fragments per Spark task (default: four tasks per core)")
+    add_storage_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lancespec.cli import parse_storage_options
+
+    from ..checks import all_checks
+    from ..report import RENDERERS
+    from .distributed import certify_with_spark
+    from .session import spark_session, spark_unavailable
+
+    areas = sorted({c.area for c in all_checks().values()})
+    unknown = sorted(set(args.only or ()) - set(areas))
+    if unknown:
+        raise ValueError(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
+    why = spark_unavailable()
+    if why is not None:
+        print(f"lancespec: error: Spark cannot start here: {why}", file=sys.stderr)
+        return EXIT_NO_SPARK
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    spark = spark_session(args.master, app_name="lancespec spark-certify")
+    try:
+        result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
+                                    areas=args.only, storage_options=parse_storage_options(args.storage_option),
+                                    fragments_per_task=args.fragments_per_task)
+    finally:
+        if existing is None:  # a session this command started; one the caller had stays up
+            spark.stop()
+    report = result.report
+    text = RENDERERS[args.format](report)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if args.format != "text":
+            sys.stderr.write(RENDERERS["text"](report))
+    else:
+        sys.stdout.write(text)
+    sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), {result.files} "
+                     f"file(s) checked in {result.job_seconds:.2f} s; {result.seconds:.2f} s in all\n")
+    return report.exit_code

@@ -1,0 +1,264 @@
+"""Certify a dataset with Spark: the per-file checks as one job over fragments, the rest on the driver.
+
+How the work is split. ``lancespec certify`` runs every check on one machine. Most of its time goes to
+the checks that follow every file a version references to storage (``FRAGMENT_CHECKS``: data files
+exist with their recorded size and a valid footer, hold physical_rows rows, deletion files say what the
+manifest says, blob descriptors and sidecars agree). Those checks are *fragment-local*: they look at one
+fragment's files at a time, so what they find in a version is the union of what they find in any
+partition of its fragments. Here:
+
+1. The driver runs ``lancespec.conformance.certify.certify`` itself, with every check except
+   ``FRAGMENT_CHECKS`` (manifest, bases, layout, refs, history, clones and every dataset-wide check),
+   and collects each readable version's snapshot (the decoded manifest) on the way (certify's
+   ``offload`` hook).
+2. One Spark job checks the fragments. Each task gets one slice of one version's fragments (the rest of
+   the manifest is broadcast once), builds the snapshot of that version *restricted to its slice* with
+   ``reference.table.build_snapshot`` (as the driver built the whole one) and runs the very same check
+   functions on it through certify's own runner. Tasks return findings, not files.
+3. The driver merges both sets of findings in certify's order. The report equals ``certify``'s on the
+   same dataset (``tests/spark/test_equivalence.py`` holds every pylance shape and every case of the
+   golden corpus to that, clean and damaged).
+
+Executors reach storage through lancespec's own store with the storage options passed down (S3
+included; no s3a, no Hadoop file system). What one task reads is cached for that task only, so a file
+that several versions reference is read once per task that meets it (certify reads it once per run).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lancespec.reference.codec import ManifestFile
+from lancespec.reference.layout import ManifestNaming
+from lancespec.reference.proto import table_pb2, transaction_pb2
+from lancespec.reference.store import open_store
+from lancespec.reference.table import Dataset, Snapshot, build_snapshot
+
+from ..certify import CertifyError, _run, certify, order_findings
+from ..checks import Check, VersionContext, all_checks
+from ..model import Finding, Report
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["FINDINGS_SCHEMA", "FRAGMENT_CHECKS", "SparkCertification", "certify_with_spark", "findings_frame"]
+
+#: The fragment-local version checks, run in executors. Each judges a version fragment by fragment: what it
+#: reports about a fragment depends only on that fragment (its files, as ``snapshot.fragments`` resolves
+#: them) and on the manifest's other sections (schema, bases, feature flags), never on other fragments. So
+#: its findings about a version are the union of its findings about the version restricted to each part
+#: of any split of the fragments. A check not listed here runs on the driver: the list decides where a
+#: check runs, never what it finds.
+FRAGMENT_CHECKS: frozenset[str] = frozenset({
+    "files.data_files_exist",
+    "files.physical_rows",
+    "files.deletion_files",
+    "blobs.descriptors",
+    "blobs.routing",
+})
+
+#: The schema of the findings DataFrame (one row per finding, as in certify's JSON report).
+FINDINGS_SCHEMA = "requirement string, severity string, version long, branch string, path string, message string"
+
+#: Tasks per core when the caller does not fix ``fragments_per_task``: enough to even out slow tasks.
+TASKS_PER_CORE = 4
+
+
+@dataclass(frozen=True)
+class _VersionWork:
+    """One version, as executors need it: everything of its decoded manifest file but the fragments (the
+    ``header``), as the messages' serialized bytes (lossless; the protobuf classes do not pickle). Each
+    task adds its slice of the fragments to the header and builds its snapshot from that, exactly as the
+    driver built the whole one: what a task decodes and holds grows with its slice, not the version."""
+
+    root: str
+    main_root: str
+    branch: str | None
+    version: int
+    naming: ManifestNaming
+    manifest_uri: str
+    header: bytes
+    transaction: bytes | None
+    transaction_bytes: bytes | None
+    index_section: bytes | None
+    size: int
+    checks: tuple[str, ...]
+    fragments: int
+
+    @classmethod
+    def of(cls, root: Dataset, snapshot: Snapshot, checks: Iterable[str]) -> _VersionWork:
+        mf = snapshot.manifest_file
+        header = table_pb2.Manifest()
+        header.CopyFrom(mf.manifest)
+        del header.fragments[:]
+        return cls(root.uri, root.main_root, root.branch_name, snapshot.version, snapshot.naming,
+                   snapshot.manifest_uri, header.SerializeToString(),
+                   None if mf.transaction is None else mf.transaction.SerializeToString(), mf.transaction_bytes,
+                   None if mf.index_section is None else mf.index_section.SerializeToString(), mf.size,
+                   tuple(checks), len(snapshot.fragments))
+
+    def snapshot(self, fragments: bytes) -> Snapshot:
+        """The snapshot of this version restricted to ``fragments`` (``fragment_slice``'s bytes): built by
+        ``build_snapshot`` from the manifest with only those fragments."""
+        manifest = table_pb2.Manifest.FromString(self.header)
+        manifest.MergeFromString(fragments)  # appends the slice to the (empty) repeated field
+        manifest_file = ManifestFile(
+            manifest,
+            None if self.transaction is None else transaction_pb2.Transaction.FromString(self.transaction),
+            self.transaction_bytes,
+            None if self.index_section is None else table_pb2.IndexSection.FromString(self.index_section),
+            self.size,
+        )
+        return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file)
+
+
+def fragment_slice(manifest: table_pb2.Manifest, start: int, stop: int) -> bytes:
+    """A manifest message holding only ``manifest.fragments[start:stop]``, serialized."""
+    part = table_pb2.Manifest()
+    part.fragments.extend(manifest.fragments[start:stop])
+    return part.SerializeToString()
+
+
+@dataclass
+class SparkCertification:
+    """The outcome of ``certify_with_spark``.
+
+    ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
+    (``FINDINGS_SCHEMA``). ``tasks``, ``fragments`` and ``files``: the distributed job's size (files =
+    data and deletion files of the fragments checked, summed over versions). ``seconds``: the whole call;
+    ``job_seconds``: the Spark job alone; ``task_seconds`` and ``task_cpu_seconds``: each task's time in
+    the check code, wall clock and CPU.
+    """
+
+    report: Report
+    findings_df: Any
+    tasks: int = 0
+    fragments: int = 0
+    files: int = 0
+    seconds: float = 0.0
+    job_seconds: float = 0.0
+    versions: list[tuple[str, int]] = field(default_factory=list)
+    task_seconds: list[float] = field(default_factory=list)
+    task_cpu_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
+
+
+def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
+    """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA``."""
+    rows = [(f.requirement, f.severity, f.version, f.branch, f.path, f.message) for f in findings]
+    return spark.createDataFrame(rows, FINDINGS_SCHEMA)
+
+
+# --- executor side ----------------------------------------------------------------------------------
+
+
+def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[str, str] | None,
+                    tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
+    """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
+
+    Yields ``("finding", requirement, severity, version, branch, path, message)`` per finding,
+    ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
+    fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
+    storage = open_store(storage_options)  # one per partition: the read cache lives as long as it does
+    registry: dict[str, Check] = all_checks()
+    for key, start, stop, fragments in tasks:
+        work = works[key]
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            part = work.snapshot(fragments)
+            if len(part.fragments) != stop - start:
+                raise AssertionError(f"the slice holds {len(part.fragments)} fragments, not {stop - start}")
+            dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
+            for name in work.checks:
+                ctx = VersionContext(dataset, version=work.version, snapshot=part)
+                _run(registry[name], ctx)
+                for f in ctx.findings:
+                    yield ("finding", f.requirement, f.severity, f.version, f.branch, f.path, f.message)
+        except Exception as exc:
+            yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
+            continue
+        files = sum(len(f.files) + (f.deletion is not None) for f in part.fragments)
+        yield ("done", len(part.fragments), files, time.perf_counter() - started, time.process_time() - cpu)
+
+
+def _executor(bc: Any, storage_options: dict[str, str] | None,
+              tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
+    return check_fragments(bc.value, storage_options, tasks)
+
+
+# --- driver side ------------------------------------------------------------------------------------
+
+
+def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
+          tasks_per_core: int) -> list[tuple[int, int, int]]:
+    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions."""
+    total = sum(w.fragments for w in works.values())
+    if fragments_per_task is None:
+        fragments_per_task = max(1, -(-total // max(1, parallelism * tasks_per_core)))
+    if fragments_per_task < 1:
+        raise ValueError(f"fragments_per_task must be at least 1, got {fragments_per_task}")
+    return [(key, start, min(start + fragments_per_task, work.fragments))
+            for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
+
+
+def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
+                       areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
+                       fragments_per_task: int | None = None,
+                       tasks_per_core: int = TASKS_PER_CORE) -> SparkCertification:
+    """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
+    checks run as one Spark job over the fragments of every certified version.
+
+    ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
+    ``tasks_per_core`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
+    executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials)."""
+    started = time.perf_counter()
+    options = dict(storage_options) if storage_options is not None else None
+    known = all_checks()
+    unknown = sorted(n for n in FRAGMENT_CHECKS if n not in known or known[n].scope != "version")
+    if unknown:
+        raise CertifyError(f"FRAGMENT_CHECKS names {', '.join(unknown)}, which are not version checks", uri)
+
+    works: dict[int, _VersionWork] = {}
+    manifests: dict[int, table_pb2.Manifest] = {}
+
+    def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
+        manifests[len(works)] = snapshot.manifest
+        works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks))
+
+    report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
+                     offload=offload, offloaded=FRAGMENT_CHECKS)
+    result = SparkCertification(report, None, versions=[(w.branch or "main", w.version) for w in works.values()])
+    sc = spark.sparkContext
+    plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)
+    if plan:
+        job_started = time.perf_counter()
+        tasks = [(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in plan]
+        bc = sc.broadcast(works)
+        try:
+            rows = (sc.parallelize(tasks, len(tasks))
+                    .mapPartitions(functools.partial(_executor, bc, options))
+                    .collect())
+        finally:
+            bc.destroy()
+        result.job_seconds = time.perf_counter() - job_started
+        errors = [r[1] for r in rows if r[0] == "error"]
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
+        found = [Finding(r[1], r[2], r[3], r[5], r[6], r[4]) for r in rows if r[0] == "finding"]
+        report.findings = order_findings([*report.findings, *found])
+        result.tasks = len(tasks)
+        result.fragments = sum(r[1] for r in rows if r[0] == "done")
+        result.files = sum(r[2] for r in rows if r[0] == "done")
+        result.task_seconds = [r[3] for r in rows if r[0] == "done"]
+        result.task_cpu_seconds = [r[4] for r in rows if r[0] == "done"]
+    result.findings_df = findings_frame(spark, report.findings)
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,90 @@
+"""Starting Spark for lancespec: a session whose driver binds to 127.0.0.1 only.
+
+Spark otherwise picks the machine's external interface for the driver and serves its web UI on every
+interface; lancespec's sessions bind the driver (``spark.driver.bindAddress``, ``spark.driver.host`` and
+``SPARK_LOCAL_IP``) to the loopback interface and turn the UI off. Executors run this very Python
+(``spark.pyspark.python``), so they import the same lancespec and pylance.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LOOPBACK", "SparkUnavailable", "loopback_conf", "require_spark", "spark_session", "spark_unavailable"]
+
+LOOPBACK = "127.0.0.1"
+
+
+class SparkUnavailable(RuntimeError):
+    """PySpark or a Java runtime is missing: Spark cannot start here."""
+
+
+def spark_unavailable() -> str | None:
+    """Why Spark cannot start on this machine (pyspark or Java missing), or None when it can."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install 'lancespec[spark]', or run setup.sh)"
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return "no Java runtime (java is not on PATH and JAVA_HOME is unset); setup.sh installs OpenJDK 17"
+    try:
+        subprocess.run([java, "-version"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the Java runtime at {java} does not run: {exc}"
+    return None
+
+
+def require_spark() -> None:
+    """Raise SparkUnavailable, saying what is missing, unless Spark can start here."""
+    why = spark_unavailable()
+    if why is not None:
+        raise SparkUnavailable(why)
+
+
+def loopback_conf(shuffle_partitions: int = 4) -> dict[str, str]:
+    """The Spark settings of every lancespec session."""
+    return {
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.driver.host": LOOPBACK,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+    }
+
+
+def spark_session(master: str = "local[*]", *, app_name: str = "lancespec",
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A SparkSession on ``master`` (default ``local[*]``) bound to 127.0.0.1, with ``conf`` on top of
+    ``loopback_conf()``. The driver's bind settings cannot be overridden. An existing session of this
+    process is returned as it is (Spark allows one per process); its bind address is checked."""
+    require_spark()
+    from pyspark.sql import SparkSession
+
+    os.environ["SPARK_LOCAL_IP"] = LOOPBACK  # read by the JVM at launch: block manager, RPC, any UI
+    settings = {**loopback_conf(), **(conf or {})}
+    settings["spark.driver.bindAddress"] = settings["spark.driver.host"] = LOOPBACK
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # pylance warns at every fork once imported; launching the JVM forks and at once execs java.
+        warnings.filterwarnings("ignore", message="lance is not fork-safe")
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    bound = spark.sparkContext.getConf().get("spark.driver.bindAddress")
+    if bound != LOOPBACK:
+        raise SparkUnavailable(f"the running SparkSession binds its driver to {bound}, not {LOOPBACK}; stop it "
+                               "first")
+    return spark

@@ -1,0 +1,129 @@
+"""Fault profiles and the seeded, per-process fault schedule.
+
+A fault decision is a pure function of ``(seed, client, request class, n)``: ``client`` is the writer
+process (each writer talks to its own proxy port, so the proxy knows which process sent a request), the
+request class is what the request does (``manifest-put``, ``put``, ``get``, ``head``, ``list``, ``delete``,
+``other``) and ``n`` counts that client's requests of that class from 0. The schedule holds no state:
+``decide`` hashes the four values (BLAKE2b) into a uniform number and picks the fault whose probability
+band it falls in. The same seed therefore gives every process the same fault on its n-th manifest PUT,
+its n-th data PUT, and so on, in any run; which request is the n-th is up to the process (a reference
+writer is sequential; pylance may issue several reads at once) and to the other processes (retries after
+a lost race add requests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "FAULTS",
+    "PROFILES",
+    "REQUEST_CLASSES",
+    "Fault",
+    "FaultProfile",
+    "decide",
+    "profile",
+]
+
+FAULTS = ("latency", "slowdown", "error500", "reset", "lost-ack", "pause")
+"""Every fault type, in the order their probability bands are laid out.
+
+* ``latency``: the request waits ``latency_s`` (jittered) before it is forwarded.
+* ``slowdown``: answered ``503 SlowDown`` without being forwarded.
+* ``error500``: answered ``500 InternalError`` without being forwarded.
+* ``reset``: the connection is reset (TCP RST) before the request is forwarded: it never takes effect.
+* ``lost-ack``: the request is forwarded and takes effect, then the connection is reset instead of
+  answering: the client cannot know that it succeeded.
+* ``pause``: the request is held ``pause_s`` before it is forwarded (a stalled writer or endpoint).
+"""
+
+REQUEST_CLASSES = ("manifest-put", "put", "get", "head", "list", "delete", "other")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One decision: the fault (None: forward untouched) and, for delays, how long."""
+
+    kind: str | None
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """Per request class, the probability of each fault; ``"*"`` applies to classes not listed."""
+
+    name: str
+    rates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    latency_s: float = 0.03
+    pause_s: float = 1.0
+    description: str = ""
+
+    def rates_for(self, request_class: str) -> Mapping[str, float]:
+        return self.rates.get(request_class, self.rates.get("*", {}))
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "rates": {k: dict(v) for k, v in self.rates.items()},
+                "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description}
+
+
+_DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
+                  "pause": 0.002}
+_MANIFEST_RATES = {"latency": 0.10, "slowdown": 0.03, "error500": 0.02, "reset": 0.03, "lost-ack": 0.06,
+                   "pause": 0.01}
+
+PROFILES: dict[str, FaultProfile] = {
+    "none": FaultProfile("none", {}, description="no faults: the proxy only forwards (and records)"),
+    "default": FaultProfile(
+        "default", {"*": _DEFAULT_RATES, "manifest-put": _MANIFEST_RATES},
+        description="every fault type at a few percent; manifest PUTs (the commit point) hit harder",
+    ),
+    "heavy": FaultProfile(
+        "heavy",
+        {"*": {k: 3 * v for k, v in _DEFAULT_RATES.items()},
+         "manifest-put": {k: 2 * v for k, v in _MANIFEST_RATES.items()}},
+        description="three times the default rates (twice on manifest PUTs)",
+    ),
+    "lost-acks": FaultProfile(
+        "lost-acks", {"manifest-put": {"lost-ack": 0.25}, "put": {"lost-ack": 0.05}},
+        description="only lost acknowledgements: a quarter of manifest PUTs land without an answer",
+    ),
+}
+for _fault in FAULTS:  # one profile per fault type, every request class: for tests and demonstrations
+    PROFILES[f"only-{_fault}"] = FaultProfile(
+        f"only-{_fault}", {"*": {_fault: 0.2}}, latency_s=0.02, pause_s=0.3,
+        description=f"only {_fault}, on a fifth of all requests",
+    )
+
+
+def profile(name: str) -> FaultProfile:
+    """The named profile; ValueError lists the known names."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown fault profile {name!r}; choose from {', '.join(PROFILES)}") from None
+
+
+def _uniform(seed: int, client: int, request_class: str, n: int, salt: str) -> float:
+    digest = hashlib.blake2b(f"{seed}/{client}/{request_class}/{n}/{salt}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: int) -> Fault:
+    """The fault for ``client``'s ``n``-th request of ``request_class`` (pure: same inputs, same answer)."""
+    rates = prof.rates_for(request_class)
+    if not rates:
+        return Fault(None)
+    u = _uniform(seed, client, request_class, n, "fault")
+    edge = 0.0
+    for kind in FAULTS:
+        edge += rates.get(kind, 0.0)
+        if u < edge:
+            jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")
+            if kind == "latency":
+                return Fault(kind, prof.latency_s * jitter)
+            if kind == "pause":
+                return Fault(kind, prof.pause_s * jitter)
+            return Fault(kind)
+    return Fault(None)

@@ -1,0 +1,198 @@
+"""Pre-flight: does this endpoint enforce ``If-None-Match: *`` atomically, under contention?
+
+Lance commits on S3 rest on one primitive: of any number of concurrent ``PutObject`` requests with
+``If-None-Match: *`` on one key, exactly one succeeds. Two checks, each with its own boto3 clients:
+
+1. **Sequential**: a conditional PUT on a key that exists must answer 412. An endpoint that answers 200
+   ignores the header (the last writer wins); commits on it can be lost with no error at all.
+2. **Contention**: ``rounds`` times, ``racers`` signed conditional PUTs of different bodies to one fresh
+   key are released together (each is sent but its last byte on its own connection, then the last bytes
+   go out back to back, so the requests complete at the server within microseconds of each other); a
+   round with more than one 200 is a double win. Any double win means check-then-store is not atomic.
+
+``vouched`` is true only when both pass. A failed check says why; a passed contention check is evidence,
+not proof: races are probabilistic. Measured here with 8 racers of 64 KiB: moto without its write lock and
+with forced thread switching (``sys.setswitchinterval(1e-6)``) had double winners in 5 to 10 % of rounds
+(sometimes a 500 as well), so 100 rounds miss it with probability below 1 %; with the lock, 0 in every
+run. The check stops at the first double win.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+__all__ = ["PreflightResult", "preflight"]
+
+
+@dataclass
+class PreflightResult:
+    endpoint: str
+    vouched: bool
+    reason: str
+    sequential_ok: bool
+    rounds: int = 0
+    racers: int = 0
+    double_wins: int = 0
+    no_wins: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "vouched": self.vouched, "reason": self.reason,
+                "sequential_ok": self.sequential_ok, "rounds": self.rounds, "racers": self.racers,
+                "double_wins": self.double_wins, "no_wins": self.no_wins, "errors": self.errors[:10]}
+
+
+def _client(endpoint: str, options: Mapping[str, str]) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    def pick(*names: str) -> str | None:
+        for name in names:
+            if options.get(name):
+                return options[name]
+        return None
+
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, region_name=pick("aws_region", "region") or "us-east-1",
+        aws_access_key_id=pick("aws_access_key_id", "access_key_id"),
+        aws_secret_access_key=pick("aws_secret_access_key", "secret_access_key"),
+        aws_session_token=pick("aws_session_token", "session_token"),
+        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 1},
+                      request_checksum_calculation="when_required", response_checksum_validation="when_required",
+                      connect_timeout=10, read_timeout=30),
+    )
+
+
+def _status(exc: Exception) -> int | None:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return int(status) if status is not None else None
+
+
+def _credentials(options: Mapping[str, str]) -> Any:
+    from botocore.credentials import Credentials
+
+    key = options.get("aws_access_key_id") or options.get("access_key_id")
+    secret = options.get("aws_secret_access_key") or options.get("secret_access_key")
+    if key and secret:
+        return Credentials(key, secret, options.get("aws_session_token") or options.get("session_token"))
+    import boto3
+
+    found = boto3.session.Session().get_credentials()
+    return found.get_frozen_credentials() if found is not None else None
+
+
+RACE_BODY_BYTES = 64 * 1024
+"""Each racer's body size: storing a larger body takes the endpoint longer between its existence check and
+its store, which widens the window a non-atomic endpoint leaves open (and costs an atomic one nothing)."""
+
+
+def _body(i: int) -> bytes:
+    head = f"racer {i} {uuid.uuid4().hex}\n".encode()
+    return head + b"." * (RACE_BODY_BYTES - len(head))
+
+
+def _signed_put(endpoint: str, bucket: str, key: str, body: bytes, credentials: Any, region: str) -> bytes:
+    """The raw bytes of a SigV4-signed ``PUT`` with ``If-None-Match: *``."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    url = f"{endpoint.rstrip('/')}/{bucket}/{quote(key)}"
+    request = AWSRequest(method="PUT", url=url, data=body,
+                         headers={"If-None-Match": "*", "Content-Length": str(len(body))})
+    if credentials is not None:
+        S3SigV4Auth(credentials, "s3", region).add_auth(request)
+    parts = urlsplit(url)
+    lines = [f"PUT {parts.path} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in request.headers.items() if k.lower() not in ("host", "connection")]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any,
+          options: Mapping[str, str]) -> list[int | None]:
+    """``racers`` conditional PUTs of different bodies to ``key``, released together: every request is sent
+    but its last byte, then the last bytes go out back to back. Returns each racer's HTTP status (None
+    for a failed exchange)."""
+    region = options.get("aws_region") or options.get("region") or "us-east-1"
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region)
+                for i in range(racers)]
+    sockets: list[socket.socket] = []
+    try:
+        for raw in requests:
+            sock = socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=30)
+            if parts.scheme == "https":
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(raw[:-1])
+            sockets.append(sock)
+        for sock, raw in zip(sockets, requests, strict=True):
+            sock.sendall(raw[-1:])
+        statuses: list[int | None] = []
+        for sock in sockets:
+            try:
+                head = sock.makefile("rb").readline()
+                statuses.append(int(head.split()[1]))
+            except (OSError, ValueError, IndexError):
+                statuses.append(None)
+        return statuses
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *, rounds: int = 100,
+              racers: int = 8, prefix: str = "_lancespec_preflight", stop_after: int = 1) -> PreflightResult:
+    """Run both checks against ``endpoint`` in ``bucket`` (keys under ``prefix/``, left behind). The
+    contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
+    run = uuid.uuid4().hex[:12]
+    clients = [_client(endpoint, storage_options) for _ in range(racers)]
+    result = PreflightResult(endpoint, False, "", False, rounds, racers)
+
+    key = f"{prefix}/{run}/sequential"
+    clients[0].put_object(Bucket=bucket, Key=key, Body=b"first", IfNoneMatch="*")
+    try:
+        clients[0].put_object(Bucket=bucket, Key=key, Body=b"second", IfNoneMatch="*")
+        result.reason = ("the endpoint ignores If-None-Match: a conditional PUT on an existing key succeeded "
+                         "(the last writer wins; concurrent commits can be silently lost)")
+        return result
+    except Exception as exc:
+        if _status(exc) != 412:
+            result.reason = f"a conditional PUT on an existing key answered {_status(exc)}, not 412: {exc}"
+            return result
+    result.sequential_ok = True
+
+    credentials = _credentials(storage_options)
+    for round_no in range(rounds):
+        key = f"{prefix}/{run}/race-{round_no}"
+        statuses = _race(endpoint, bucket, key, racers, credentials, storage_options)
+        wins = sum(1 for s in statuses if s is not None and 200 <= s < 300)
+        odd = [s for s in statuses if s is None or not (200 <= s < 300 or s in (409, 412))]
+        if odd:
+            result.errors.append(f"round {round_no}: statuses {statuses}")
+        if wins > 1:
+            result.double_wins += 1
+        elif not wins:
+            result.no_wins += 1
+        result.rounds = round_no + 1
+        if result.double_wins >= stop_after:
+            break
+    if result.double_wins:
+        result.reason = (f"conditional writes are not atomic: {result.double_wins} of {result.rounds} rounds of "
+                         f"{racers} concurrent If-None-Match PUTs on one key had more than one winner")
+    elif result.errors:
+        result.reason = f"{len(result.errors)} racing PUTs failed with errors; atomicity could not be judged"
+    else:
+        result.vouched = True
+        result.reason = (f"If-None-Match enforced: 412 on an existing key; exactly one winner in each of "
+                         f"{result.rounds} rounds of {racers} concurrent PUTs")
+    return result

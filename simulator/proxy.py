@@ -1,0 +1,443 @@
+"""The fault-injecting proxy: an HTTP forwarder on 127.0.0.1 between the writers and the S3 endpoint.
+
+Every client (writer process) gets a port of its own, so the proxy knows who sent each request without
+any help from the client (pylance cannot add headers). Per request the proxy classifies it
+(``faults.REQUEST_CLASSES``), counts it (per client and class), asks the seeded schedule
+(``faults.decide``) for a fault, applies the storage personality, forwards it on a fresh upstream
+connection, and answers.
+
+What it records, the wire's view of the run:
+
+* ``faults``: every injected fault (client, class, n, kind, method, key, time).
+* ``requests``: how many requests each client made per class.
+* ``writes``: every manifest PUT (with its status, the MD5 of its body, the body when accepted) and every
+  deletion (``DELETE`` and the keys of a multi-object ``POST ?delete``), with the client and the time the
+  request *arrived*: a client sends requests only while an operation is in flight, so the arrival time
+  names the operation that sent it.
+
+Personalities (``PERSONALITIES``) change what the endpoint appears to do:
+
+* ``honest``: nothing changes.
+* ``no-conditional``: ``If-None-Match`` is stripped from every request: the endpoint ignores conditional
+  writes, the last writer wins.
+* ``lagging-list``: listings hide every key written through the proxy less than ``list_lag_s`` ago.
+* ``unlocked``: a server-side personality (moto without the write lock); the proxy changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import http.client
+import re
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from .faults import PROFILES, Fault, FaultProfile, decide
+
+__all__ = [
+    "PERSONALITIES",
+    "FaultProxy",
+    "InjectedFault",
+    "WireWrite",
+    "classify",
+]
+
+PERSONALITIES = ("honest", "no-conditional", "lagging-list", "unlocked")
+LOOPBACK = "127.0.0.1"
+UPSTREAM_TIMEOUT_S = 60.0
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                         "upgrade", "proxy-authorization", "proxy-authenticate"})
+_LIST_PARAMS = frozenset({"list-type", "prefix", "delimiter", "marker", "continuation-token", "start-after",
+                          "max-keys"})
+_CONTENTS = re.compile(rb"<Contents>.*?</Contents>", re.S)
+_KEY = re.compile(rb"<Key>(.*?)</Key>", re.S)
+_KEY_COUNT = re.compile(rb"<KeyCount>\d+</KeyCount>")
+
+
+@dataclass(frozen=True)
+class InjectedFault:
+    """One fault the proxy injected."""
+
+    client: int
+    request_class: str
+    n: int
+    kind: str
+    method: str
+    key: str
+    t: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"client": self.client, "class": self.request_class, "n": self.n, "kind": self.kind,
+                "method": self.method, "key": self.key, "t": round(self.t, 6)}
+
+
+@dataclass(frozen=True)
+class WireWrite:
+    """A manifest PUT or a deletion as the proxy saw it. ``t`` is the arrival time (``time.monotonic``)."""
+
+    client: int
+    t: float
+    kind: str  # "manifest-put" or "delete"
+    bucket: str
+    key: str
+    status: int  # the endpoint's status; 0 when the request was never forwarded
+    md5: str | None = None
+    body: bytes | None = field(default=None, repr=False)
+    fault: str | None = None
+    conditional: bool = False
+    forwarded: float = 0.0
+    """When the proxy sent it on to the endpoint (after any delay); 0 when it never did. The endpoint's order
+    of writes is the order of these times; ``t`` (arrival) names the operation that sent it."""
+
+    @property
+    def at(self) -> float:
+        """The best known time the endpoint applied it: ``forwarded``, else the arrival time."""
+        return self.forwarded or self.t
+
+    @property
+    def applied(self) -> bool:
+        """Whether the endpoint accepted it (2xx)."""
+        return 200 <= self.status < 300
+
+    def to_json(self) -> dict[str, Any]:
+        return {"client": self.client, "t": round(self.t, 6), "forwarded": round(self.forwarded, 6),
+                "kind": self.kind, "bucket": self.bucket, "key": self.key, "status": self.status, "md5": self.md5,
+                "fault": self.fault, "conditional": self.conditional}
+
+
+def classify(method: str, key: str, query: str) -> str:
+    """The request class of an S3 request (path-style ``/bucket/key``)."""
+    method = method.upper()
+    if method == "PUT":
+        if key and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
+            return "manifest-put"
+        return "put" if key else "other"
+    if method == "DELETE":
+        return "delete" if key else "other"
+    if method == "POST":
+        return "delete" if "delete" in parse_qs(query, keep_blank_values=True) else "other"
+    if method == "HEAD":
+        return "head" if key else "other"
+    if method == "GET":
+        if key:
+            return "get"
+        params = set(parse_qs(query, keep_blank_values=True))
+        return "list" if params & _LIST_PARAMS or not params else "other"
+    return "other"
+
+
+def _error_body(code: str, message: str, key: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{html.escape(message)}'
+            f"</Message><Key>{html.escape(key)}</Key><RequestId>lancespec-sim</RequestId></Error>").encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no delayed-ACK stalls
+    server: _PortServer
+
+    def do_GET(self) -> None:
+        self.server.proxy._handle(self, self.server.client)
+
+    do_PUT = do_POST = do_DELETE = do_HEAD = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):  # the connection was reset on purpose
+            super().finish()
+
+
+class _PortServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128  # socketserver's default of 5 drops SYNs of parallel connects: 1 s retransmits
+
+    def __init__(self, proxy: FaultProxy, client: int) -> None:
+        super().__init__((LOOPBACK, 0), _Handler)
+        self.proxy = proxy
+        self.client = client
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # resets and clients that gave up: expected here, not worth a traceback
+
+
+class FaultProxy:
+    """The proxy: ``clients`` ports on 127.0.0.1 forwarding to ``upstream``.
+
+    ``endpoint(client)`` is the URL a client uses. Client ids are 0..clients-1; faults are injected only
+    for ids in ``faulty_clients`` (default: all), so a control client (setup, pre-flight) can share the
+    personality without the faults. Start with ``start()`` (or ``with``), stop with ``stop()``.
+    """
+
+    def __init__(self, upstream: str, clients: int, *, seed: int = 0, faults: FaultProfile | None = None,
+                 personality: str = "honest", list_lag_s: float = 2.0,
+                 faulty_clients: Sequence[int] | None = None) -> None:
+        if personality not in PERSONALITIES:
+            raise ValueError(f"unknown personality {personality!r}; choose from {', '.join(PERSONALITIES)}")
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the upstream endpoint must be an http:// or https:// URL, not {upstream!r}")
+        self.upstream = upstream.rstrip("/")
+        self._upstream_https = parts.scheme == "https"
+        self._upstream_host = parts.hostname
+        self._upstream_port = parts.port or (443 if self._upstream_https else 80)
+        self._upstream_prefix = parts.path.rstrip("/")
+        self.clients = clients
+        self.seed = seed
+        self.profile = faults or PROFILES["none"]
+        self.personality = personality
+        self.list_lag_s = list_lag_s
+        self.faulty_clients = frozenset(range(clients) if faulty_clients is None else faulty_clients)
+        self.faults: list[InjectedFault] = []
+        self.writes: list[WireWrite] = []
+        self.requests: Counter[tuple[int, str]] = Counter()
+        self._counters: Counter[tuple[int, str]] = Counter()
+        self._written_at: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+        self._servers: list[_PortServer] = []
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> FaultProxy:
+        if self._servers:
+            return self
+        for client in range(self.clients):
+            server = _PortServer(self, client)
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                                      name=f"sim-proxy-{client}", daemon=True)
+            thread.start()
+            self._servers.append(server)
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads = []
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def endpoint(self, client: int) -> str:
+        """``http://127.0.0.1:PORT`` of ``client``'s port."""
+        return f"http://{LOOPBACK}:{self._servers[client].server_address[1]}"
+
+    def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
+        """``base`` storage options with the endpoint replaced by ``client``'s port (plain HTTP)."""
+        out = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
+        out["aws_endpoint"] = self.endpoint(client)
+        out["allow_http"] = "true"
+        return out
+
+    # --- summaries ------------------------------------------------------------------------------------
+
+    def fault_counts(self) -> Counter[str]:
+        with self._lock:
+            return Counter(f.kind for f in self.faults)
+
+    def faults_of(self, client: int) -> list[tuple[str, int, str]]:
+        """``client``'s faults as ``(class, n, kind)``, sorted: what a replay must reproduce."""
+        with self._lock:
+            return sorted((f.request_class, f.n, f.kind) for f in self.faults if f.client == client)
+
+    # --- one request ----------------------------------------------------------------------------------
+
+    def _handle(self, handler: _Handler, client: int) -> None:
+        arrived = time.monotonic()
+        method = handler.command.upper()
+        target = urlsplit(handler.path)
+        path, query = target.path, target.query
+        bucket, _, raw_key = path.lstrip("/").partition("/")
+        key = unquote(raw_key)
+        body = self._read_body(handler)
+        request_class = classify(method, key, query)
+        with self._lock:
+            n = self._counters[(client, request_class)]
+            self._counters[(client, request_class)] += 1
+            self.requests[(client, request_class)] += 1
+        fault = (decide(self.profile, self.seed, client, request_class, n) if client in self.faulty_clients
+                 else Fault(None))
+        if fault.kind is not None:
+            with self._lock:
+                self.faults.append(InjectedFault(client, request_class, n, fault.kind, method, f"{bucket}/{key}",
+                                                 arrived))
+        headers = [(k, v) for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP]
+        conditional = any(k.lower() == "if-none-match" for k, _ in headers)
+        if self.personality == "no-conditional":
+            headers = [(k, v) for k, v in headers if k.lower() != "if-none-match"]
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        headers.append(("Content-Length", str(len(body))))
+
+        forwarded = 0.0
+
+        def record(status: int) -> None:
+            self._record_writes(client, arrived, request_class, method, bucket, key, body, status, fault.kind,
+                                conditional, forwarded)
+
+        if fault.kind in ("latency", "pause"):
+            time.sleep(fault.delay_s)
+        elif fault.kind == "reset":
+            record(0)
+            self._reset(handler)
+            return
+        elif fault.kind in ("slowdown", "error500"):
+            record(0)
+            status, code, text = ((503, "SlowDown", "Please reduce your request rate.") if fault.kind == "slowdown"
+                                  else (500, "InternalError", "We encountered an internal error. Please try again."))
+            self._respond(handler, method, status, [("Content-Type", "application/xml")],
+                          _error_body(code, text, key))
+            return
+        forwarded = time.monotonic()
+        try:
+            status, reason, out_headers, out_body = self._forward(method, handler.path, headers, body)
+        except (OSError, http.client.HTTPException) as exc:
+            record(0)
+            self._respond(handler, method, 502, [("Content-Type", "application/xml")],
+                          _error_body("BadGateway", f"upstream failed: {exc}", key))
+            return
+        record(status)
+        if 200 <= status < 300 and method in ("PUT", "POST") and key:
+            with self._lock:
+                self._written_at[(bucket, key)] = time.monotonic()
+        if request_class == "list" and self.personality == "lagging-list" and status == 200:
+            out_body = self._hide_recent(bucket, out_body)
+        if fault.kind == "lost-ack":
+            self._reset(handler)
+            return
+        self._respond(handler, method, status, out_headers, out_body, reason)
+
+    @staticmethod
+    def _read_body(handler: _Handler) -> bytes:
+        length = handler.headers.get("Content-Length")
+        if length is not None:
+            return handler.rfile.read(int(length)) if int(length) > 0 else b""
+        if "chunked" in handler.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while handler.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(handler.rfile.read(size))
+                handler.rfile.readline()
+            return b"".join(chunks)
+        return b""
+
+    def _forward(self, method: str, path: str, headers: list[tuple[str, str]],
+                 body: bytes) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        conn: http.client.HTTPConnection
+        if self._upstream_https:
+            conn = http.client.HTTPSConnection(self._upstream_host, self._upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+        else:
+            conn = http.client.HTTPConnection(self._upstream_host, self._upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+        try:
+            conn.connect()
+            assert conn.sock is not None
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # headers and body are two sends
+            conn.putrequest(method, self._upstream_prefix + path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                conn.putheader(name, value)
+            conn.endheaders(body if body else None)
+            response = conn.getresponse()
+            data = response.read()
+            out = [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP]
+            return response.status, response.reason, out, data
+        finally:
+            conn.close()
+
+    def _respond(self, handler: _Handler, method: str, status: int, headers: list[tuple[str, str]], body: bytes,
+                 reason: str | None = None) -> None:
+        """Status line, headers and body in one write (no delayed-ACK stall between them)."""
+        lines = [f"HTTP/1.1 {status} {reason or http.client.responses.get(status, '')}"]
+        length_given = False
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered == "content-length":
+                if method == "HEAD":  # a HEAD answer carries the object's length and no body
+                    lines.append(f"{name}: {value}")
+                    length_given = True
+                continue
+            if lowered in ("server", "date"):
+                continue
+            lines.append(f"{name}: {value}")
+        if not length_given:
+            lines.append(f"Content-Length: {len(body)}")
+        payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if method != "HEAD":
+            payload += body
+        handler.wfile.write(payload)
+        handler.wfile.flush()
+
+    @staticmethod
+    def _reset(handler: _Handler) -> None:
+        """Abort the client's connection with a TCP RST, answering nothing."""
+        handler.close_connection = True
+        try:
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.connection.close()
+        except OSError:
+            pass
+
+    def _record_writes(self, client: int, arrived: float, request_class: str, method: str, bucket: str, key: str,
+                       body: bytes, status: int, fault: str | None, conditional: bool, forwarded: float) -> None:
+        entries: list[WireWrite] = []
+        if request_class == "manifest-put":
+            applied = 200 <= status < 300
+            entries.append(WireWrite(client, arrived, "manifest-put", bucket, key, status,
+                                     hashlib.md5(body, usedforsecurity=False).hexdigest(),
+                                     body if applied else None, fault, conditional, forwarded))
+        elif request_class == "delete" and method == "DELETE":
+            entries.append(WireWrite(client, arrived, "delete", bucket, key, status, fault=fault,
+                                     forwarded=forwarded))
+        elif request_class == "delete":  # multi-object delete: the keys are in the request body
+            for raw in _KEY.findall(body):
+                entries.append(WireWrite(client, arrived, "delete", bucket, html.unescape(raw.decode()), status,
+                                         fault=fault, forwarded=forwarded))
+        if entries:
+            with self._lock:
+                self.writes.extend(entries)
+
+    def _hide_recent(self, bucket: str, body: bytes) -> bytes:
+        """Drop ``<Contents>`` entries of keys written less than ``list_lag_s`` ago."""
+        cutoff = time.monotonic() - self.list_lag_s
+        hidden = 0
+
+        def keep(match: re.Match[bytes]) -> bytes:
+            nonlocal hidden
+            found = _KEY.search(match.group(0))
+            if found is None:
+                return match.group(0)
+            key = html.unescape(found.group(1).decode())
+            with self._lock:
+                written = self._written_at.get((bucket, key))
+            if written is not None and written > cutoff:
+                hidden += 1
+                return b""
+            return match.group(0)
+
+        out = _CONTENTS.sub(keep, body)
+        if hidden:
+            count = len(_CONTENTS.findall(out))
+            out = _KEY_COUNT.sub(f"<KeyCount>{count}</KeyCount>".encode(), out, count=1)
+        return out

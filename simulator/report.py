@@ -1,0 +1,167 @@
+"""Rendering a run: rich tables on stdout, JSON to a file, and the ``lancespec simulate`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .checker import INVARIANTS
+from .faults import FAULTS, PROFILES
+from .history import OUTCOMES
+from .proxy import PERSONALITIES
+from .simulate import RunConfig, RunReport, replay_command, simulate
+
+__all__ = ["add_arguments", "render", "render_matrix", "run_command"]
+
+EXIT_OK = 0
+EXIT_ANOMALIES = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``lancespec simulate``."""
+    parser.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
+    parser.add_argument("--ops", type=int, default=400, help="operations in all, spread over the writers "
+                        "(default 400)")
+    parser.add_argument("--seed", type=int, default=0, help="fixes the operations and the fault schedule")
+    parser.add_argument("--writer", choices=("reference", "pylance", "mixed"), default="reference",
+                        help="who writes: lancespec's reference writer, pylance, or both (even writers reference)")
+    parser.add_argument("--faults", choices=sorted(PROFILES), default="default", metavar="PROFILE",
+                        help=f"fault profile: {', '.join(sorted(PROFILES))} (default: default)")
+    parser.add_argument("--personality", choices=(*PERSONALITIES, "all"), default="honest",
+                        help="storage personality: honest S3, no-conditional (If-None-Match ignored), "
+                        "lagging-list (listings hide keys younger than --list-lag seconds), unlocked (the embedded "
+                        "server without its write lock); 'all' runs each and prints which invariants break")
+    parser.add_argument("--endpoint", metavar="URL", help="an S3 endpoint (MinIO, a cloud bucket) instead of the "
+                        "embedded server; also $LANCESPEC_S3_ENDPOINT")
+    parser.add_argument("--bucket", help="bucket to use (created if missing); default a fresh one")
+    parser.add_argument("--datasets", type=int, default=2, help="datasets the writers share (default 2)")
+    parser.add_argument("--list-lag", type=float, default=2.0, metavar="SECONDS",
+                        help="how far listings lag behind writes under lagging-list (default 2)")
+    parser.add_argument("--preflight-rounds", type=int, default=100, metavar="N",
+                        help="rounds of the conditional-write contention check (0 skips it; default 100)")
+    parser.add_argument("--time-limit", type=float, default=150.0, metavar="SECONDS",
+                        help="writers start no operation after this (default 150)")
+    parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a storage option for --endpoint (credentials, region); repeat")
+
+
+def _config(args: argparse.Namespace, personality: str, options: dict[str, str]) -> RunConfig:
+    return RunConfig(writers=args.writers, ops=args.ops, seed=args.seed, writer=args.writer, faults=args.faults,
+                     personality=personality, endpoint=args.endpoint, storage_options=options, bucket=args.bucket,
+                     datasets=args.datasets, list_lag_s=args.list_lag, preflight_rounds=args.preflight_rounds,
+                     time_limit_s=args.time_limit)
+
+
+def run_command(args: argparse.Namespace, options: dict[str, str]) -> int:
+    """``lancespec simulate``: run, render, write the report; exit 1 when an anomaly was found."""
+    from lancespec.progress import progress_bar
+
+    console = Console() if sys.stdout.isatty() else Console(width=150)
+    personalities = list(PERSONALITIES) if args.personality == "all" else [args.personality]
+    if args.endpoint and "unlocked" in personalities and args.personality == "all":
+        personalities.remove("unlocked")
+    reports: list[RunReport] = []
+    for personality in personalities:
+        config = _config(args, personality, options)
+        config.validate()
+        with progress_bar(f"simulate [{personality}]") as update:
+            report = simulate(config, update)
+        reports.append(report)
+        render(report, console)
+    if len(reports) > 1:
+        render_matrix(reports, console)
+    if args.report:
+        payload: dict[str, Any] = reports[0].to_json() if len(reports) == 1 else {
+            "format": "lancespec.simulate-matrix/1", "runs": [r.to_json() for r in reports]}
+        with open(args.report, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=1)
+            fh.write("\n")
+        console.print(f"report written to {args.report}")
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_ANOMALIES
+
+
+def render(report: RunReport, console: Console) -> None:
+    """The operations, throughput, faults and anomalies of one run."""
+    config = report.config
+    console.print(f"[bold]lancespec simulate[/bold]: {config.writers} {config.writer} writer(s), "
+                  f"{len(report.history.records())} operations (seed {config.seed}), faults '{config.faults}', "
+                  f"personality '{config.personality}'")
+    if report.preflight is not None:
+        colour = "green" if report.preflight.vouched else "red"
+        verdict = "commit-safe" if report.preflight.vouched else "NOT vouched for commit safety"
+        console.print(f"pre-flight [{colour}]{verdict}[/{colour}]: {report.preflight.reason}")
+
+    ops = Table(title="operations")
+    ops.add_column("operation", style="bold")
+    for outcome in OUTCOMES:
+        ops.add_column(outcome, justify="right")
+    ops.add_column("unknown -> committed", justify="right")
+    totals = dict.fromkeys((*OUTCOMES, "unknown-committed"), 0)
+    for kind, row in sorted(report.op_table().items()):
+        ops.add_row(kind, *(str(row[o]) for o in OUTCOMES), str(row["unknown-committed"]))
+        for name in totals:
+            totals[name] += row[name]
+    ops.add_row("all", *(str(totals[o]) for o in OUTCOMES), str(totals["unknown-committed"]), style="bold")
+    console.print(ops)
+
+    summary = Table(title="run")
+    summary.add_column("measure", style="bold")
+    summary.add_column("value", justify="right")
+    summary.add_row("versions committed", str(report.result.commits))
+    summary.add_row("commits per second", f"{report.commits_per_s:.2f}")
+    summary.add_row("writing (s)", f"{report.seconds_writing:.1f}")
+    summary.add_row("checking (s)", f"{report.seconds_checking:.1f}")
+    summary.add_row("total (s)", f"{report.seconds_total:.1f}")
+    summary.add_row("requests", str(sum(report.requests.values())))
+    if report.cut_ops:
+        summary.add_row("operations not started (time limit)", str(report.cut_ops))
+    for kind in FAULTS:
+        summary.add_row(f"faults: {kind}", str(report.faults.get(kind, 0)))
+    console.print(summary)
+
+    invariants = Table(title="invariants")
+    invariants.add_column("invariant", style="bold")
+    invariants.add_column("anomalies", justify="right")
+    for name, count in report.result.by_invariant().items():
+        invariants.add_row(INVARIANTS[name], "[green]0[/green]" if not count else f"[red]{count}[/red]")
+    console.print(invariants)
+
+    for error in report.writer_errors:
+        console.print(f"[red]writer error:[/red] {error.splitlines()[0]}")
+    if report.result.anomalies:
+        count = len(report.result.anomalies)
+        console.print(f"[bold red]{count} anomal{'y' if count == 1 else 'ies'}[/bold red]")
+        for anomaly in report.result.anomalies[:30]:
+            console.print(f"[red]{anomaly.kind}[/red] ({anomaly.dataset} v{anomaly.version}): {anomaly.message}",
+                          highlight=False)
+            for line in anomaly.excerpt(report.history):
+                console.print(f"    {line}", highlight=False, markup=False)
+        if len(report.result.anomalies) > 30:
+            console.print(f"... and {len(report.result.anomalies) - 30} more (see --report)")
+        console.print(f"[bold]seed {config.seed}; replay:[/bold] {replay_command(config)}", highlight=False)
+    else:
+        console.print("[bold green]no anomalies[/bold green]")
+
+
+def render_matrix(reports: Sequence[RunReport], console: Console) -> None:
+    """Which invariants break under which personality."""
+    table = Table(title="invariants by storage personality (anomalies)")
+    table.add_column("invariant", style="bold")
+    for report in reports:
+        table.add_column(report.config.personality, justify="right")
+    for name, text in INVARIANTS.items():
+        cells = []
+        for report in reports:
+            n = report.result.by_invariant()[name]
+            cells.append("[green]holds[/green]" if not n else f"[red]breaks ({n})[/red]")
+        table.add_row(text, *cells)
+    table.add_row("pre-flight vouches", *(
+        ("[green]yes[/green]" if r.preflight.vouched else "[red]no[/red]") if r.preflight else "-" for r in reports))
+    console.print(table)

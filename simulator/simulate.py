@@ -1,0 +1,340 @@
+"""One simulation run: endpoint, pre-flight, proxy, setup, writers, history, final storage, checker.
+
+``simulate(config)`` does it all and returns a ``RunReport``; ``lancespec simulate`` (``main``) is its
+command line. Everything is bounded: writers stop starting operations at ``time_limit_s`` and are killed
+``grace_s`` later; the proxy and the embedded server are stopped on the way out, whatever happens.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue as queue_mod
+import shlex
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checker import CheckResult, FinalState, check
+from .faults import FaultProfile, profile
+from .history import History
+from .observe import observe, read_versions_of
+from .preflight import PreflightResult, preflight
+from .proxy import PERSONALITIES, FaultProxy, WireWrite
+from .workload import Op, initial_ids, plan, writer_kind
+
+__all__ = ["ENDPOINT_ENV", "RunConfig", "RunReport", "replay_command", "simulate"]
+
+ENDPOINT_ENV = "LANCESPEC_S3_ENDPOINT"
+"""An S3 endpoint URL to use instead of the embedded server (credentials: ``AWS_ACCESS_KEY_ID`` and
+``AWS_SECRET_ACCESS_KEY``, or ``--storage-option``)."""
+
+WRITER_MAX_ATTEMPTS = "4"
+"""boto3 attempts per request in reference writers (``lancespec_max_attempts``)."""
+
+UNLOCKED_SWITCH_INTERVAL = 1e-6
+"""``sys.setswitchinterval`` of an embedded server without its write lock: races show far more often."""
+
+
+@dataclass
+class RunConfig:
+    writers: int = 8
+    ops: int = 400
+    seed: int = 0
+    writer: str = "reference"
+    faults: str = "default"
+    personality: str = "honest"
+    endpoint: str | None = None
+    storage_options: dict[str, str] = field(default_factory=dict)
+    bucket: str | None = None
+    datasets: int = 2
+    list_lag_s: float = 2.0
+    preflight_rounds: int = 100
+    time_limit_s: float = 150.0
+    grace_s: float = 60.0
+    weights: dict[str, float] | None = None
+    """Operation mix (``workload.DEFAULT_WEIGHTS`` when None); not part of the replay command."""
+
+    def validate(self) -> None:
+        if self.writers < 1 or self.writers > 64:
+            raise ValueError("--writers must be between 1 and 64")
+        if self.ops < 0 or self.ops > 100_000:
+            raise ValueError("--ops must be between 0 and 100000")
+        if self.datasets < 1 or self.datasets > 16:
+            raise ValueError("--datasets must be between 1 and 16")
+        if self.personality not in PERSONALITIES:
+            raise ValueError(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
+        if self.personality == "unlocked" and self.endpoint is not None:
+            raise ValueError("the unlocked personality is a property of the embedded server; drop --endpoint")
+        writer_kind(self.writer, 0)
+        profile(self.faults)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"writers": self.writers, "ops": self.ops, "seed": self.seed, "writer": self.writer,
+                "faults": self.faults, "personality": self.personality, "endpoint": self.endpoint,
+                "datasets": self.datasets, "list_lag_s": self.list_lag_s, "time_limit_s": self.time_limit_s}
+
+
+def replay_command(config: RunConfig) -> str:
+    """The command line that replays ``config`` (same operations, same fault decisions per process)."""
+    args = ["lancespec", "simulate", "--writers", str(config.writers), "--ops", str(config.ops), "--seed",
+            str(config.seed), "--writer", config.writer, "--faults", config.faults]
+    if config.personality != "honest":
+        args += ["--personality", config.personality]
+    if config.datasets != 2:
+        args += ["--datasets", str(config.datasets)]
+    if config.endpoint:
+        args += ["--endpoint", config.endpoint]
+    return shlex.join(args)
+
+
+@dataclass
+class RunReport:
+    config: RunConfig
+    preflight: PreflightResult | None
+    history: History
+    result: CheckResult
+    faults: Counter[str]
+    requests: Counter[str]
+    fault_log: dict[int, list[tuple[str, int, str]]]
+    seconds_writing: float
+    seconds_total: float
+    seconds_checking: float
+    cut_ops: int
+    writer_errors: list[str]
+    final: FinalState
+    wire: list[WireWrite] = field(default_factory=list)
+    request_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    """Requests per (process, request class): how far each process's fault schedule was consumed."""
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok and not self.writer_errors
+
+    def op_table(self) -> dict[str, dict[str, int]]:
+        """Per operation kind: counts of ok, failed, unknown (and unknown resolved committed)."""
+        table: dict[str, dict[str, int]] = {}
+        for record in self.history.records():
+            row = table.setdefault(record.op.kind, {"ok": 0, "failed": 0, "unknown": 0, "unknown-committed": 0})
+            row[record.outcome] += 1
+            if self.result.resolutions.get(record.key):
+                row["unknown-committed"] += 1
+        return table
+
+    @property
+    def commits_per_s(self) -> float:
+        return self.result.commits / self.seconds_writing if self.seconds_writing > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        invariants = self.result.by_invariant()
+        return {
+            "format": "lancespec.simulate/1",
+            "config": self.config.to_json(),
+            "replay": replay_command(self.config),
+            "ok": self.ok,
+            "preflight": self.preflight.to_json() if self.preflight is not None else None,
+            "seconds": {"writing": round(self.seconds_writing, 3), "checking": round(self.seconds_checking, 3),
+                        "total": round(self.seconds_total, 3)},
+            "commits": self.result.commits,
+            "commits_per_s": round(self.commits_per_s, 3),
+            "operations": self.op_table(),
+            "operations_cut": self.cut_ops,
+            "faults": dict(sorted(self.faults.items())),
+            "requests": dict(sorted(self.requests.items())),
+            "invariants": {name: {"anomalies": n, "holds": n == 0} for name, n in invariants.items()},
+            "anomalies": [a.to_json(self.history) for a in self.result.anomalies],
+            "unknown_resolutions": {f"w{w}#{i}": committed for (w, i), committed in
+                                    sorted(self.result.resolutions.items())},
+            "writer_errors": self.writer_errors,
+            "fault_schedule": {str(c): [list(x) for x in v] for c, v in sorted(self.fault_log.items())},
+            "wire": [{**w.to_json(), "t": round(w.t - self.history.t0, 6)} for w in self.wire],
+            "history": self.history.to_json(),
+        }
+
+
+def _default_options() -> dict[str, str]:
+    out = {"aws_region": os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))}
+    for env, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+                     ("AWS_SESSION_TOKEN", "aws_session_token")):
+        if os.environ.get(env):
+            out[key] = os.environ[env]
+    return out
+
+
+def _ensure_bucket(endpoint: str, options: dict[str, str], bucket: str) -> None:
+    from .preflight import _client
+
+    client = _client(endpoint, options)
+    try:
+        client.head_bucket(Bucket=bucket)
+    except Exception:
+        client.create_bucket(Bucket=bucket)
+
+
+def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None = None) -> RunReport:
+    """Run the simulation ``config`` describes and check it."""
+    config.validate()
+    started = time.monotonic()
+    note = progress or (lambda done, total, text: None)
+    server = None
+    endpoint = config.endpoint or os.environ.get(ENDPOINT_ENV) or None
+    options = {**_default_options(), **config.storage_options}
+    if endpoint is None:
+        from .s3 import TEST_CREDENTIALS, EmbeddedS3Server
+
+        unlocked = config.personality == "unlocked"
+        server = EmbeddedS3Server(locked=not unlocked, switch_interval=UNLOCKED_SWITCH_INTERVAL if unlocked else None)
+        server.start()
+        endpoint = server.endpoint
+        options.update(TEST_CREDENTIALS)
+    options["allow_http"] = "true" if endpoint.startswith("http://") else options.get("allow_http", "false")
+    direct = {**options, "aws_endpoint": endpoint}
+    bucket = config.bucket or f"lancespec-sim-{config.seed}-{uuid.uuid4().hex[:8]}"
+    fault_profile: FaultProfile = profile(config.faults)
+    proxy = FaultProxy(endpoint, config.writers + 1, seed=config.seed, faults=fault_profile,
+                       personality=config.personality, list_lag_s=config.list_lag_s,
+                       faulty_clients=range(config.writers))
+    try:
+        note(0, 0, "setting up")
+        _ensure_bucket(endpoint, direct, bucket)
+        proxy.start()
+        control = config.writers
+        checked = None
+        if config.preflight_rounds > 0:
+            note(0, 0, "pre-flight: conditional writes under contention")
+            checked = preflight(proxy.endpoint(control), bucket, direct, rounds=config.preflight_rounds)
+        initial = _create_datasets(bucket, direct, config.datasets)
+        plans = plan(config.seed, config.writers, config.ops, config.datasets, config.weights)
+        history, cut, errors, t_start, t_end = _run_writers(config, bucket, proxy, options, plans, note)
+        proxy.stop()
+        writing = t_end - t_start
+        checking_started = time.monotonic()
+        wire: list[WireWrite] = list(proxy.writes)
+
+        def observing(done: int, total: int) -> None:
+            note(done, total, "reading every retained version")
+
+        final = observe(bucket, direct, initial, observing)
+        final.read_versions = read_versions_of(wire)
+        note(0, 0, "checking")
+        result = check(history, wire, final)
+        checking = time.monotonic() - checking_started
+        requests: Counter[str] = Counter()
+        for (_, request_class), n in proxy.requests.items():
+            requests[request_class] += n
+        fault_log = {c: proxy.faults_of(c) for c in range(config.writers)}
+        return RunReport(config, checked, history, result, proxy.fault_counts(), requests, fault_log, writing,
+                         time.monotonic() - started, checking, cut, errors, final, wire, dict(proxy.requests))
+    finally:
+        proxy.stop()
+        if server is not None:
+            server.stop()
+
+
+def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[str]:
+    import pyarrow as pa
+
+    from lancespec.reference import ops
+    from lancespec.reference.store import open_store
+
+    from .writers import SCHEMA
+
+    storage = open_store(options)
+    names = []
+    for i in range(count):
+        ids = initial_ids(i)
+        table = pa.table({"id": pa.array(ids, pa.int64()), "writer": pa.array([-1] * len(ids), pa.int32()),
+                          "op": pa.array([i] * len(ids), pa.int32())}, schema=SCHEMA)
+        ops.create(f"s3://{bucket}/ds{i}", table, storage=storage, max_rows_per_file=2)
+        names.append(f"ds{i}")
+    return names
+
+
+def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dict[str, str],
+                 plans: list[list[Op]], note: Callable[[int, int, str], None],
+                 ) -> tuple[History, int, list[str], float, float]:
+    from .writers import writer_main
+
+    ctx = multiprocessing.get_context("spawn")
+    results: Any = ctx.Queue()
+    start = ctx.Event()
+    total = sum(len(p) for p in plans)
+    by_index = [{op.index: op for op in ops} for ops in plans]
+    procs = []
+    for w, ops in enumerate(plans):
+        kind = writer_kind(config.writer, w)
+        writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS})
+        procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
+                                 args=(w, kind, bucket, writer_options, [op.to_json() for op in ops], start, results,
+                                       config.time_limit_s)))
+    for proc in procs:
+        proc.start()
+    raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []
+    ready: set[int] = set()
+    done: set[int] = set()
+    errors: list[str] = []
+    cut = 0
+    completed = 0
+    t_start = time.monotonic()
+    hard_stop = t_start + 180 + config.time_limit_s + config.grace_s
+    released = False
+    try:
+        note(0, total, "starting writers")
+        while len(done) < len(procs):
+            now = time.monotonic()
+            if now > hard_stop:
+                errors.append(f"writers {sorted(set(range(len(procs))) - done)} were still running at the hard "
+                              "stop and were killed")
+                break
+            try:
+                message = results.get(timeout=min(1.0, max(0.05, hard_stop - now)))
+            except queue_mod.Empty:
+                dead = [w for w, p in enumerate(procs) if not p.is_alive() and w not in done]
+                for w in dead:
+                    done.add(w)
+                    errors.append(f"writer {w} died with exit code {procs[w].exitcode}")
+                    if not released:
+                        start.set()
+                continue
+            kind = message[0]
+            if kind == "ready":
+                ready.add(message[1])
+                if len(ready) == len(procs) and not released:
+                    t_start = time.monotonic()
+                    hard_stop = t_start + config.time_limit_s + config.grace_s
+                    released = True
+                    start.set()
+            elif kind == "event":
+                _, w, outcome, t, index, value = message
+                raw.append((t, w, outcome, by_index[w][index], value))
+                if outcome != "invoke":
+                    completed += 1
+                    note(completed, total, f"{completed}/{total} operations")
+            elif kind == "cut":
+                cut += len(plans[message[1]]) - message[2]
+            elif kind == "done":
+                done.add(message[1])
+                if message[2]:
+                    errors.append(f"writer {message[1]}: {message[2]}")
+                if not released:
+                    start.set()
+    finally:
+        t_end = time.monotonic()
+        for proc in procs:
+            proc.join(timeout=10 if not errors else 1)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        # drain what the writers reported before the kill
+        while True:
+            try:
+                message = results.get_nowait()
+            except (queue_mod.Empty, OSError, ValueError):
+                break
+            if message[0] == "event":
+                _, w, outcome, t, index, value = message
+                raw.append((t, w, outcome, by_index[w][index], value))
+    return History.build(raw, t_start), cut, errors, t_start, t_end

@@ -1,0 +1,79 @@
+"""What the simulator found, reproduced deterministically (spec/findings.md).
+
+F-026: a commit whose manifest PUT is delayed past a cleanup that removed that version's manifest takes the
+freed name: ``If-None-Match: *`` succeeds (the key is absent again), the writer is told it committed
+version v, and no later version descends from it. pylance 14.0.2 and the reference writer alike (it is a
+property of put-if-absent on reusable names, not of one writer). Found by
+``lancespec simulate --writers 8 --ops 400 --seed 5 --writer mixed --faults default`` (two such commits:
+``ds0 v27`` by a reference writer, ``ds1 v44`` by a pylance writer).
+
+Here the delay is a proxy pause on writer A's manifest PUT; while it is held, writer B commits v2 and v3
+and a cleanup (``older_than=0, retain_versions=1``) removes v1 and v2; then A's PUT of v2 lands.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+
+from lancespec.reference import ops
+from lancespec.reference.store import open_store
+from lancespec.reference.table import Dataset
+from lancespec.simulator.faults import FaultProfile
+from lancespec.simulator.proxy import FaultProxy
+from lancespec.simulator.s3 import EmbeddedS3Server
+
+
+def table(*ids: int) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+@pytest.mark.parametrize("writer", ["pylance", "reference"])
+def test_f026_a_delayed_commit_takes_a_version_cleanup_freed(writer: str, sim_server: EmbeddedS3Server,
+                                                              sim_bucket: str) -> None:
+    uri = f"s3://{sim_bucket}/ds"
+    direct = sim_server.storage_options()
+    lance.write_dataset(table(1), uri, storage_options=direct)
+    hold = FaultProfile("hold-manifest", {"manifest-put": {"pause": 1.0}}, pause_s=6.0)  # held 3 to 9 s
+    with FaultProxy(sim_server.endpoint, 2, seed=0, faults=hold, faulty_clients=[0]) as proxy:
+        slow = proxy.storage_options(0, direct)
+        told: dict[str, Any] = {}
+
+        def slow_append() -> None:
+            try:
+                if writer == "pylance":
+                    told["version"] = lance.write_dataset(table(100), uri, mode="append", storage_options=slow).version
+                else:
+                    told["version"] = ops.append(Dataset(uri, open_store(slow)), table(100)).version
+            except Exception as exc:  # pragma: no cover - reported below
+                told["error"] = exc
+
+        thread = threading.Thread(target=slow_append)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not proxy.faults and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proxy.faults, "the slow writer's manifest PUT never arrived"
+        # Meanwhile: B commits v2 and v3, and a cleanup removes every version but the latest.
+        fast = proxy.storage_options(1, direct)
+        lance.write_dataset(table(2), uri, mode="append", storage_options=fast)
+        ds = lance.write_dataset(table(3), uri, mode="append", storage_options=fast)
+        assert ds.version == 3
+        ds.cleanup_old_versions(older_than=timedelta(0), retain_versions=1, error_if_tagged_old_versions=False)
+        assert [v["version"] for v in lance.dataset(uri, storage_options=direct).versions()] == [3]
+        thread.join(timeout=60)
+    assert "error" not in told, told
+    # The divergence: the slow writer is told it committed version 2 ...
+    assert told["version"] == 2
+    versions = [v["version"] for v in lance.dataset(uri, storage_options=direct).versions()]
+    assert versions == [2, 3]
+    # ... version 2 is its manifest (the freed name was taken) ...
+    assert lance.dataset(uri, version=2, storage_options=direct).to_table().column("id").to_pylist() == [1, 100]
+    # ... and the latest version does not descend from it: its row is in no later version.
+    assert sorted(lance.dataset(uri, storage_options=direct).to_table().column("id").to_pylist()) == [1, 2, 3]

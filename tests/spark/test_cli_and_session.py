@@ -1,0 +1,86 @@
+"""``lancespec spark-certify`` and the loopback-only session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lancespec.cli import main
+from lancespec.conformance.certify import certify
+from lancespec.conformance.report import to_json
+from lancespec.conformance.shapes import SHAPES
+from lancespec.conformance.spark import LOOPBACK
+
+pytestmark = pytest.mark.spark
+
+_LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+def _listening(pid: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp* shows them) of the sockets process ``pid`` listens on."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.append(fields[1].split(":")[0])
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads /proc (Linux)")
+def test_spark_listens_on_loopback_only(spark: Any) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.bindAddress") == conf.get("spark.driver.host") == LOOPBACK
+    assert conf.get("spark.ui.enabled") == "false"
+    jvm = spark.sparkContext._gateway.proc.pid
+    addresses = _listening(jvm)
+    assert addresses, "the driver JVM listens on something (RPC, block manager)"
+    assert set(addresses) <= _LOOPBACK_HEX, f"the driver JVM listens beyond loopback: {addresses}"
+
+
+def test_spark_certify_command_in_process(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shape = SHAPES["deletions_bitmap"](tmp_path / "shape")
+    code = main(["spark-certify", shape.uri, "--master", "local[2]", "--all-versions", "--format", "json"])
+    out, err = capsys.readouterr()
+    expected = to_json(certify(shape.uri, all_versions=True))
+    assert (code, json.loads(out)) == (expected["exit_code"], expected)
+    assert "task(s)" in err
+    assert not spark.sparkContext._jsc.sc().isStopped(), "a session the caller started stays up"
+
+
+def test_spark_certify_command_starts_local_spark(tmp_path: Path) -> None:
+    """The installed command, in its own process: starts local[*], exits 1 on a MUST breach, and prints
+    what ``certify`` prints."""
+    shape = SHAPES["single_base"](tmp_path / "shape")
+    victim = next((Path(shape.uri) / "data").glob("*.lance"))
+    victim.unlink()
+    command = [sys.executable, "-m", "lancespec", "spark-certify", shape.uri, "--all-versions"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    local = subprocess.run([sys.executable, "-m", "lancespec", "certify", shape.uri, "--all-versions"],
+                           capture_output=True, text=True, timeout=300)
+    assert (done.returncode, local.returncode) == (1, 1), done.stderr[-2000:]
+    assert done.stdout == local.stdout
+    assert "spark (local[*])" in done.stderr
+
+
+def test_spark_certify_rejects_unknown_area(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["spark-certify", str(tmp_path), "--only", "nonsense"])
+    assert exc.value.code == 2

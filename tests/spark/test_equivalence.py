@@ -1,0 +1,158 @@
+"""Spark certify and local certify give identical reports on every fixture.
+
+The fixtures are every dataset shape pylance writes (``SHAPES``), the divergence shapes
+(``DIVERGENCE_SHAPES``) and every case of the golden corpus (``fixtures/``, materialized with
+``lancespec.conformance.fixtures.portable``). Each is certified clean (shapes: the latest version and
+every version of every root; corpus cases: every version of every root), then damaged in place so the
+per-file checks have something to find in the executors (a data file deleted, one truncated, a
+fragment's physical_rows off by one, a deletion file and a blob sidecar garbled) and certified again,
+with ``fragments_per_task=1``: every fragment its own Spark task, the finest split.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance_kit import latest_version, rewrite_manifest
+
+from lancespec.conformance.certify import certify
+from lancespec.conformance.checks.bases import unusable_base_ids
+from lancespec.conformance.model import Report
+from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
+from lancespec.conformance.spark import FRAGMENT_CHECKS, certify_with_spark
+from lancespec.conformance.spark.distributed import _plan, _VersionWork
+from lancespec.reference.layout import ManifestNaming
+from lancespec.reference.table import Dataset
+
+pytestmark = pytest.mark.spark
+
+ALL_SHAPES = {**SHAPES, **DIVERGENCE_SHAPES}
+
+
+def same_report(local: Report, distributed: Report) -> None:
+    assert distributed.findings == local.findings
+    assert (distributed.versions, distributed.readable, distributed.exit_code) == (
+        local.versions, local.readable, local.exit_code)
+    assert distributed.checks_run == local.checks_run
+    assert distributed.requirements_checked == local.requirements_checked
+
+
+def damage(uri: str, roots: Sequence[str]) -> list[str]:
+    """Break the files of the latest version of ``uri`` in place (and a blob sidecar under ``roots``);
+    returns what was done."""
+    snapshot = Dataset(uri).snapshot(strict=False)
+    data = [f.uri for fragment in snapshot.fragments for f in fragment.files if f.uri is not None]
+    done = []
+    if data:
+        Path(data[0]).unlink(missing_ok=True)
+        done.append(f"deleted {data[0]}")
+    if len(data) > 1 and Path(data[-1]).exists():
+        content = Path(data[-1]).read_bytes()
+        Path(data[-1]).write_bytes(content[:-8])
+        done.append(f"truncated {data[-1]}")
+    deletions = [fr.deletion.file.uri for fr in snapshot.fragments if fr.deletion and fr.deletion.file.uri]
+    if deletions and Path(deletions[0]).exists():
+        Path(deletions[0]).write_bytes(b"not a deletion file")
+        done.append(f"garbled {deletions[0]}")
+    for root in roots:
+        for sidecar in sorted(Path(root).rglob("*.blob"))[:1]:
+            sidecar.write_bytes(sidecar.read_bytes()[:10])
+            done.append(f"truncated {sidecar}")
+    if snapshot.fragments:
+        def off_by_one(manifest: Any) -> None:
+            manifest.fragments[len(manifest.fragments) // 2].physical_rows += 1
+
+        rewrite_manifest(uri, latest_version(uri), off_by_one)
+        done.append("physical_rows + 1")
+    return done
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SHAPES))
+def test_spark_certify_equals_certify(spark: Any, tmp_path: Path, name: str) -> None:
+    shape = ALL_SHAPES[name](tmp_path / name)
+    for kwargs in ({}, {"all_versions": True}):
+        local = certify(shape.uri, **kwargs)
+        result = certify_with_spark(spark, shape.uri, **kwargs)
+        same_report(local, result.report)
+        assert result.fragments == sum(len(Dataset(root).snapshot(v, strict=False).fragments) for root, v in [
+            (shape.uri if branch == "main" else f"{shape.uri}/tree/{branch}", v) for branch, v in result.versions])
+    damaged_equal(spark, shape.uri, shape.roots)
+
+
+def follows_files(uri: str) -> bool:
+    """Whether certify follows some data file of the latest version to storage (not when the version has
+    no fragment, or when its files live only in an unusable base, BASE-001/002)."""
+    snapshot = Dataset(uri).snapshot(strict=False)
+    unusable = unusable_base_ids(snapshot)
+    return any(f.uri is not None and f.base_id not in unusable for fr in snapshot.fragments for f in fr.files)
+
+
+def damaged_equal(spark: Any, uri: str, roots: Sequence[str]) -> None:
+    """Damage ``uri`` and compare again."""
+    followed = follows_files(uri)
+    clean = certify(uri, all_versions=True)
+    done = damage(uri, roots)
+    local = certify(uri, all_versions=True)
+    result = certify_with_spark(spark, uri, all_versions=True, fragments_per_task=1)
+    same_report(local, result.report)
+    if followed:
+        assert set(local.findings) != set(clean.findings), f"damage ({'; '.join(done)}) found nothing"
+        from_executors = {f.requirement for f in local.findings} & {"BASE-004", "CLONE-001", "MAN-004", "DEL-001",
+                                                                      "DEL-002", "BLOB-003"}
+        assert from_executors, "the per-file checks found nothing to compare"
+
+
+def _corpus_cases() -> list[Any]:
+    try:
+        from lancespec.conformance.fixtures.corpus import default_corpus
+    except ImportError as exc:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus loader: {exc}"))]
+    index = default_corpus() / "corpus.json"
+    if not index.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no golden corpus at {index}"))]
+    return sorted(json.loads(index.read_text(encoding="utf-8"))["cases"])
+
+
+@pytest.mark.parametrize("case", _corpus_cases())
+def test_spark_certify_equals_certify_on_the_corpus(spark: Any, tmp_path: Path, case: str) -> None:
+    from lancespec.conformance.fixtures.corpus import default_corpus
+    from lancespec.conformance.fixtures.portable import materialize
+
+    case_dir = default_corpus() / "cases" / case
+    doc = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
+    base = materialize(case_dir / "data", tmp_path / case)
+    uris = [str(base / root) for root in doc["roots"]]
+    for uri in uris:
+        same_report(certify(uri, all_versions=True), certify_with_spark(spark, uri, all_versions=True).report)
+    damaged_equal(spark, uris[0], [str(base)])
+
+
+def test_findings_dataframe_columns(spark: Any, tmp_path: Path) -> None:
+    shape = SHAPES["deletions_arrow"](tmp_path / "shape")
+    result = certify_with_spark(spark, shape.uri, all_versions=True)
+    rows = result.findings_df.orderBy("requirement", "version", "path", "message").collect()
+    assert [r.asDict() for r in rows] == [f.to_json() for f in result.findings]
+    assert result.findings_df.filter("severity = 'MUST'").count() == len(result.report.must_findings)
+
+
+def test_fragment_checks_are_version_checks() -> None:
+    from lancespec.conformance.checks import all_checks
+
+    checks = all_checks()
+    assert all(name in checks and checks[name].scope == "version" for name in FRAGMENT_CHECKS)
+
+
+def test_plan_splits_versions_into_slices() -> None:
+    def work(fragments: int) -> _VersionWork:
+        return _VersionWork("r", "r", None, 1, ManifestNaming.V2, "m", b"", None, None, None, 0, (), fragments)
+
+    works = {0: work(5), 1: work(0), 2: work(3)}
+    assert _plan(works, 2, 2, 4) == [(0, 0, 2), (0, 2, 4), (0, 4, 5), (2, 0, 2), (2, 2, 3)]
+    assert _plan(works, 2, None, 4) == [(0, i, i + 1) for i in range(5)] + [(2, i, i + 1) for i in range(3)]
+    assert len(_plan({0: work(20_000)}, 2, None, 4)) == 8
+    with pytest.raises(ValueError):
+        _plan(works, 2, 0, 4)

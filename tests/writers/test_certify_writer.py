@@ -1,0 +1,158 @@
+"""certify-writer with the reference (the oracle) and pylance (with its listed divergences): every
+scenario on the local disk, a representative subset on the loopback S3 server (the whole matrix is
+``slow``), reports in text, JSON and JUnit, and the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from lancespec.cli import main
+from lancespec.conformance.adapters.base import Capabilities, builtin_capabilities
+from lancespec.conformance.scenarios import builtin_scenarios
+from lancespec.conformance.scenarios.certify_writer import (
+    WriterReport,
+    certify_writer,
+    make_writer,
+    render_json,
+    render_junit,
+    render_text,
+)
+from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS
+from lancespec.simulator.s3 import EmbeddedS3Server
+
+ROOT = Path(__file__).resolve().parents[2]
+FINDINGS = (ROOT / "spec" / "findings.md").read_text(encoding="utf-8")
+
+#: Scenarios run on S3 by default: several buckets for bases, clones (across buckets and within one),
+#: blobs, refs, relocation, cleanup and refusals.
+S3_SUBSET = ("bases-round-robin", "clone-after-tag", "clone-within-one-bucket", "blobs-all-kinds",
+             "branch-of-branch", "relocate-base", "cleanup-after-clone", "refuse-missing-refs",
+             "refuse-add-bases-duplicate-name")
+
+
+def _subset(names: tuple[str, ...]) -> list:  # type: ignore[type-arg]
+    return [s for s in builtin_scenarios() if s.name in names]
+
+
+def _problems(report: WriterReport) -> str:
+    return render_text(report)
+
+
+def test_reference_is_certified_on_every_scenario_locally(tmp_path: Path) -> None:
+    report = certify_writer(make_writer("reference"), builtin_scenarios(), stores=["local"], workdir=str(tmp_path))
+    assert report.exit_code == 0, _problems(report)
+    counts = report.counts()
+    assert counts[FAIL] == counts[XFAIL] == counts[XPASS] == counts[SKIP] == 0
+    assert all(r.completed and r.certify and r.certify.outcome == PASS for r in report.runs)
+
+
+@pytest.mark.s3
+def test_reference_is_certified_on_s3_across_buckets(writer_s3: EmbeddedS3Server) -> None:
+    report = certify_writer(make_writer("reference"), _subset(S3_SUBSET), stores=["s3"],
+                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+    assert report.exit_code == 0, _problems(report)
+    assert len(report.runs) == len(S3_SUBSET)
+
+
+@pytest.mark.interop
+def test_pylance_is_certified_locally_with_its_listed_divergences(tmp_path: Path) -> None:
+    report = certify_writer(make_writer("pylance"), builtin_scenarios(), stores=["local"], workdir=str(tmp_path))
+    assert report.exit_code == 0, _problems(report)
+    xfails = [r for run in report.runs for r in run.results if r.outcome == XFAIL]
+    assert {r.finding for r in xfails} >= {"F-006", "F-011", "F-012", "F-019", "F-020", "F-021", "F-022",
+                                           "F-023", "F-024"}
+    # Completed scenarios are compared with the reference's run and match it.
+    compared = [run for run in report.runs if run.compare is not None and run.compare.outcome == PASS]
+    assert len(compared) >= 20
+
+
+@pytest.mark.interop
+@pytest.mark.s3
+def test_pylance_on_s3_subset(writer_s3: EmbeddedS3Server) -> None:
+    report = certify_writer(make_writer("pylance"), _subset(S3_SUBSET), stores=["s3"],
+                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+    assert report.exit_code == 0, _problems(report)
+    by_name = {r.scenario: r for r in report.runs}
+    assert by_name["clone-within-one-bucket"].completed
+    assert any(r.finding == "F-025" and r.outcome == XFAIL for r in by_name["clone-after-tag"].results)
+
+
+def test_every_listed_divergence_names_a_recorded_finding_and_a_real_step() -> None:
+    scenarios = {s.name: s for s in builtin_scenarios()}
+    for caps in (builtin_capabilities("pylance"), builtin_capabilities("reference"),
+                 Capabilities.load(ROOT / "examples" / "external_writer.capabilities.toml")):
+        for d in caps.divergences:
+            assert f"## {d.finding}:" in FINDINGS, d
+            matching = [s for name, s in scenarios.items() if re.fullmatch(d.scenario.replace("*", ".*"), name)]
+            assert matching, d
+            for s in matching:
+                assert d.step in (0, -1) or any(st.index == d.step for st in s.steps), d
+    assert not builtin_capabilities("reference").divergences
+
+
+def test_a_divergence_that_stops_diverging_is_a_failure(tmp_path: Path) -> None:
+    caps = tomllib.loads('writer = "reference"\n[[divergence]]\nscenario = "tags-lifecycle"\nstep = 4\n'
+                        'finding = "F-000"\nreason = "pretend"\n')
+    writer = make_writer("reference")
+    writer.capabilities = Capabilities.parse(caps, "test.toml")  # type: ignore[misc]
+    report = certify_writer(writer, builtin_scenarios("tags-lifecycle"), stores=["local"], workdir=str(tmp_path))
+    assert report.exit_code == 1
+    assert any(r.outcome == XPASS for r in report.runs[0].results)
+
+
+def test_reports_json_and_junit(tmp_path: Path) -> None:
+    report = certify_writer(make_writer("reference"), builtin_scenarios("tag*"), stores=["local"],
+                            workdir=str(tmp_path))
+    doc = json.loads(render_json(report))
+    assert doc["format"] == "lancespec.certify-writer/1" and doc["certified"] is True
+    assert {r["scenario"] for r in doc["runs"]} == {"tag-unusual-names", "tags-lifecycle"}
+    suite = ET.fromstring(render_junit(report))
+    assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    assert "CERTIFIED: reference" in render_text(report)
+
+
+def test_cli_certify_writer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "w.xml"
+    code = main(["certify-writer", "--writer", "reference", "--store", "local", "--scenarios", "clone-of-clone",
+                 "--scenarios", str(ROOT / "conformance" / "scenarios" / "data" / "tags-lifecycle.json"),
+                 "--format", "junit", "--output", str(out)])
+    assert code == 0
+    assert ET.parse(out).getroot().get("tests") == "2"
+    assert "CERTIFIED" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["certify-writer", "--writer", "nonsense", "--store", "local"])
+    assert info.value.code == 2
+
+
+@pytest.mark.slow
+@pytest.mark.interop
+@pytest.mark.s3
+@pytest.mark.parametrize("writer", ["reference", "pylance", "external"])
+def test_full_matrix(writer: str, writer_s3: EmbeddedS3Server, tmp_path: Path) -> None:
+    """Every scenario on both stores for every writer (minutes; run with -m slow)."""
+    if writer == "external":
+        w = make_writer(f"cmd:python {ROOT / 'examples' / 'external_writer.py'}",
+                        str(ROOT / "examples" / "external_writer.capabilities.toml"))
+    else:
+        w = make_writer(writer)
+    report = certify_writer(w, builtin_scenarios(), stores=["local", "s3"], workdir=str(tmp_path),
+                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+    assert report.exit_code == 0, _problems(report)
+
+
+def test_divergences_can_be_limited_to_stores_and_writer_versions() -> None:
+    caps = Capabilities.parse(tomllib.loads(
+        'writer = "w"\n[[divergence]]\nscenario = "x-*"\nstep = 2\nfinding = "F-1"\nreason = "r"\n'
+        'stores = ["s3"]\nversions = ["13.*"]\n'), "t.toml")
+    assert caps.divergence("x-a", 2, "s3") is None  # no version set: a versioned entry does not apply
+    versioned = Capabilities(caps.writer, divergences=caps.divergences, version="13.0.0")
+    assert versioned.divergence("x-a", 2, "s3") is not None
+    assert versioned.divergence("x-a", 2, "local") is None
+    assert versioned.divergence("y", 2, "s3") is None
+    assert Capabilities(caps.writer, divergences=caps.divergences, version="14.0.2").divergence("x-a", 2, "s3") is None

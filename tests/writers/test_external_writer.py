@@ -1,0 +1,69 @@
+"""The JSON-lines contract: the example writer (pylance in a separate process) is certified like the
+others, and a process that breaks the contract fails the step with a reason instead of hanging."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from lancespec.conformance.adapters.base import ContractError, WriterRefusal
+from lancespec.conformance.adapters.external import ExternalWriter, JsonLinesProcess
+from lancespec.conformance.scenarios import builtin_scenarios
+from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
+from lancespec.conformance.scenarios.runner import FAIL, XFAIL
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "external_writer.py"
+EXAMPLE_CAPABILITIES = ROOT / "examples" / "external_writer.capabilities.toml"
+
+SUBSET = ("bases-round-robin", "blobs-all-kinds", "clone-after-tag", "branch-of-branch", "refuse-missing-refs",
+          "tag-unusual-names", "cleanup-keeps-tags", "relocate-base")
+
+
+@pytest.mark.interop
+def test_example_writer_is_certified(tmp_path: Path) -> None:
+    writer = make_writer(f"cmd:{sys.executable} {EXAMPLE}", str(EXAMPLE_CAPABILITIES))
+    scenarios = [s for s in builtin_scenarios() if s.name in SUBSET]
+    report = certify_writer(writer, scenarios, stores=["local"], workdir=str(tmp_path))
+    assert report.exit_code == 0, render_text(report)
+    assert report.writer_version.startswith("external-pylance-example")
+    runs = {r.scenario: r for r in report.runs}
+    assert runs["clone-after-tag"].compare is not None and runs["clone-after-tag"].compare.outcome == "pass"
+    assert any(r.outcome == XFAIL and r.finding == "F-006" for r in runs["tag-unusual-names"].results)
+
+
+def test_contract_violations_are_reported(tmp_path: Path) -> None:
+    silent = tmp_path / "silent.py"
+    silent.write_text("import sys\nfor line in sys.stdin:\n    print('not json', flush=True)\n")
+    proc = JsonLinesProcess(f"{sys.executable} {silent}", timeout=10)
+    with pytest.raises(ContractError, match="not JSON"):
+        proc.call({"op": "hello"})
+    proc.close()
+    dying = tmp_path / "dying.py"
+    dying.write_text("import sys\nsys.stderr.write('boom: no lance here')\nsys.exit(3)\n")
+    proc = JsonLinesProcess(f"{sys.executable} {dying}", timeout=10)
+    with pytest.raises(ContractError, match="boom: no lance here"):
+        proc.call({"op": "hello"})
+    proc.close()
+    refusing = tmp_path / "refusing.py"
+    refusing.write_text("import json, sys\nfor line in sys.stdin:\n    m = json.loads(line)\n"
+                        "    print(json.dumps({'id': m['id'], 'ok': False, 'error': {'kind': 'ref_exists', "
+                        "'message': 'no'}}), flush=True)\n")
+    proc = JsonLinesProcess(f"{sys.executable} {refusing}", timeout=10)
+    with pytest.raises(WriterRefusal) as info:
+        proc.call({"op": "create"})
+    assert info.value.kind == "ref_exists"
+    proc.close()
+
+
+def test_a_writer_that_dies_fails_the_scenario(tmp_path: Path) -> None:
+    dying = tmp_path / "dying.py"
+    dying.write_text("import sys\nsys.exit(0)\n")
+    writer = ExternalWriter(f"{sys.executable} {dying}")
+    writer._version = "test"  # skip the hello of version()
+    report = certify_writer(writer, builtin_scenarios("tags-lifecycle"), stores=["local"], workdir=str(tmp_path),
+                            compare=False)
+    assert report.exit_code == 1
+    assert report.runs[0].steps[0].outcome == FAIL
