@@ -495,9 +495,11 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
        version the policy does not select, and every version tagged on this root's branch (tags whose
        ``branch`` equals the branch the latest manifest records). An old tagged version raises
        CleanupError naming the tags when ``error_if_tagged_old_versions``; otherwise it is kept.
-    2. Fork points (§11.2, pylance 14.0.2): for every descendant branch whose fork version here is old,
-       the manifests of that branch are read; files of this root they reference through a base path
-       equal to this root become referenced, and if there is any, the fork version's manifest stays.
+    2. Descendant branches (§11.2): the manifests of every branch below this root are read; files of this
+       root they reference through a base path equal to this root become referenced (GC-001; pylance
+       14.0.2 reads only branches whose fork version here is old, and so can delete what a branch wrote
+       into this root: F-031). Fork points: where the fork version is old and the branch references
+       files here, the fork version's manifest stays.
        It stays outside the working set: its own transaction file and files the branch no longer
        references are removed (pylance does the same; the seed documents do not say).
     3. Files: only ``_versions/``, ``_transactions/``, ``data/``, ``_deletions/`` and ``_indices/`` of
@@ -549,10 +551,13 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     referenced_branches: list[ReferencedBranch] = []
     fork_points: set[int] = set()
     for name, fork_version in _descendants(context.branch, branch_records):
+        # Every descendant's references to this root count, whether or not its fork point is old: a branch
+        # may have written files into this root (target_all_bases, F-027) that no manifest here names
+        # (GC-001; pylance 14.0.2 consults only branches forked from old versions, F-031).
+        keeps = _branch_references(dataset, context.main.uri, name, root, referenced)
         forked_from = by_number.get(fork_version)
         if forked_from is None or not _is_old(forked_from, policy, now, before_version):
             continue
-        keeps = _branch_references(dataset, context.main.uri, name, root, referenced)
         if keeps and fork_version in old_numbers:
             fork_points.add(fork_version)
         referenced_branches.append(ReferencedBranch(name, fork_version, False, keeps))

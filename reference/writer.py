@@ -46,9 +46,9 @@ def placement_targets(bases: Sequence[Base], target_bases: Sequence[str] | None,
     """The rotation of base ids (None = the dataset root) new data files are spread over, per file.
 
     ``target_bases`` entries name a base by name first, then by exact path. ``target_all_bases=True``
-    rotates over the root then every base by ascending id; ``False`` over the registered bases only.
-    Neither given: the root alone. (lance-format.md §10.3.) ``where``: the dataset written to (named by
-    the errors).
+    rotates over the root then every base by ascending id; ``False`` over the registered bases only; in both,
+    base id 0 (a clone's or branch's source) stands for the root. Neither given: the root alone.
+    (lance-format.md §10.3; F-027.) ``where``: the dataset written to (named by the errors).
     """
     if target_bases and target_all_bases is not None:
         raise ValidationError("target_all_bases cannot be combined with target_bases", where)
@@ -62,7 +62,9 @@ def placement_targets(bases: Sequence[Base], target_bases: Sequence[str] | None,
                                         where)
             rotation.append(match.id)
         return rotation
-    ordered: list[int | None] = [b.id for b in sorted(bases, key=lambda b: b.id)]
+    # Base id 0 is the source a shallow clone or branch registers (F-003); in these rotations pylance 14.0.2
+    # writes its turn to the writing root itself, never into the source (spec/findings.md F-027; CLONE-003).
+    ordered: list[int | None] = [None if b.id == 0 else b.id for b in sorted(bases, key=lambda b: b.id)]
     if target_all_bases is True:
         return [None, *ordered]
     if target_all_bases is False and ordered:

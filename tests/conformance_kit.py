@@ -21,7 +21,7 @@ from lancespec.conformance.certify import certify
 from lancespec.conformance.model import Finding
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
+from lancespec.reference.codec import ManifestFile, decode_manifest_file, encode_manifest_file
 from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import open_store
 from lancespec.reference.table import Dataset, Snapshot
@@ -164,3 +164,22 @@ def assert_only(findings: Sequence[Finding], requirement: str) -> list[Finding]:
     others = [f for f in findings if f.severity == "MUST" and f.requirement != requirement]
     assert not others, f"besides {requirement}, other MUST requirements fired:\n" + _show(others)
     return found
+
+
+def local_manifest_file(uri: str) -> ManifestFile:
+    """The decoded manifest file at a local path."""
+    with open(uri, "rb") as fh:
+        return decode_manifest_file(fh.read(), uri)
+
+
+def without_stamps_and_base_paths(manifest: table_pb2.Manifest) -> table_pb2.Manifest:
+    """A copy of ``manifest`` without what every commit stamps (version, timestamp, transaction file, writer)
+    and with every base path's ``path`` blanked: two manifests equal under it differ only where relocation may
+    change them (PORT-003)."""
+    out = table_pb2.Manifest()
+    out.CopyFrom(manifest)
+    for stamped in ("version", "timestamp", "transaction_file", "writer_version"):
+        out.ClearField(stamped)  # type: ignore[arg-type]
+    for base in out.base_paths:
+        base.path = ""
+    return out

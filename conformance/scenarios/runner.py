@@ -271,7 +271,7 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
             left = run.objects(Location.parse(loc, "absent"))
             if left:
                 problems.append(f"{len(left)} object(s) remain under {loc}, e.g. {_loc(run, left[0])}")
-    except LanceSpecError as exc:
+    except (LanceSpecError, OSError, ValueError) as exc:  # a file the writer's result names may be missing
         problems.append(f"cannot read the result: {exc}")
     return problems
 

@@ -30,15 +30,14 @@ from typing import Any
 import lance
 import pyarrow as pa
 import pytest
+from conformance_kit import local_manifest_file, without_stamps_and_base_paths
 
 from lancespec.conformance.shapes import rows
 from lancespec.reference import ops, refs
-from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import ValidationError
 from lancespec.reference.layout import manifest_name
 from lancespec.reference.ops import DatasetBasePath
-from lancespec.reference.proto import table_pb2
 from lancespec.reference.read import read_snapshot
 from lancespec.reference.relocate import RELOCATE_PROPERTY, relocate
 from lancespec.reference.table import Dataset
@@ -127,22 +126,6 @@ BUILDERS: dict[str, Callable[[Path], dict[int, list[int]]]] = {
 }
 
 
-def comparable(manifest: table_pb2.Manifest) -> table_pb2.Manifest:
-    """The manifest without what every commit stamps and without base paths' paths."""
-    out = table_pb2.Manifest()
-    out.CopyFrom(manifest)
-    for stamped in ("version", "timestamp", "transaction_file", "writer_version"):
-        out.ClearField(stamped)  # type: ignore[arg-type]
-    for base in out.base_paths:
-        base.path = ""
-    return out
-
-
-def _manifest_file(uri: str) -> Any:
-    with open(uri, "rb") as fh:
-        return decode_manifest_file(fh.read(), uri)
-
-
 # --- moving every base ----------------------------------------------------------------------------------
 
 
@@ -184,9 +167,9 @@ def test_relocate_copied_bases(tmp_path: Path, writer: str, key: str) -> None:
     assert result.manifest_uri in added and result.transaction_uri in added
 
     # the new manifest differs from the previous one only in base paths (and commit stamps)
-    prev_file = _manifest_file(previous.manifest_uri)
-    new_file = _manifest_file(result.manifest_uri)
-    assert comparable(new_file.manifest) == comparable(prev_file.manifest)
+    prev_file = local_manifest_file(previous.manifest_uri)
+    new_file = local_manifest_file(result.manifest_uri)
+    assert without_stamps_and_base_paths(new_file.manifest) == without_stamps_and_base_paths(prev_file.manifest)
     assert new_file.index_section == prev_file.index_section
     assert {b.id: b.path for b in new_file.manifest.base_paths} == {ids_by_name[n]: str(new / n) for n in BASE_NAMES}
     assert new_file.manifest.version == result.version
@@ -252,12 +235,12 @@ def _relocated_size_delta(work: Path, fragments: int) -> int:
     # a small previous commit, identical for both sizes, so that the previous manifest's inline
     # transaction does not scale with the fragments (the create's Overwrite lists every fragment)
     ops.add_bases(dataset, [DatasetBasePath(str(work / "xtra"), name="xtra")])
-    previous = _manifest_file(dataset.snapshot().manifest_uri)
+    previous = local_manifest_file(dataset.snapshot().manifest_uri)
     assert len(previous.manifest.fragments) == fragments
     shutil.copytree(work / "base", work / "moved")
     result = relocate(dataset, {"base": str(work / "moved")})
-    new = _manifest_file(result.manifest_uri)
-    assert comparable(new.manifest) == comparable(previous.manifest)
+    new = local_manifest_file(result.manifest_uri)
+    assert without_stamps_and_base_paths(new.manifest) == without_stamps_and_base_paths(previous.manifest)
     # The commit timestamp's nanos are a varint whose width (1-5 bytes) varies from commit to commit;
     # take it out so the comparison measures only what the relocation changed.
     timestamp_delta = new.manifest.timestamp.ByteSize() - previous.manifest.timestamp.ByteSize()

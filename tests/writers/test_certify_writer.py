@@ -14,7 +14,7 @@ import pytest
 
 from lancespec.cli import main
 from lancespec.conformance.adapters.base import Capabilities, builtin_capabilities
-from lancespec.conformance.scenarios import builtin_scenarios
+from lancespec.conformance.scenarios import builtin_scenarios, load_scenario
 from lancespec.conformance.scenarios.certify_writer import (
     WriterReport,
     certify_writer,
@@ -156,3 +156,15 @@ def test_divergences_can_be_limited_to_stores_and_writer_versions() -> None:
     assert versioned.divergence("x-a", 2, "local") is None
     assert versioned.divergence("y", 2, "s3") is None
     assert Capabilities(caps.writer, divergences=caps.divergences, version="14.0.2").divergence("x-a", 2, "s3") is None
+
+
+def test_a_result_that_cannot_be_read_is_a_failed_step_not_a_crash(tmp_path: Path) -> None:
+    """pylance's cleanup deletes a file a child branch still reads (F-031): the step that reads the child fails
+    with "cannot read the result", and the run goes on to its report."""
+    scenario = load_scenario(ROOT / "tests" / "properties" / "regressions" /
+                             "machine-cleanup-keeps-child-branch-files.json")
+    report = certify_writer(make_writer("pylance"), [scenario], stores=["local"], workdir=str(tmp_path))
+    (run,) = report.runs
+    failed = [r for r in run.results if r.outcome == FAIL]
+    assert failed and "cannot read the result" in failed[0].detail and "Not found" in failed[0].detail
+    assert report.exit_code == 1

@@ -37,6 +37,22 @@ def test_at_least_25_scenarios_with_unique_names_and_files_named_after_them() ->
         assert Path(s.source).name == f"{s.name}.json"
 
 
+def test_the_documented_list_of_shipped_scenarios_is_current() -> None:
+    """docs/scenario-format.md lists exactly the shipped scenarios, each with its operations in order of first
+    use and its refusal kinds, and says how many there are (the README names the same count)."""
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "scenario-format.md").read_text()
+    section = doc.split(f"## The shipped scenarios ({len(SCENARIOS)})\n", 1)[-1].split("\n## ", 1)[0]
+    listed = [line for line in section.splitlines() if line.startswith("| `")]
+    expected = []
+    for s in SCENARIOS:
+        ops = list(dict.fromkeys(step.op for step in s.steps))
+        refusals = sorted({step.refuse.kind for step in s.steps if step.refuse}) or ["—"]
+        expected.append(f"| `{s.name}` | {', '.join(ops)} | {', '.join(refusals)} |")
+    assert sorted(listed) == sorted(expected), set(listed) ^ set(expected)
+    assert f"replays {len(SCENARIOS)} scenarios" in (root / "README.md").read_text()
+
+
 def test_every_operation_is_covered() -> None:
     used = set().union(*(s.operations for s in SCENARIOS))
     assert set(WRITER_OPS) <= used, set(WRITER_OPS) - used

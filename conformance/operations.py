@@ -1,0 +1,631 @@
+"""The operation language of the property suite, and the model of what each operation must do to storage.
+
+Operations (``Create``, ``Append``, ``Delete``, ``AddBase``, ``Tag``, ``Branch``, ``ShallowClone``,
+``DeepClone``, ``Relocate``, ``Cleanup``) are frozen, JSON-serialisable values (``operation_to_dict``,
+``operation_from_dict``). Every location in them is *world-relative*: a directory name below one scratch
+folder (``ds`` is the first dataset's root, ``ds/tree/f1`` a branch root, ``c2`` a clone's root, ``bases/b3`` a
+base), so the same sequence can be replayed by any writer in any folder and its results compared file by file.
+
+``Model`` is the abstract table: per root and version the fragments (row ids, deleted offsets, where the data
+and deletion files live), the bases, the refs of every family. ``Model.apply(op)`` says what the format
+requires of ``op`` (rows of every version, placement, which versions a cleanup keeps) and returns the
+expected ``Outcome``. Where pylance 14.0.2 knowingly diverges from the seeds (spec/findings.md), the model
+names the finding and either says what pylance does or marks the step ``divergent`` (``KNOWN_FINDINGS``).
+The strategies that draw valid operations against a model are in ``lancespec.conformance.strategies``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+__all__ = [
+    "KNOWN_FINDINGS",
+    "OPERATIONS",
+    "AddBase",
+    "Append",
+    "BaseModel",
+    "BaseSpec",
+    "Branch",
+    "Cleanup",
+    "Create",
+    "DeepClone",
+    "Delete",
+    "FragmentModel",
+    "Model",
+    "ModelError",
+    "Operation",
+    "Outcome",
+    "Relocate",
+    "RootModel",
+    "ShallowClone",
+    "Tag",
+    "Targets",
+    "VersionModel",
+    "operation_from_dict",
+    "operation_to_dict",
+    "replay_model",
+    "root_dir",
+]
+
+# --- the operation language ----------------------------------------------------------------------------
+
+Targets = tuple[str, ...] | Literal["all", "bases"] | None
+"""Where new data files go: base directories in rotation order, ``"all"`` (``target_all_bases=True``),
+``"bases"`` (``target_all_bases=False``) or None (the root)."""
+
+
+@dataclass(frozen=True)
+class BaseSpec:
+    """A base to register: its world-relative directory, name (None: unnamed) and kind; ``file_uri``
+    registers the path as a ``file://`` URI rather than a bare path (both are absolute, BASE-002)."""
+
+    dir: str
+    name: str | None
+    is_dataset_root: bool
+    file_uri: bool = False
+
+
+@dataclass(frozen=True)
+class Create:
+    """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``."""
+
+    root: str
+    start: int
+    count: int
+    bases: tuple[BaseSpec, ...] = ()
+    targets: Targets = None
+    max_rows_per_file: int = 1024
+
+
+@dataclass(frozen=True)
+class Append:
+    """Append ``rows(start, count)`` to ``root``."""
+
+    root: str
+    start: int
+    count: int
+    targets: Targets = None
+    max_rows_per_file: int = 1024
+
+
+@dataclass(frozen=True)
+class Delete:
+    """``delete("id IN (...)")`` on ``root``."""
+
+    root: str
+    ids: tuple[int, ...]
+
+    @property
+    def predicate(self) -> str:
+        return f"id IN ({', '.join(str(i) for i in self.ids)})"
+
+
+@dataclass(frozen=True)
+class AddBase:
+    """``add_bases([base])`` on ``root``."""
+
+    root: str
+    base: BaseSpec
+
+
+@dataclass(frozen=True)
+class Tag:
+    """``tags.create(name, (branch, version))`` at the main root ``family``."""
+
+    family: str
+    name: str
+    branch: str | None
+    version: int
+
+
+@dataclass(frozen=True)
+class Branch:
+    """``create_branch(name, (parent, version))`` at the main root ``family``."""
+
+    family: str
+    name: str
+    parent: str | None
+    version: int
+
+
+@dataclass(frozen=True)
+class ShallowClone:
+    """``shallow_clone(target, tag)`` from the main root ``family``: always from a tag, so that the source's
+    cleanup keeps the files the clone depends on (seed 003 "Stability with Tags"; CLONE-005)."""
+
+    family: str
+    tag: str
+    target: str
+
+
+@dataclass(frozen=True)
+class DeepClone:
+    """``deep_clone(target, (branch, version))`` from the main root ``family``."""
+
+    family: str
+    branch: str | None
+    version: int
+    target: str
+
+
+@dataclass(frozen=True)
+class Relocate:
+    """Copy each base directory ``old`` to ``new`` and relocate ``root``'s bases onto the copies
+    (``reference.relocate``; pylance 14.0.2 has no API for it, lance-format.md §10.4)."""
+
+    root: str
+    moves: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """``cleanup_old_versions`` on ``root``: ``older_than=timedelta(0)`` when ``older_than_zero``, else the
+    default 14 days (nothing this young is old); ``retain_versions``; ``delete_unverified``;
+    ``error_if_tagged_old_versions``."""
+
+    root: str
+    older_than_zero: bool = True
+    retain_versions: int | None = None
+    delete_unverified: bool = False
+    error_if_tagged: bool = False
+
+
+Operation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
+OPERATIONS: dict[str, type[Operation]] = {
+    cls.__name__: cls for cls in (Create, Append, Delete, AddBase, Tag, Branch, ShallowClone, DeepClone, Relocate,
+                                  Cleanup)
+}
+
+
+def operation_to_dict(op: Operation) -> dict[str, Any]:
+    """``{"op": "Append", "root": "ds", ...}``: plain JSON values."""
+    return {"op": type(op).__name__, **asdict(op)}
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def operation_from_dict(data: Mapping[str, Any]) -> Operation:
+    """The inverse of ``operation_to_dict``."""
+    cls = OPERATIONS[data["op"]]
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "bases":
+            value = tuple(BaseSpec(**b) for b in value)
+        elif f.name == "base":
+            value = BaseSpec(**value)
+        else:
+            value = _tuples(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+# --- the model -----------------------------------------------------------------------------------------
+
+
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+
+
+class ModelError(Exception):
+    """An operation the model calls invalid (a bug in a generator, never a finding)."""
+
+
+@dataclass(frozen=True)
+class FragmentModel:
+    """A fragment: the ids of its physical rows in order, the deleted offsets, the directory holding its data
+    file and the root whose ``_deletions/`` holds its deletion file (None: no deletion file)."""
+
+    id: int
+    rows: tuple[int, ...]
+    deleted: frozenset[int] = frozenset()
+    data_home: str = ""
+    deletion_home: str | None = None
+
+    def live(self) -> list[int]:
+        return [r for i, r in enumerate(self.rows) if i not in self.deleted]
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """A registered base: id, name, kind, world-relative directory and whether its path is a ``file://`` URI."""
+
+    id: int
+    name: str | None
+    is_dataset_root: bool
+    dir: str
+    file_uri: bool = False
+
+
+@dataclass(frozen=True)
+class VersionModel:
+    """What one version of a root holds."""
+
+    fragments: tuple[FragmentModel, ...] = ()
+    bases: tuple[BaseModel, ...] = ()
+    max_fragment_id: int | None = None
+
+    def live_ids(self) -> list[int]:
+        return [r for f in self.fragments for r in f.live()]
+
+    def base_by_dir(self, directory: str) -> BaseModel:
+        for base in self.bases:
+            if base.dir == directory:
+                return base
+        raise ModelError(f"no base at {directory}")
+
+
+RootKind = Literal["main", "branch", "shallow", "deep"]
+
+
+@dataclass
+class RootModel:
+    """A dataset root: its directory (also its key), its family (the main root holding its refs), its branch
+    (None for a main root) and its versions."""
+
+    dir: str
+    family: str
+    branch: str | None
+    kind: RootKind
+    versions: dict[int, VersionModel] = field(default_factory=dict)
+    reference_only_bases: frozenset[str] = frozenset()
+    """Base directories only the reference registers (a deep clone's non-root bases, F-019)."""
+
+    @property
+    def latest(self) -> int:
+        return max(self.versions)
+
+    @property
+    def head(self) -> VersionModel:
+        return self.versions[self.latest]
+
+
+def root_dir(family: str, branch: str | None) -> str:
+    return family if branch is None else f"{family}/tree/{branch}"
+
+
+@dataclass
+class Outcome:
+    """What the model expects of an operation: ``ok``; ``refused`` by every writer; or ``divergent``: a known
+    divergence (``finding`` names it) where pylance and the reference part ways (pylance refuses what the
+    reference accepts, or commits where the reference commits nothing); the model then leaves the state
+    unchanged and a side-by-side run checks each writer's side in a scratch copy."""
+
+    kind: Literal["ok", "refused", "divergent"] = "ok"
+    finding: str | None = None
+    removed: tuple[int, ...] = ()
+
+
+KNOWN_FINDINGS = frozenset({"F-022", "F-027", "F-028", "F-029", "F-030", "F-031"})
+"""Divergences the model can leave out (``Model(known=...)``), to find them again: without F-027 base id 0
+rotates like any base; without F-022 deletes may match nothing (and then commit nothing, as the reference
+does); without F-028 a second unnamed base is expected to register; without F-029 ``target_all_bases=False``
+is drawn without bases (the reference writes to the root); without F-030 a deep clone of files in a
+dataset-root base registered as a ``file://`` URI is expected to succeed; without F-031 a cleanup with
+``delete_unverified`` is expected to keep files that a branch forked from a retained version wrote into the
+cleaned root. F-009, F-003, F-006, F-011, F-012
+and F-019 are always modelled (the reference mirrors them, or they are never drawn)."""
+
+
+class Model:
+    """The abstract table: every root's versions, the refs of every family, and counters for fresh names.
+
+    ``apply(op)`` changes the model as the format (and pylance 14.0.2 where the two differ, with the
+    finding named) says the operation must change storage, and returns the expected ``Outcome``.
+    ``known`` lists the findings of ``KNOWN_FINDINGS`` the model branches on (all, by default).
+    """
+
+    def __init__(self, known: Iterable[str] = KNOWN_FINDINGS) -> None:
+        self.known = frozenset(known)
+        self.roots: dict[str, RootModel] = {}
+        self.tags: dict[str, dict[str, tuple[str | None, int]]] = {}
+        self.branches: dict[str, dict[str, tuple[str | None, int]]] = {}
+        self.next_row = 0
+        self.counter = 0
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def family_roots(self, family: str) -> list[RootModel]:
+        return [r for r in self.roots.values() if r.family == family]
+
+    def lineage(self, family: str, branch: str) -> list[tuple[int, str]]:
+        parent, version = self.branches[family][branch]
+        return [*(self.lineage(family, parent) if parent else []), (version, branch)]
+
+    def descendants(self, root: RootModel) -> list[tuple[str, int]]:
+        """``(branch, version of ``root`` it depends on)`` for every branch below ``root``: a branch forked from
+        it depends on its fork version, a branch of that branch on the same version (lance-format.md §11.2,
+        §13 "referenced_branches")."""
+        own = self.lineage(root.family, root.branch) if root.branch else []
+        found = []
+        for name in sorted(self.branches.get(root.family, {})):
+            line = self.lineage(root.family, name)
+            if name == root.branch or len(line) <= len(own) or line[: len(own)] != own:
+                continue
+            found.append((name, line[len(own)][0]))
+        return found
+
+    # --- placement ------------------------------------------------------------------------------
+
+    @staticmethod
+    def initial_version(op: Create) -> VersionModel:
+        """The (empty) version a ``Create`` writes against: its initial bases with ids 1, 2, ... (§10.2)."""
+        bases = tuple(BaseModel(i + 1, b.name, b.is_dataset_root, b.dir, b.file_uri) for i, b in enumerate(op.bases))
+        return VersionModel((), bases)
+
+    def rotation(self, version: VersionModel, targets: Targets) -> list[BaseModel | None]:
+        """The bases new data files rotate over, file by file, restarting on every call (F-009).
+
+        ``"all"``: the root, then every base by ascending id; ``"bases"``: every base by ascending id (the
+        root when there is none). Base id 0 (the source a clone or branch registers, F-003) stands for the
+        writing root itself in both rotations, as pylance 14.0.2 writes it (F-027)."""
+        zero = "F-027" in self.known
+        ordered: list[BaseModel | None] = [None if zero and b.id == 0 else b
+                                           for b in sorted(version.bases, key=lambda b: b.id)]
+        if targets == "all":
+            return [None, *ordered]
+        if targets == "bases":
+            return ordered or [None]  # no base: the root (the reference; pylance refuses, F-029)
+        if targets is None:
+            return [None]
+        return [version.base_by_dir(d) for d in targets]
+
+    @staticmethod
+    def home(root: str, base: BaseModel | None) -> str:
+        """The directory a data file written for ``base`` lives in (seed 001 two-step resolution)."""
+        if base is None:
+            return f"{root}/data"
+        return f"{base.dir}/data" if base.is_dataset_root else base.dir
+
+    def _write(self, root: str, version: VersionModel, start: int, count: int, targets: Targets,
+               max_rows_per_file: int) -> list[FragmentModel]:
+        rotation = self.rotation(version, targets)
+        first = 0 if version.max_fragment_id is None else version.max_fragment_id + 1
+        out = []
+        for i, offset in enumerate(range(0, count, max_rows_per_file)):
+            rows = tuple(range(start + offset, start + min(count, offset + max_rows_per_file)))
+            out.append(FragmentModel(first + i, rows, frozenset(), self.home(root, rotation[i % len(rotation)])))
+        return out
+
+    # --- operations -----------------------------------------------------------------------------
+
+    def apply(self, op: Operation) -> Outcome:
+        handler = getattr(self, f"_apply_{type(op).__name__.lower()}")
+        outcome: Outcome = handler(op)
+        self._observe(op)
+        return outcome
+
+    def _observe(self, value: Any) -> None:
+        """Keep ``fresh`` names fresh after replaying operations drawn against another model: the counter
+        passes every number that ends a name or directory the operation uses."""
+        if isinstance(value, str):
+            match = _TRAILING_NUMBER.search(value)
+            if match:
+                self.counter = max(self.counter, int(match.group(1)))
+        elif isinstance(value, tuple):
+            for item in value:
+                self._observe(item)
+        elif hasattr(value, "__dataclass_fields__"):
+            for f in fields(value):
+                self._observe(getattr(value, f.name))
+
+    def _commit(self, root: RootModel, version: VersionModel) -> None:
+        root.versions[root.latest + 1] = version
+
+    def _without_bases(self, version: VersionModel, targets: Targets) -> bool:
+        """F-029: pylance 14.0.2 refuses ``target_all_bases=False`` when no base is registered (the reference
+        writes to the root)."""
+        return "F-029" in self.known and targets == "bases" and not version.bases
+
+    def _apply_create(self, op: Create) -> Outcome:
+        if op.root in self.roots:
+            raise ModelError(f"{op.root} exists")
+        empty = self.initial_version(op)
+        if self._without_bases(empty, op.targets):
+            return Outcome("divergent", "F-029")
+        bases = empty.bases
+        frags = tuple(self._write(op.root, empty, op.start, op.count, op.targets, op.max_rows_per_file))
+        root = RootModel(op.root, op.root, None, "main")
+        root.versions[1] = VersionModel(frags, bases, frags[-1].id if frags else None)
+        self.roots[op.root] = root
+        self.tags[op.root] = {}
+        self.branches[op.root] = {}
+        self.next_row = max(self.next_row, op.start + op.count)
+        return Outcome()
+
+    def _apply_append(self, op: Append) -> Outcome:
+        root = self.roots[op.root]
+        head = root.head
+        if self._without_bases(head, op.targets):
+            return Outcome("divergent", "F-029")
+        new = self._write(op.root, head, op.start, op.count, op.targets, op.max_rows_per_file)
+        top = new[-1].id if new else head.max_fragment_id
+        self._commit(root, VersionModel(head.fragments + tuple(new), head.bases, top))
+        self.next_row = max(self.next_row, op.start + op.count)
+        return Outcome()
+
+    def _apply_delete(self, op: Delete) -> Outcome:
+        root = self.roots[op.root]
+        head = root.head
+        wanted = set(op.ids)
+        kept = []
+        touched = False
+        for frag in head.fragments:
+            hits = {i for i, r in enumerate(frag.rows) if r in wanted and i not in frag.deleted}
+            if not hits:
+                kept.append(frag)
+                continue
+            touched = True
+            deleted = frag.deleted | hits
+            if len(deleted) < len(frag.rows):  # a fully deleted fragment is dropped (DEL-006)
+                kept.append(replace(frag, deleted=frozenset(deleted), deletion_home=op.root))
+        if not touched:
+            # F-022: pylance 14.0.2 commits a version for a delete that matches nothing; the reference
+            # commits none. Generators never draw such a delete while the finding is known.
+            return Outcome("divergent", "F-022") if "F-022" in self.known else Outcome()
+        self._commit(root, VersionModel(tuple(kept), head.bases, head.max_fragment_id))
+        return Outcome()
+
+    def _apply_addbase(self, op: AddBase) -> Outcome:
+        root = self.roots[op.root]
+        head = root.head
+        if "F-028" in self.known and op.base.name is None and any(b.name is None for b in head.bases):
+            # F-028: pylance 14.0.2 compares names as optionals, so a second unnamed base is refused.
+            return Outcome("divergent", "F-028")
+        new_id = max((b.id for b in head.bases), default=0) + 1
+        base = BaseModel(new_id, op.base.name, op.base.is_dataset_root, op.base.dir, op.base.file_uri)
+        self._commit(root, VersionModel(head.fragments, (*head.bases, base), head.max_fragment_id))
+        return Outcome()
+
+    def _apply_tag(self, op: Tag) -> Outcome:
+        root = self.roots[root_dir(op.family, op.branch)]
+        if op.version not in root.versions or op.name in self.tags[op.family]:
+            raise ModelError(f"cannot tag {op}")
+        self.tags[op.family][op.name] = (op.branch, op.version)
+        return Outcome()
+
+    @staticmethod
+    def _inherit(version: VersionModel, source_dir: str, source_branch: str | None) -> VersionModel:
+        """A shallow clone's (or branch's) first version: the source's, plus the source root registered as a
+        dataset-root base under the smallest unused id and the source's branch name (F-003)."""
+        used = {b.id for b in version.bases}
+        new_id = next(i for i in range(len(used) + 1) if i not in used)
+        source = BaseModel(new_id, source_branch, True, source_dir)
+        return VersionModel(version.fragments, (*version.bases, source), version.max_fragment_id)
+
+    def _apply_branch(self, op: Branch) -> Outcome:
+        parent = self.roots[root_dir(op.family, op.parent)]
+        target = root_dir(op.family, op.name)
+        if op.version not in parent.versions or target in self.roots or op.name in self.branches[op.family]:
+            raise ModelError(f"cannot branch {op}")
+        root = RootModel(target, op.family, op.name, "branch", reference_only_bases=parent.reference_only_bases)
+        root.versions[op.version] = self._inherit(parent.versions[op.version], parent.dir, op.parent)
+        self.roots[target] = root
+        self.branches[op.family][op.name] = (op.parent, op.version)
+        return Outcome()
+
+    def _apply_shallowclone(self, op: ShallowClone) -> Outcome:
+        branch, version = self.tags[op.family][op.tag]
+        source = self.roots[root_dir(op.family, branch)]
+        if op.target in self.roots:
+            raise ModelError(f"{op.target} exists")
+        root = RootModel(op.target, op.target, None, "shallow", reference_only_bases=source.reference_only_bases)
+        root.versions[version] = self._inherit(source.versions[version], source.dir, branch)
+        self.roots[op.target] = root
+        self.tags[op.target] = {}
+        self.branches[op.target] = {}
+        return Outcome()
+
+    def _apply_deepclone(self, op: DeepClone) -> Outcome:
+        source = self.roots[root_dir(op.family, op.branch)]
+        version = source.versions[op.version]
+        if any(not f.data_home.endswith("/data") for f in version.fragments):
+            # F-011: pylance 14.0.2 looks for files of a non-root base under {base}/data/ and fails.
+            return Outcome("divergent", "F-011")
+        file_roots = {f"{b.dir}/data" for b in version.bases if b.is_dataset_root and b.file_uri}
+        if "F-030" in self.known and any(f.data_home in file_roots for f in version.fragments):
+            # F-030: pylance 14.0.2 cannot copy from a dataset-root base whose path is a file:// URI.
+            return Outcome("divergent", "F-030")
+        frags = tuple(replace(f, data_home=f"{op.target}/data",
+                              deletion_home=op.target if f.deletion_home else None) for f in version.fragments)
+        # F-019: pylance registers no base in a deep clone (the reference keeps non-root ones).
+        root = RootModel(op.target, op.target, None, "deep",
+                         reference_only_bases=source.reference_only_bases.union(
+                             b.dir for b in version.bases if not b.is_dataset_root))
+        root.versions[op.version] = VersionModel(frags, (), version.max_fragment_id)
+        self.roots[op.target] = root
+        self.tags[op.target] = {}
+        self.branches[op.target] = {}
+        return Outcome()
+
+    def _apply_relocate(self, op: Relocate) -> Outcome:
+        root = self.roots[op.root]
+        head = root.head
+        moves = dict(op.moves)
+        bases = tuple(replace(b, dir=moves[b.dir], file_uri=False) if b.dir in moves else b for b in head.bases)
+
+        def moved(home: str) -> str:
+            for old, new in moves.items():
+                if home == old or home.startswith(old + "/"):
+                    return new + home[len(old):]
+            return home
+
+        frags = tuple(replace(f, data_home=moved(f.data_home)) for f in head.fragments)
+        self._commit(root, VersionModel(frags, bases, head.max_fragment_id))
+        return Outcome()
+
+    def references(self, root: RootModel, of: RootModel) -> bool:
+        """Whether any version of ``root`` holds a data or deletion file that lives in ``of``'s root."""
+        return any(f.data_home == f"{of.dir}/data" or f.deletion_home == of.dir
+                   for v in root.versions.values() for f in v.fragments)
+
+    def _unconsulted_files(self, root: RootModel, working: set[int], old: Callable[[int], bool]) -> bool:
+        """Whether a descendant branch that pylance does not consult (its fork version here is gone or not
+        ``old``) holds a data file in ``root``'s ``data/`` that no working version of ``root`` and no consulted
+        branch holds (files are told apart by their rows: every row id is written once)."""
+        here = f"{root.dir}/data"
+
+        def files(r: RootModel) -> set[tuple[int, ...]]:
+            return {f.rows for v in r.versions.values() for f in v.fragments if f.data_home == here}
+
+        kept = {f.rows for v in working for f in root.versions[v].fragments if f.data_home == here}
+        unread: set[tuple[int, ...]] = set()
+        for name, fork_version in self.descendants(root):
+            branch = self.roots[root_dir(root.family, name)]
+            consulted = fork_version in root.versions and old(fork_version)
+            (kept if consulted else unread).update(files(branch))
+        return bool(unread - kept)
+
+    def _apply_cleanup(self, op: Cleanup) -> Outcome:
+        """lance-format.md §13, as pylance 14.0.2 does it: old versions (all, with ``older_than=0``; those
+        below the n-th newest, with ``retain_versions=n``) go, except the latest, tagged versions of this
+        root's branch and fork points that a descendant branch still reads files of (GC-001)."""
+        root = self.roots[op.root]
+        numbers = sorted(root.versions)
+        latest = numbers[-1]
+        before = None
+        if op.retain_versions is not None:
+            before = numbers[0] if len(numbers) <= op.retain_versions else numbers[len(numbers) - op.retain_versions]
+        if not op.older_than_zero and op.retain_versions is None:
+            return Outcome()  # the default older_than of 14 days: nothing is that old
+
+        def old(v: int) -> bool:
+            return (op.older_than_zero or op.retain_versions is not None) and (before is None or v < before)
+
+        tagged = {v for b, v in self.tags[root.family].values() if b == root.branch}
+        if op.error_if_tagged and any(old(v) and v != latest for v in tagged & set(numbers)):
+            return Outcome("refused")
+        working = {v for v in numbers if v == latest or not old(v) or v in tagged}
+        candidates = set(numbers) - working
+        forks = set()
+        for name, fork_version in self.descendants(root):
+            if fork_version in candidates and self.references(self.roots[root_dir(root.family, name)], root):
+                forks.add(fork_version)
+        if "F-031" in self.known and op.delete_unverified and self._unconsulted_files(root, working, old):
+            # F-031: pylance 14.0.2 reads only branches forked from old versions, so it deletes (as unverified)
+            # files a branch forked from a retained version wrote into this root; every descendant's files
+            # stay (GC-001), as the reference keeps them.
+            return Outcome("divergent", "F-031")
+        removed = tuple(sorted(candidates - forks))
+        for v in removed:
+            del root.versions[v]
+        return Outcome(removed=removed)
+
+
+def replay_model(ops: Iterable[Operation]) -> tuple[Model, list[Outcome]]:
+    """The model after ``ops``, and each operation's expected outcome."""
+    model = Model()
+    outcomes = [model.apply(op) for op in ops]
+    return model, outcomes

@@ -1,0 +1,396 @@
+"""Hypothesis strategies for the Lance table format, reusable by any property test
+(``from lancespec.conformance.strategies import ...``):
+
+* **Base paths** (seed 001 "Base Path System"): ``root_uris`` (local paths, ``file://``, ``s3://``, ``gs://``,
+  ``az://``, ``memory://``), ``base_sets`` (unique ids, unique or absent names, ``is_dataset_root``, paths that
+  never overlap, optionally below one root).
+* **Files and manifests** (seed 002 "Fragments"): ``data_file_names``, ``fragments`` (data files and deletion
+  files carrying ``base_id`` or not), ``manifests`` (a ``Manifest`` holding bases and fragments).
+* **Blobs** (seed 004 "Thresholds"): ``thresholds``, ``sizes_around``, ``blob_payloads``, ``blob_columns``.
+* **Operation sequences** over the language and model of ``lancespec.conformance.operations``:
+  ``operation_sequences`` draws a ``Create`` then operations the model calls valid; ``draw_operation`` draws
+  one operation for a given model (the stateful machine in ``lancespec.conformance.machine`` uses it rule by
+  rule). Divergences of pylance the model cannot express are never drawn, naming their finding.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from lancespec.conformance.operations import (
+    KNOWN_FINDINGS,
+    AddBase,
+    Append,
+    BaseSpec,
+    Branch,
+    Cleanup,
+    Create,
+    DeepClone,
+    Delete,
+    Model,
+    Operation,
+    Relocate,
+    RootModel,
+    ShallowClone,
+    Tag,
+    Targets,
+    VersionModel,
+)
+from lancespec.reference.blob import Thresholds
+from lancespec.reference.layout import DELETION_EXTENSIONS, Base, data_file_stem
+from lancespec.reference.proto import table_pb2
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+__all__ = [
+    "ALL_KINDS",
+    "SCHEMES",
+    "base_sets",
+    "blob_columns",
+    "blob_payloads",
+    "data_file_names",
+    "draw_create",
+    "draw_operation",
+    "fragments",
+    "manifests",
+    "operation_sequences",
+    "path_segments",
+    "root_uris",
+    "sizes_around",
+    "thresholds",
+]
+
+# --- URIs and base-path sets -------------------------------------------------------------------------
+
+SCHEMES = ("local", "file", "s3", "gs", "az", "memory")
+"""Location styles: a bare absolute path, a ``file://`` URI and object-store URIs (lance-format.md §10.1)."""
+
+_SEGMENT_ALPHABET = string.ascii_lowercase + string.digits + "-"
+
+
+def path_segments(min_size: int = 1, max_size: int = 3) -> st.SearchStrategy[list[str]]:
+    """Directory names: lowercase letters, digits and ``-`` (never ``_``, which base markers use)."""
+    return st.lists(st.text(_SEGMENT_ALPHABET, min_size=1, max_size=8), min_size=min_size, max_size=max_size)
+
+
+@st.composite
+def root_uris(draw: st.DrawFn, schemes: Sequence[str] = SCHEMES) -> str:
+    """An absolute location in one of ``schemes`` (no trailing slash)."""
+    scheme = draw(st.sampled_from(list(schemes)))
+    segments = "/".join(draw(path_segments()))
+    if scheme == "local":
+        return f"/{segments}"
+    if scheme == "file":
+        return f"file:///{segments}"
+    bucket = draw(st.text(string.ascii_lowercase, min_size=3, max_size=8))
+    return f"{scheme}://{bucket}/{segments}"
+
+
+@st.composite
+def base_sets(draw: st.DrawFn, min_size: int = 0, max_size: int = 5, schemes: Sequence[str] = SCHEMES,
+              ids: st.SearchStrategy[int] | None = None, allow_unnamed: bool = True,
+              root_fraction: float | None = None) -> list[Base]:
+    """Base-path entries as a manifest may hold them (seed 001 "BasePath Message"): unique ids (0 allowed: it
+    is what clones register, F-003), unique names or none, either kind. Paths never equal, contain or lie
+    inside one another (BASE-007): each ends in its own ``b_{i}`` segment, a name no other segment can have.
+    ``ids`` draws the ids (default 0..300); ``root_fraction`` fixes the share of dataset-root bases roughly
+    (None: any mix)."""
+    id_strategy = ids if ids is not None else st.integers(0, 300)
+    chosen = draw(st.lists(id_strategy, min_size=min_size, max_size=max_size, unique=True))
+    names = draw(st.lists(st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=6),
+                          min_size=len(chosen), max_size=len(chosen), unique=True))
+    out = []
+    for i, (base_id, name) in enumerate(zip(chosen, names, strict=True)):
+        unnamed = allow_unnamed and draw(st.booleans())
+        roll = draw(st.integers(0, 99))
+        is_root = roll % 2 == 0 if root_fraction is None else roll < int(root_fraction * 100)
+        path = f"{draw(root_uris(schemes))}/b_{i}"
+        out.append(Base(base_id, None if unnamed else name, path, is_root))
+    return out
+
+
+# --- files and manifests -------------------------------------------------------------------------------
+
+
+def data_file_names() -> st.SearchStrategy[str]:
+    """``{50-character stem}.lance`` from 16 random bytes (seed 001 "Data Files")."""
+    return st.binary(min_size=16, max_size=16).map(lambda raw: data_file_stem(raw) + ".lance")
+
+
+@dataclass(frozen=True)
+class _Deletion:
+    read_version: int
+    id: int
+    file_type: int
+    base_id: int | None
+
+
+@st.composite
+def fragments(draw: st.DrawFn, bases: Sequence[Base], max_fragments: int = 6, max_files: int = 3,
+              valid_only: bool = True, min_fragments: int = 0) -> list[table_pb2.DataFragment]:
+    """Fragments with ids 0.., one to ``max_files`` data files each (``base_id`` absent or one of ``bases``;
+    names unique across the fragments), and now and then a deletion file whose ``base_id`` is absent or
+    names a dataset-root base (BASE-005; with ``valid_only=False`` also a non-root base or an unregistered
+    id)."""
+    base_ids: list[int | None] = [None, *(b.id for b in bases)]
+    root_ids: list[int | None] = [None, *(b.id for b in bases if b.is_dataset_root)]
+    if not valid_only:
+        root_ids = [*base_ids, 10_000]
+    count = draw(st.integers(min_fragments, max_fragments))
+    out = []
+    seen: set[str] = set()
+    for fragment_id in range(count):
+        rows = draw(st.integers(1, 100))
+        fragment = table_pb2.DataFragment(id=fragment_id, physical_rows=rows)
+        names = draw(st.lists(data_file_names().filter(lambda n: n not in seen), min_size=1, max_size=max_files,
+                              unique=True))
+        seen.update(names)
+        for name in names:
+            data_file = fragment.files.add(path=name, file_major_version=2, file_minor_version=0)
+            base_id = draw(st.sampled_from(base_ids))
+            if base_id is not None:
+                data_file.base_id = base_id
+        if draw(st.booleans()):
+            deletion = _Deletion(draw(st.integers(1, 50)), draw(st.integers(1, 2**63 - 1)),
+                                 draw(st.sampled_from(sorted(DELETION_EXTENSIONS))), draw(st.sampled_from(root_ids)))
+            fragment.deletion_file.file_type = deletion.file_type  # type: ignore[assignment]
+            fragment.deletion_file.read_version = deletion.read_version
+            fragment.deletion_file.id = deletion.id
+            fragment.deletion_file.num_deleted_rows = draw(st.integers(1, rows))
+            if deletion.base_id is not None:
+                fragment.deletion_file.base_id = deletion.base_id
+        out.append(fragment)
+    return out
+
+
+@st.composite
+def manifests(draw: st.DrawFn, bases: st.SearchStrategy[list[Base]] | None = None, version: int = 1,
+              max_fragments: int = 6, min_fragments: int = 0) -> table_pb2.Manifest:
+    """A manifest holding a base set and fragments that refer to it."""
+    chosen = draw(bases if bases is not None else base_sets())
+    manifest = table_pb2.Manifest(version=version)
+    for base in chosen:
+        entry = manifest.base_paths.add(id=base.id, path=base.path, is_dataset_root=base.is_dataset_root)
+        if base.name is not None:
+            entry.name = base.name
+    manifest.fragments.extend(draw(fragments(chosen, max_fragments=max_fragments, min_fragments=min_fragments)))
+    if manifest.fragments:
+        manifest.max_fragment_id = max(f.id for f in manifest.fragments)
+    return manifest
+
+
+# --- blobs ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def thresholds(draw: st.DrawFn, max_threshold: int = 3000) -> Thresholds:
+    """Small routing thresholds (seed 004 "Thresholds"), so that every kind is cheap to produce; the
+    dedicated threshold may lie below the inline one (dedicated is checked first, lance-format.md §14.4)."""
+    inline = draw(st.integers(0, max_threshold))
+    dedicated = draw(st.one_of(st.integers(inline + 1, inline + max_threshold), st.integers(1, max_threshold)))
+    pack_file = draw(st.integers(1, 4 * max_threshold))
+    return Thresholds(inline=inline, dedicated=dedicated, pack_file=pack_file)
+
+
+def sizes_around(limits: Thresholds, spread: int = 2, upto: int | None = None) -> st.SearchStrategy[int]:
+    """Blob sizes at and next to the thresholds (``t - spread .. t + spread`` of inline and dedicated, and 0),
+    mixed with arbitrary sizes up to ``upto`` (default: twice the larger threshold)."""
+    edges = sorted({max(0, t + d) for t in (0, limits.inline, limits.dedicated) for d in range(-spread, spread + 1)})
+    top = upto if upto is not None else 2 * max(limits.inline, limits.dedicated) + 2
+    return st.one_of(st.sampled_from(edges), st.integers(0, top))
+
+
+def blob_payloads(sizes: st.SearchStrategy[int]) -> st.SearchStrategy[bytes]:
+    """Bytes of the drawn size whose content identifies both the seed and the offset, so that a read of the
+    wrong range or the wrong blob never passes for the right one."""
+
+    def make(size: int, seed: int) -> bytes:
+        return bytes((seed * 131 + i * 7 + (i >> 8)) % 256 for i in range(size))
+
+    return st.builds(make, sizes, st.integers(0, 255))
+
+
+def blob_columns(limits: Thresholds, min_rows: int = 1, max_rows: int = 12,
+                 nulls: bool = True) -> st.SearchStrategy[list[bytes | None]]:
+    """One blob column's values around ``limits`` (None rows are null blobs)."""
+    value = blob_payloads(sizes_around(limits))
+    return st.lists(st.one_of(st.none(), value) if nulls else value, min_size=min_rows, max_size=max_rows)
+
+
+# --- drawing operations --------------------------------------------------------------------------------
+
+ROOTED_KINDS = ("append", "delete", "add_base", "relocate", "cleanup")
+ALL_KINDS = ("append", "delete", "add_base", "tag", "branch", "shallow_clone", "deep_clone", "relocate", "cleanup")
+
+
+def _draw_targets(draw: Draw, version: VersionModel, rotate_all: bool = True,
+                  known: frozenset[str] = KNOWN_FINDINGS) -> Targets:
+    """Targets for a write: the root, every base (``"all"``, ``"bases"``; not when ``rotate_all`` is false)
+    or a sequence of user bases."""
+    user = [b.dir for b in version.bases if b.dir.startswith("bases/")]
+    choices = ["root", "all"] if rotate_all else ["root"]
+    if rotate_all and (version.bases or "F-029" not in known):  # F-029: pylance refuses it without a base
+        choices.append("bases")
+    choice = draw(st.sampled_from([*choices, "some"] if user else choices))
+    if choice == "root":
+        return None
+    if choice in ("all", "bases"):
+        return "all" if choice == "all" else "bases"
+    picked = draw(st.lists(st.sampled_from(user), min_size=1, max_size=4))
+    return tuple(picked)
+
+
+def draw_create(draw: Draw, model: Model, root: str = "ds") -> Create:
+    bases = []
+    for _ in range(draw(st.integers(0, 3))):
+        key = model.fresh("bases/b")
+        unnamed = draw(st.integers(0, 5)) == 0  # several unnamed bases are accepted at create (F-021)
+        bases.append(BaseSpec(key, None if unnamed else key.split("/")[1], draw(st.booleans()),
+                              draw(st.integers(0, 3)) == 0))
+    count = draw(st.integers(1, 8))
+    version = Model.initial_version(Create(root, 0, 0, tuple(bases)))
+    return Create(root, model.next_row, count, tuple(bases), _draw_targets(draw, version, known=model.known),
+                  draw(st.integers(1, 4)))
+
+
+def _writable_roots(model: Model) -> list[str]:
+    return sorted(model.roots)
+
+
+def _pick_root(draw: Draw, model: Model, root: str | None, candidates: Sequence[str] | None = None) -> RootModel:
+    if root is not None:
+        return model.roots[root]
+    return model.roots[draw(st.sampled_from(list(candidates if candidates is not None else _writable_roots(model))))]
+
+
+def draw_append(draw: Draw, model: Model, root_key: str | None = None) -> Append:
+    root = _pick_root(draw, model, root_key)
+    count = draw(st.integers(1, 6))
+    # F-019: in a deep clone the reference keeps non-root bases pylance drops, so rotating over "all bases"
+    # would differ by construction; such roots get explicit targets only.
+    targets = _draw_targets(draw, root.head, rotate_all=not root.reference_only_bases, known=model.known)
+    return Append(root.dir, model.next_row, count, targets, draw(st.integers(1, 3)))
+
+
+def draw_delete(draw: Draw, model: Model, root_key: str | None = None) -> Delete | None:
+    candidates = [r for r in ([root_key] if root_key else _writable_roots(model)) if model.roots[r].head.live_ids()]
+    if not candidates:
+        return None
+    root = _pick_root(draw, model, None, candidates)
+    live = root.head.live_ids()
+    ids = draw(st.lists(st.sampled_from(live), min_size=1, max_size=min(4, len(live)), unique=True))
+    if "F-022" not in model.known and draw(st.integers(0, 3)) == 0:
+        ids = [model.next_row + 1000]  # matches nothing
+    return Delete(root.dir, tuple(sorted(ids)))  # matches a live row while F-022 is known
+
+
+def draw_add_base(draw: Draw, model: Model, root_key: str | None = None) -> AddBase:
+    root = _pick_root(draw, model, root_key)
+    key = model.fresh("bases/b")
+    named = draw(st.integers(0, 5)) > 0
+    return AddBase(root.dir, BaseSpec(key, key.split("/")[1] if named else None, draw(st.booleans()),
+                                      draw(st.integers(0, 3)) == 0))
+
+
+def _families(model: Model) -> list[str]:
+    return sorted({r.family for r in model.roots.values()})
+
+
+def draw_tag(draw: Draw, model: Model) -> Tag:
+    family = draw(st.sampled_from(_families(model)))
+    root = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
+    version = draw(st.sampled_from(sorted(root.versions)))
+    return Tag(family, model.fresh("t"), root.branch, version)  # ASCII names only (F-006)
+
+
+def draw_branch(draw: Draw, model: Model) -> Branch:
+    family = draw(st.sampled_from(_families(model)))
+    parent = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
+    version = draw(st.sampled_from(sorted(parent.versions)))
+    name = model.fresh("f")
+    if parent.branch is not None and draw(st.booleans()):
+        name = f"{parent.branch}/{name}"  # nested names make nested tree/ directories (lance-format.md §11.2)
+    return Branch(family, name, parent.branch, version)
+
+
+def draw_shallow_clone(draw: Draw, model: Model) -> ShallowClone | None:
+    tagged = [(family, tag) for family in _families(model) for tag in sorted(model.tags[family])]
+    if not tagged:
+        return None
+    family, tag = draw(st.sampled_from(tagged))
+    return ShallowClone(family, tag, model.fresh("c"))
+
+
+def draw_deep_clone(draw: Draw, model: Model) -> DeepClone:
+    family = draw(st.sampled_from(_families(model)))
+    root = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
+    version = draw(st.sampled_from(sorted(root.versions)))
+    return DeepClone(family, root.branch, version, model.fresh("d"))
+
+
+def draw_relocate(draw: Draw, model: Model, root_key: str | None = None) -> Relocate | None:
+    candidates = [r for r in ([root_key] if root_key else _writable_roots(model))
+                  if any(b.dir.startswith("bases/") for b in model.roots[r].head.bases)]
+    if not candidates:
+        return None
+    root = _pick_root(draw, model, None, candidates)
+    user = sorted(b.dir for b in root.head.bases if b.dir.startswith("bases/"))
+    moved = draw(st.lists(st.sampled_from(user), min_size=1, max_size=len(user), unique=True))
+    return Relocate(root.dir, tuple((old, model.fresh("bases/m")) for old in sorted(moved)))
+
+
+def draw_cleanup(draw: Draw, model: Model, root_key: str | None = None) -> Cleanup:
+    root = _pick_root(draw, model, root_key)
+    retain = draw(st.one_of(st.none(), st.integers(1, 4)))
+    older_than_zero = True if retain is None else draw(st.booleans())
+    return Cleanup(root.dir, older_than_zero, retain, draw(st.booleans()), draw(st.integers(0, 3)) == 0)
+
+
+DRAWERS: dict[str, Callable[..., Operation | None]] = {
+    "append": draw_append,
+    "delete": draw_delete,
+    "add_base": draw_add_base,
+    "tag": draw_tag,
+    "branch": draw_branch,
+    "shallow_clone": draw_shallow_clone,
+    "deep_clone": draw_deep_clone,
+    "relocate": draw_relocate,
+    "cleanup": draw_cleanup,
+}
+
+
+def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None) -> Operation | None:
+    """One operation of ``kind`` that is valid for ``model`` (None when the model offers none: no live row
+    to delete, no tag to clone from, no base to relocate). ``root`` fixes the root for the kinds that act on
+    one (append, delete, add_base, relocate, cleanup).
+
+    Known divergences the model does not express are never drawn: tag names are ASCII (F-006); base paths are
+    absolute (F-012); a delete always matches a live row (F-022); a shallow clone is always made from a
+    tag (CLONE-005), because cleaning an untagged source may legitimately break the clone (seed 003)."""
+    if root is not None and kind in ROOTED_KINDS:
+        return DRAWERS[kind](draw, model, root)
+    return DRAWERS[kind](draw, model)
+
+
+@st.composite
+def operation_sequences(draw: st.DrawFn, min_size: int = 1, max_size: int = 12,
+                        kinds: Iterable[str] = ALL_KINDS) -> list[Operation]:
+    """A ``Create`` of ``ds`` then up to ``max_size`` operations of ``kinds``, each valid when its turn comes
+    (the model is advanced as they are drawn)."""
+    model = Model()
+    allowed = list(kinds)
+    first = draw_create(draw, model)
+    model.apply(first)
+    ops: list[Operation] = [first]
+    for _ in range(draw(st.integers(min_size, max_size))):
+        op = draw_operation(draw, model, draw(st.sampled_from(allowed)))
+        if op is None:
+            continue
+        model.apply(op)
+        ops.append(op)
+    return ops
