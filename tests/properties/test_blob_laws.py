@@ -52,6 +52,8 @@ def expected_kinds(values: list[bytes | None], limits: Thresholds) -> list[int |
 @given(limits=thresholds(max_threshold=1500), data=st.data())
 def test_the_kind_is_a_function_of_size_and_thresholds(limits: Thresholds, data: st.DataObject) -> None:
     values = data.draw(blob_columns(limits, max_rows=10), label="values")
+    # every example also holds the boundary sizes themselves (BLOB-005: "above" a threshold, not "at")
+    values += [bytes([7]) * n for n in (limits.inline, limits.inline + 1, limits.dedicated, limits.dedicated + 1)]
     per_file = data.draw(st.integers(1, 4), label="max_rows_per_file")
     with scratch() as tmp:
         table = blob_table(values, limits)
