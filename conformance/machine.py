@@ -73,7 +73,7 @@ from lancespec.conformance.operations import (
 )
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import builtin_dir, parse_scenario
-from lancespec.conformance.shapes import rows
+from lancespec.conformance.shapes import expected_rows, rows
 from lancespec.conformance.strategies import draw_create, draw_operation
 from lancespec.reference import api as ref
 from lancespec.reference.errors import LanceSpecError
@@ -87,7 +87,6 @@ __all__ = [
     "SideBySide",
     "World",
     "WriterMachine",
-    "expected_rows",
     "export",
     "load_trace",
     "modelled_findings",
@@ -101,11 +100,6 @@ __all__ = [
 Writer = Literal["reference", "pylance"]
 WRITERS: tuple[Writer, Writer] = ("reference", "pylance")
 TRACE_FORMAT = "lancespec.machine-trace/1"
-
-
-def expected_rows(ids: Iterable[int]) -> list[dict[str, Any]]:
-    """The rows ``shapes.rows`` makes for these ids, in this order."""
-    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
 
 
 class Divergence(AssertionError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,12 @@ def rows(start: int, count: int) -> pa.Table:
         }
     )
 
+
+
+def expected_rows(ids: Iterable[int]) -> list[dict[str, Any]]:
+    """The rows ``rows`` makes for these ids, in this order, as plain dicts: written out once more, not
+    derived from the Arrow table, so a reader's output compares against an independent statement."""
+    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
 
 def _fresh(workdir: Path) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)

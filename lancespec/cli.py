@@ -10,12 +10,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from rich.console import Console
 
 from .reference.errors import LanceSpecError
 from .reference.table import Dataset
+
+R = TypeVar("R")
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
@@ -31,6 +34,29 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"--storage-option expects KEY=VALUE, got {pair!r}")
         out[key] = value
     return out
+
+
+def check_areas(only: Sequence[str] | None) -> None:
+    """Refuse ``--only`` areas no check belongs to, naming the ones there are."""
+    from .conformance.checks import all_checks
+
+    areas = sorted({c.area for c in all_checks().values()})
+    unknown = sorted(set(only or ()) - set(areas))
+    if unknown:
+        raise ValueError(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
+
+
+def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], fmt: str, output: str | None) -> None:
+    """Write ``report`` in ``fmt`` to ``output`` (then a text summary goes to stderr unless ``fmt`` is text),
+    or to stdout."""
+    text = renderers[fmt](report)
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if fmt != "text":
+            sys.stderr.write(renderers["text"](report))
+    else:
+        sys.stdout.write(text)
 
 
 def _add_storage_option(parser: argparse.ArgumentParser) -> None:
@@ -53,26 +79,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     from .conformance.certify import certify
-    from .conformance.checks import all_checks
     from .conformance.report import RENDERERS
     from .progress import progress_bar
 
-    areas = sorted({c.area for c in all_checks().values()})
-    unknown = sorted(set(args.only or ()) - set(areas))
-    if unknown:
-        raise ValueError(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
+    check_areas(args.only)
 
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress)
-    text = RENDERERS[args.format](report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if args.format != "text":
-            sys.stderr.write(RENDERERS["text"](report))
-    else:
-        sys.stdout.write(text)
+    emit_report(report, RENDERERS, args.format, args.output)
     return report.exit_code
 
 
@@ -124,14 +139,7 @@ def cmd_certify_writer(args: argparse.Namespace) -> int:
     with progress_bar("certifying writer") as progress:
         report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
                                 workdir=args.workdir, compare=not args.no_compare, progress=progress)
-    text = RENDERERS[args.format](report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if args.format != "text":
-            sys.stderr.write(RENDERERS["text"](report))
-    else:
-        sys.stdout.write(text)
+    emit_report(report, RENDERERS, args.format, args.output)
     return report.exit_code
 
 

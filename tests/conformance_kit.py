@@ -11,6 +11,8 @@ Importable as ``conformance_kit`` (tests/ is on the pythonpath).
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -182,4 +184,19 @@ def without_stamps_and_base_paths(manifest: table_pb2.Manifest) -> table_pb2.Man
         out.ClearField(stamped)  # type: ignore[arg-type]
     for base in out.base_paths:
         base.path = ""
+    return out
+
+
+def file_digests(*dirs: str | Path, skip: Iterable[str] = ()) -> dict[str, str]:
+    """Every file below ``dirs``: path -> sha256 of its bytes (paths starting with a ``skip`` entry left out)."""
+    skipped = tuple(str(s) for s in skip)
+    out = {}
+    for top in dirs:
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if skipped and path.startswith(skipped):
+                    continue
+                with open(path, "rb") as fh:
+                    out[path] = hashlib.sha256(fh.read()).hexdigest()
     return out

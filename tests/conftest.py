@@ -6,10 +6,16 @@ Tiers (markers in pyproject.toml): unit (pure, fast), interop (real pylance), s3
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from lancespec.simulator.s3 import EmbeddedS3Server
 
 pytest_plugins = ["pytester"]
 
@@ -28,3 +34,39 @@ settings.register_profile("ci", max_examples=60, deadline=None, stateful_step_co
 settings.register_profile("thorough", max_examples=1000, deadline=None, stateful_step_count=30,
                           suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+_SERVER_NEEDS = ("boto3", "moto", "flask", "flask_cors", "werkzeug")
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[EmbeddedS3Server]:
+    """One locked embedded S3 server (a child process on 127.0.0.1) for the whole session, started on first
+    use; skipped, naming what is missing, when the packages it needs are not installed."""
+    missing = [name for name in _SERVER_NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"embedded S3 server needs {', '.join(missing)} (pip install 'lancespec[s3]')")
+    server = EmbeddedS3Server()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def bucket(s3_server: EmbeddedS3Server) -> str:
+    """The name of a new, empty bucket that this test alone uses."""
+    name = f"t-{uuid.uuid4().hex[:24]}"
+    s3_server.create_bucket(name)
+    return name
+
+
+_S3_DIRS = tuple(Path(__file__).resolve().parent / d for d in ("s3", "simulator"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/s3 and tests/simulator is marked ``s3`` (most start the embedded server)."""
+    for item in items:
+        if any(d in Path(item.path).resolve().parents for d in _S3_DIRS):
+            item.add_marker(pytest.mark.s3)

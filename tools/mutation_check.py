@@ -4,7 +4,7 @@ Each mutant is a plausible bug, injected as a textual patch into a *copy* of the
 (``reference/*.py``); the property suite (tests/properties, Hypothesis profile ``dev``) then runs against the
 copy and must fail. The working tree is never touched: every mutant gets its own copy of the package
 folders and tests in a temporary directory, and a symlink tree that gives the copy the installed package
-shape (``lancespec.reference`` -> the copy's ``reference/``, as tools/typecheck.py builds it), put first on
+shape (``lancespec.reference`` -> the copy's ``reference/``, built by tools/typecheck.py's ``build_tree``), put first on
 PYTHONPATH. Before the mutants, the unmutated copy must pass, and each run checks (and prints) where
 ``lancespec.reference`` is imported from.
 
@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MAPPING = {"reference": "reference", "conformance": "conformance", "simulator": "simulator", "spec": "spec"}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from typecheck import ROOT, build_tree
+
 COPIED = ("pyproject.toml", "lancespec", "reference", "conformance", "simulator", "spec", "tests")
 SUITE = "tests/properties"
 
@@ -125,12 +126,7 @@ def prepare(where: Path) -> tuple[Path, Path]:
             shutil.copytree(path, target, ignore=_ignore, symlinks=True)
         else:
             shutil.copy2(path, target)
-    package = where / "pkg" / "lancespec"
-    package.mkdir(parents=True)
-    for entry in (where / "top").iterdir():
-        os.symlink(entry, package / entry.name)
-    for sub, folder in MAPPING.items():
-        os.symlink(src / folder, package / sub)
+    build_tree(where / "pkg", root=src, top=where / "top")
     return src, where / "pkg"
 
 

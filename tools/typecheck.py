@@ -19,14 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 MAPPING = {"reference": "reference", "conformance": "conformance", "simulator": "simulator", "spec": "spec"}
 
 
-def build_tree(where: Path) -> Path:
+def build_tree(where: Path, root: Path = ROOT, top: Path | None = None) -> Path:
+    """The installed package shape under ``where``: ``where/lancespec`` holds symlinks to the entries of
+    ``top`` (the checkout's ``lancespec/`` folder by default) and, per ``MAPPING``, to the folders of ``root``
+    (the checkout, or a copy of it). Returns ``where/lancespec``."""
     package = where / "lancespec"
-    package.mkdir()
-    for entry in (ROOT / "lancespec").iterdir():
+    package.mkdir(parents=True)
+    for entry in (top or root / "lancespec").iterdir():
         if entry.name != "__pycache__":
             os.symlink(entry, package / entry.name)
     for sub, folder in MAPPING.items():
-        os.symlink(ROOT / folder, package / sub)
+        os.symlink(root / folder, package / sub)
     return package
 
 

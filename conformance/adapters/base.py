@@ -19,21 +19,10 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from lancespec.conformance.scenarios.format import ERROR_KINDS  # the refusal kinds of the scenario format
 from lancespec.reference.errors import LanceSpecError
 
 CONTRACT = "lancespec.writer/1"
-
-ERROR_KINDS = (
-    "invalid_base_path",
-    "duplicate_base",
-    "unknown_target_base",
-    "invalid_ref_name",
-    "ref_exists",
-    "ref_not_found",
-    "dataset_exists",
-    "empty_operation",
-    "invalid_input",
-)
 
 
 class WriterRefusal(Exception):

@@ -70,15 +70,6 @@ def _where(snapshot: Snapshot, resolved: ResolvedFile) -> str:
     return f"{snapshot.manifest_uri} {resolved.kind.name.lower()} file {resolved.path}"
 
 
-def _at_version(ctx: DatasetContext, version: int, requirement: str, path: str, message: str) -> None:
-    """A finding about one version (a dataset check's findings otherwise carry no version)."""
-    saved, ctx.version = ctx.version, version
-    try:
-        ctx.finding(requirement, path, message)
-    finally:
-        ctx.version = saved
-
-
 def _holds_dataset(storage: Storage, uri: str) -> bool:
     try:
         return bool(Dataset(uri, storage).version_entries(allow_mixed=True))
@@ -101,9 +92,9 @@ def lineage(ctx: DatasetContext) -> None:
         return
     clone, first = found.clone, found.snapshot
     if found.first != clone.ref_version:
-        _at_version(ctx, found.first, "CLONE-002", first.manifest_uri,
-                    f"the clone's first version is {found.first}, but it was cloned from version "
-                    f"{clone.ref_version} of {clone.ref_path}")
+        ctx.finding_at(found.first, "CLONE-002", first.manifest_uri,
+                       f"the clone's first version is {found.first}, but it was cloned from version "
+                       f"{clone.ref_version} of {clone.ref_path}")
     if clone.is_shallow:
         _shallow_sources_exist(ctx, found)
         _shallow_writes_stay_home(ctx, found)
@@ -170,9 +161,9 @@ def _shallow_writes_stay_home(ctx: DatasetContext, found: _Lineage) -> None:
             source = next((s for s in sources if _under(resolved.uri, s)), None)
             if source is not None:
                 reported.add(key)
-                _at_version(ctx, snapshot.version, "CLONE-003", _where(snapshot, resolved),
-                            f"written after the clone (version {found.first}) but resolves into the source "
-                            f"{source}: {resolved.uri}")
+                ctx.finding_at(snapshot.version, "CLONE-003", _where(snapshot, resolved),
+                               f"written after the clone (version {found.first}) but resolves into the source "
+                               f"{source}: {resolved.uri}")
 
 
 def _deep_shares_nothing(ctx: DatasetContext, found: _Lineage) -> None:
@@ -193,8 +184,8 @@ def _deep_shares_nothing(ctx: DatasetContext, found: _Lineage) -> None:
             if own_later_base:
                 continue
             reported.add(key)
-            _at_version(ctx, snapshot.version, "CLONE-004", _where(snapshot, resolved),
-                        f"a deep clone's file resolves outside its own root {own}: {resolved.uri}")
+            ctx.finding_at(snapshot.version, "CLONE-004", _where(snapshot, resolved),
+                           f"a deep clone's file resolves outside its own root {own}: {resolved.uri}")
 
 
 def _source_main_root(clone: transaction_pb2.Transaction.Clone) -> str:

@@ -31,25 +31,16 @@ def manifests_readable(ctx: DatasetContext) -> None:
         try:
             ctx.dataset.snapshot(entry.version, strict=False)
         except LanceSpecError as exc:
-            _at_version(ctx, entry.version, "HIST-001", exc.where or ctx.dataset.uri, exc.message)
+            ctx.finding_at(entry.version, "HIST-001", exc.where or ctx.dataset.uri, exc.message)
         else:
             continue
         try:
             decode_manifest_file(ctx.storage.get(entry.uri), entry.uri)
         except FormatError as exc:
-            _at_version(ctx, entry.version, "MAN-015", exc.where or entry.uri,
-                        f"the manifest file is not framed as the format says: {exc.message}")
+            ctx.finding_at(entry.version, "MAN-015", exc.where or entry.uri,
+                           f"the manifest file is not framed as the format says: {exc.message}")
         except LanceSpecError:
             pass  # not there any more, or not readable: HIST-001 above says so
-
-
-def _at_version(ctx: DatasetContext, version: int, requirement: str, path: str, message: str) -> None:
-    """A finding about one version (a dataset check's findings otherwise carry no version)."""
-    saved, ctx.version = ctx.version, version
-    try:
-        ctx.finding(requirement, path, message)
-    finally:
-        ctx.version = saved
 
 
 def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, bytes | None] | None:
@@ -85,13 +76,13 @@ def transactions(ctx: DatasetContext) -> None:
             try:
                 from_file = decode_transaction(content, uri)
             except FormatError as exc:
-                _at_version(ctx, version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}")
+                ctx.finding_at(version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}")
             else:
                 txn = txn if txn is not None else from_file
                 if inline is not None and inline != content:
-                    _at_version(ctx, version, "HIST-002", uri,
-                                f"the transaction file ({len(content)} bytes) differs from the manifest's inline "
-                                f"copy ({len(inline)} bytes)")
+                    ctx.finding_at(version, "HIST-002", uri,
+                                   f"the transaction file ({len(content)} bytes) differs from the manifest's inline "
+                                   f"copy ({len(inline)} bytes)")
         if txn is not None:
             _read_version(ctx, snapshot, txn)
         if version == latest:
@@ -102,21 +93,21 @@ def _read_version(ctx: DatasetContext, snapshot: Snapshot, txn: transaction_pb2.
     version, read = snapshot.version, txn.read_version
     if txn.WhichOneof("operation") == "clone":
         if read != txn.clone.ref_version:
-            _at_version(ctx, version, "HIST-003", snapshot.manifest_uri,
-                        f"the clone transaction has read_version {read}, not the source version "
-                        f"{txn.clone.ref_version} it was cloned from")
+            ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
+                           f"the clone transaction has read_version {read}, not the source version "
+                           f"{txn.clone.ref_version} it was cloned from")
     elif read >= version:
-        _at_version(ctx, version, "HIST-003", snapshot.manifest_uri,
-                    f"the transaction that made version {version} has read_version {read}: not an earlier version")
+        ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
+                       f"the transaction that made version {version} has read_version {read}: not an earlier version")
 
 
 def _latest_file(ctx: DatasetContext, snapshot: Snapshot, found: tuple[str, bytes | None] | None) -> None:
     if found is None:
         if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
-            _at_version(ctx, snapshot.version, "HIST-004", snapshot.manifest_uri,
-                        "the latest version names no transaction file")
+            ctx.finding_at(snapshot.version, "HIST-004", snapshot.manifest_uri,
+                           "the latest version names no transaction file")
     elif found[1] is None:
-        _at_version(ctx, snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing")
+        ctx.finding_at(snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing")
 
 
 @dataset_check("history.timestamps", "HIST-005")
@@ -130,8 +121,8 @@ def timestamps(ctx: DatasetContext) -> None:
             continue
         moment = (manifest.timestamp.seconds, manifest.timestamp.nanos)
         if previous is not None and moment < previous[1]:
-            _at_version(ctx, version, "HIST-005", ctx.snapshots[version].manifest_uri,
-                        f"committed at {_text(moment)}, before version {previous[0]} ({_text(previous[1])})")
+            ctx.finding_at(version, "HIST-005", ctx.snapshots[version].manifest_uri,
+                           f"committed at {_text(moment)}, before version {previous[0]} ({_text(previous[1])})")
         previous = (version, moment)
 
 

@@ -39,17 +39,13 @@ def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentP
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.cli import parse_storage_options
+    from lancespec.cli import check_areas, emit_report, parse_storage_options
 
-    from ..checks import all_checks
     from ..report import RENDERERS
     from .distributed import certify_with_spark
     from .session import spark_session, spark_unavailable
 
-    areas = sorted({c.area for c in all_checks().values()})
-    unknown = sorted(set(args.only or ()) - set(areas))
-    if unknown:
-        raise ValueError(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
+    check_areas(args.only)
     why = spark_unavailable()
     if why is not None:
         print(f"lancespec: error: Spark cannot start here: {why}", file=sys.stderr)
@@ -66,14 +62,7 @@ def run(args: argparse.Namespace) -> int:
         if existing is None:  # a session this command started; one the caller had stays up
             spark.stop()
     report = result.report
-    text = RENDERERS[args.format](report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if args.format != "text":
-            sys.stderr.write(RENDERERS["text"](report))
-    else:
-        sys.stdout.write(text)
+    emit_report(report, RENDERERS, args.format, args.output)
     sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), {result.files} "
                      f"file(s) checked in {result.job_seconds:.2f} s; {result.seconds:.2f} s in all\n")
     return report.exit_code

@@ -19,7 +19,7 @@ from typing import Any
 import lance
 import pytest
 
-from lancespec.conformance.shapes import SHAPES, Shape, rows
+from lancespec.conformance.shapes import SHAPES, Shape, expected_rows, rows
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.ops import DatasetBasePath
@@ -35,9 +35,6 @@ CONTINUED = [
     "multi_base_clone", "deep_clone", "index",
 ]
 
-
-def expected(ids: Iterable[int]) -> list[dict[str, Any]]:
-    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
 
 
 def ids_of(table: Any) -> list[int]:
@@ -77,7 +74,7 @@ class Model:
             assert reference.versions() == sorted(versions), uri
             assert [v["version"] for v in lance.dataset(uri).versions()] == sorted(versions), uri
             for version, ids in versions.items():
-                want = expected(ids)
+                want = expected_rows(ids)
                 assert read_snapshot(reference.snapshot(version), reference.storage).to_pylist() == want, (
                     f"reference read of {uri} v{version}")
                 ds = lance.dataset(uri, version=version)
@@ -137,7 +134,7 @@ def test_reference_continues_pylance_dataset(shape_name: str, tmp_path: Path) ->
     refs.create_tag(target, "ref-tag")
     listed = lance.dataset(main).tags.list()["ref-tag"]
     assert (listed["version"], listed["branch"]) == (result.version, branch)
-    assert lance.dataset(main, version="ref-tag").to_table().to_pylist() == expected(ids)
+    assert lance.dataset(main, version="ref-tag").to_table().to_pylist() == expected_rows(ids)
     assert os.path.isfile(f"{main}/_refs/tags/ref-tag.json")
 
     # reference branch from the latest (nested under the branch when on one); both writers continue it
@@ -216,4 +213,4 @@ def test_pylance_cannot_deep_clone_files_in_a_non_root_base(tmp_path: Path) -> N
     deep = clone_ops.deep_clone(Dataset(src), 1, str(tmp_path / "ref_deep"))
     assert os.path.isfile(tmp_path / "ref_deep" / "data" / data_file)
     assert [f.uri for f in deep.snapshot().files()] == [str(tmp_path / "ref_deep" / "data" / data_file)]
-    assert lance.dataset(deep.uri).to_table().to_pylist() == expected(range(2))
+    assert lance.dataset(deep.uri).to_table().to_pylist() == expected_rows(range(2))

@@ -11,7 +11,6 @@ files), §10 (bases, placement), §11 (tags, branches), §12 (clones), §6 (mani
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from collections.abc import Iterable
@@ -22,8 +21,9 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conformance_kit import file_digests
 
-from lancespec.conformance.shapes import rows
+from lancespec.conformance.shapes import expected_rows, rows
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.commit import load_transaction
@@ -36,10 +36,6 @@ pytestmark = pytest.mark.interop
 
 # --- the model ---------------------------------------------------------------------------------------
 
-
-def expected(ids: Iterable[int]) -> list[dict[str, Any]]:
-    """The rows ``shapes.rows`` makes for these ids, in this order."""
-    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
 
 
 class Model:
@@ -66,7 +62,7 @@ class Model:
             assert reference.versions() == sorted(versions), uri
             assert [v["version"] for v in lance.dataset(uri).versions()] == sorted(versions), uri
             for version, ids in versions.items():
-                want = expected(ids)
+                want = expected_rows(ids)
                 got_ref = read_snapshot(reference.snapshot(version), reference.storage).to_pylist()
                 assert got_ref == want, f"reference read of {uri} v{version}"
                 ds = lance.dataset(uri, version=version)
@@ -86,18 +82,6 @@ def model() -> Iterable[Model]:
 
 
 # --- helpers -------------------------------------------------------------------------------------------
-
-
-def tree(*dirs: str | Path) -> dict[str, str]:
-    """Every file under the directories: path -> sha256 of the content."""
-    out = {}
-    for top in dirs:
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                with open(path, "rb") as fh:
-                    out[path] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 def fragment_bases(uri: str, version: int | None = None) -> list[int | None]:
@@ -231,7 +215,7 @@ def test_overwrite_with_another_schema(tmp_path: Path) -> None:
     ops.create(root, rows(0, 3))
     ops.overwrite(Dataset(root), pa.table({"k": pa.array(["a", "b"])}))
     assert lance.dataset(root).to_table().to_pylist() == [{"k": "a"}, {"k": "b"}]
-    assert lance.dataset(root, version=1).to_table().to_pylist() == expected(range(3))
+    assert lance.dataset(root, version=1).to_table().to_pylist() == expected_rows(range(3))
     assert lance.dataset(root).schema.names == ["k"]
     lance.dataset(root).validate()
 
@@ -433,8 +417,8 @@ def test_tags_create_update_delete(tmp_path: Path, model: Model) -> None:
     assert not os.path.exists(f"{root}/tree/feat/_refs")
     for name, (version, tag_branch, _size) in want.items():
         ids = model.roots[(root, tag_branch)][version]
-        assert lance.dataset(root, version=name).to_table().to_pylist() == expected(ids), name
-        assert lance.dataset(root).checkout_version(name).to_table().to_pylist() == expected(ids), name
+        assert lance.dataset(root, version=name).to_table().to_pylist() == expected_rows(ids), name
+        assert lance.dataset(root).checkout_version(name).to_table().to_pylist() == expected_rows(ids), name
         assert lance.dataset(root).tags.get_version(name) == version
     created = Dataset(root).tag("first").created_at
     refs.update_tag(dataset, "first", 3)
@@ -443,7 +427,7 @@ def test_tags_create_update_delete(tmp_path: Path, model: Model) -> None:
     want["latest"] = (3, "feat", feat_sizes[3])
     assert _pylance_tags(root) == want == _reference_tags(root)
     assert Dataset(root).tag("first").created_at == created
-    assert lance.dataset(root, version="latest").to_table().to_pylist() == expected([*range(6), 100])
+    assert lance.dataset(root, version="latest").to_table().to_pylist() == expected_rows([*range(6), 100])
     refs.delete_tag(dataset, "via-tag")
     refs.delete_tag(dataset, "on-branch")
     del want["via-tag"], want["on-branch"]
@@ -528,7 +512,7 @@ def test_branches_and_branch_of_branch(tmp_path: Path, model: Model) -> None:
     refs.delete_branch(dataset, "old")
     del model.roots[(root, "old")]
     assert "old" not in lance.dataset(root).branches.list()
-    assert tree(f"{root}/tree/old") == {}  # empty directories may remain, no file does
+    assert file_digests(f"{root}/tree/old") == {}  # empty directories may remain, no file does
 
 
 def test_pylance_deletes_reference_branch(tmp_path: Path, model: Model) -> None:
@@ -566,7 +550,7 @@ def test_shallow_clones(tmp_path: Path, model: Model) -> None:
     feat = refs.create_branch(source, "feat", 3)
     model.record(src, 3, src_ids, branch="feat")
     model.record(src, ops.append(feat, rows(100, 2)).version, [*src_ids, 100, 101], branch="feat")
-    before = tree(src, tmp_path / "b1", tmp_path / "b3")
+    before = file_digests(src, tmp_path / "b1", tmp_path / "b3")
 
     # from a version
     c_version = clone_ops.shallow_clone(source, 3, str(tmp_path / "c_version"))
@@ -628,13 +612,13 @@ def test_shallow_clones(tmp_path: Path, model: Model) -> None:
     assert [f.files[0].base_id for f in clone3.snapshot().fragments] == [1, 3, 1, 0, 2, 4]
     model.record(c3, 6, ids2)
 
-    assert tree(src, tmp_path / "b1", tmp_path / "b3") == before
+    assert file_digests(src, tmp_path / "b1", tmp_path / "b3") == before
     # pylance continues writing on a reference clone
     lance.write_dataset(rows(80, 1), c3, mode="append")
     model.record(c3, 7, [*ids2, 80])
     lance.dataset(c3).delete("id = 3")
     model.record(c3, 8, [i for i in ids2 if i != 3] + [80])
-    assert tree(src, tmp_path / "b1", tmp_path / "b3") == before
+    assert file_digests(src, tmp_path / "b1", tmp_path / "b3") == before
 
 
 def test_deep_clone_shares_no_file(tmp_path: Path, model: Model) -> None:
@@ -673,12 +657,12 @@ def test_deep_clone_shares_no_file(tmp_path: Path, model: Model) -> None:
     assert sorted(os.path.basename(f.uri) for f in deep.snapshot().files()) == source_names
     d1 = model.record(deep.uri, 2, [0, 1, 3, 4, 5, 6])
     d2 = model.record(deep_of_shallow.uri, 4, [0, 1, 3, 5, 6, 20])
-    before = tree(tmp_path / "deep", tmp_path / "deep2")
+    before = file_digests(tmp_path / "deep", tmp_path / "deep2")
     for gone in foreign:
         shutil.rmtree(gone)
-    assert lance.dataset(deep.uri).to_table().to_pylist() == expected(d1)
-    assert lance.dataset(deep_of_shallow.uri).to_table().to_pylist() == expected(d2)
-    assert tree(tmp_path / "deep", tmp_path / "deep2") == before
+    assert lance.dataset(deep.uri).to_table().to_pylist() == expected_rows(d1)
+    assert lance.dataset(deep_of_shallow.uri).to_table().to_pylist() == expected_rows(d2)
+    assert file_digests(tmp_path / "deep", tmp_path / "deep2") == before
     model.record(deep.uri, ops.append(deep, rows(30, 1)).version, [*d1, 30])
     model.record(deep.uri, ops.delete(deep, "id = 0").version, [*d1[1:], 30])
 
@@ -773,7 +757,7 @@ def _place(writer: str, work: Path) -> list[int | None]:
         else:
             ops.append(Dataset(root), data, target_bases=resolved, target_all_bases=all_bases,
                        max_rows_per_file=per_file)
-    assert lance.dataset(root).to_table().to_pylist() == expected(range(start))
+    assert lance.dataset(root).to_table().to_pylist() == expected_rows(range(start))
     return fragment_bases(root)
 
 
@@ -809,7 +793,7 @@ def _layout(dataset_uri: str) -> tuple[list[tuple[int, str | None, str, bool]], 
 
 
 def _relative_files(top: Path) -> set[str]:
-    return {os.path.relpath(p, top) for p in tree(top) if "/_versions/" not in p and "/_transactions/" not in p}
+    return {os.path.relpath(p, top) for p in file_digests(top) if "/_versions/" not in p and "/_transactions/" not in p}
 
 
 def test_clones_and_branches_match_pylance(tmp_path: Path) -> None:
@@ -887,7 +871,7 @@ def test_clones_and_branches_match_pylance(tmp_path: Path) -> None:
     assert ours_files == theirs_files
     assert {p.split("/")[0] for p in ours_files} == {"data", "_deletions"}
     assert _layout(str(tmp_path / "ref_deep")) == _layout(str(tmp_path / "lance_deep"))
-    assert lance.dataset(str(tmp_path / "ref_deep")).to_table().to_pylist() == expected([0, 3, 4, 5])
+    assert lance.dataset(str(tmp_path / "ref_deep")).to_table().to_pylist() == expected_rows([0, 3, 4, 5])
 
 
 def test_nested_types_and_field_types_read_by_pylance(tmp_path: Path) -> None:

@@ -19,20 +19,18 @@ new directories; the COPIED root is opened and every base is moved to its copy w
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import lance
 import pyarrow as pa
 import pytest
-from conformance_kit import local_manifest_file, without_stamps_and_base_paths
+from conformance_kit import file_digests, local_manifest_file, without_stamps_and_base_paths
 
-from lancespec.conformance.shapes import rows
+from lancespec.conformance.shapes import expected_rows, rows
 from lancespec.reference import ops, refs
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import ValidationError
@@ -47,21 +45,6 @@ pytestmark = pytest.mark.interop
 BASE_NAMES = ("p1", "p2", "p3", "pr")  # pr is a dataset-root base
 
 
-def expected(ids: Iterable[int]) -> list[dict[str, Any]]:
-    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
-
-
-def listing(*dirs: str | Path) -> dict[str, str]:
-    """Every file under the directories: path -> sha256 of its content."""
-    out = {}
-    for top in dirs:
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                with open(path, "rb") as fh:
-                    out[path] = hashlib.sha256(fh.read()).hexdigest()
-    return out
-
 
 def check_reads(uri: str, versions: dict[int, list[int]], main: str | None = None,
                 branch: str | None = None) -> None:
@@ -69,7 +52,7 @@ def check_reads(uri: str, versions: dict[int, list[int]], main: str | None = Non
     model's rows at each of these versions; pylance's validate() passes."""
     reference = Dataset(uri)
     for version, ids in versions.items():
-        want = expected(ids)
+        want = expected_rows(ids)
         assert read_snapshot(reference.snapshot(version), reference.storage).to_pylist() == want, (uri, version)
         ds = lance.dataset(uri, version=version)
         assert ds.to_table().to_pylist() == want, (uri, version)
@@ -144,7 +127,7 @@ def test_relocate_copied_bases(tmp_path: Path, writer: str, key: str) -> None:
     assert copied.versions() == sorted(model)
     check_reads(root, model)
 
-    before = listing(*(new / n for n in ("ds", *BASE_NAMES)))
+    before = file_digests(*(new / n for n in ("ds", *BASE_NAMES)))
     previous = copied.snapshot()
     ids_by_name = {b.name: b.id for b in previous.bases}
     assert set(ids_by_name) == set(BASE_NAMES)
@@ -156,7 +139,7 @@ def test_relocate_copied_bases(tmp_path: Path, writer: str, key: str) -> None:
     model[result.version] = model[latest]
 
     # storage: one manifest, one transaction, the hint rewritten; nothing else
-    after = listing(*(new / n for n in ("ds", *BASE_NAMES)))
+    after = file_digests(*(new / n for n in ("ds", *BASE_NAMES)))
     txn_name = copied.snapshot().manifest.transaction_file
     added = {os.path.join(root, "_versions", manifest_name(result.version, previous.naming)),
              os.path.join(root, "_transactions", txn_name)}
@@ -182,7 +165,7 @@ def test_relocate_copied_bases(tmp_path: Path, writer: str, key: str) -> None:
     # every version reads, old ones through the originals, the new one through the copies
     assert [v["version"] for v in lance.dataset(root).versions()] == sorted(model)
     check_reads(root, model)
-    assert lance.dataset(root, version="t").to_table().to_pylist() == expected(model[2])
+    assert lance.dataset(root, version="t").to_table().to_pylist() == expected_rows(model[2])
 
     # with the originals gone, the new version still reads, in pylance and in the reference
     shutil.rmtree(old)
@@ -302,7 +285,7 @@ def test_adopt_copied_root_with_branches(tmp_path: Path, writer: str) -> None:
     with pytest.raises(ValidationError, match="nothing to relocate"):
         relocate(main, adopt_from=old)
 
-    before = listing(new)
+    before = file_digests(new)
     moved: dict[str, int] = {}
     for name in ("feat", "feat/sub"):
         branch = main.branch(name)
@@ -313,7 +296,7 @@ def test_adopt_copied_root_with_branches(tmp_path: Path, writer: str) -> None:
     sub_bases = {b.name: b.path for b in main.branch("feat/sub").snapshot().bases}
     assert feat_bases == {0: new}
     assert sub_bases == {None: new, "feat": f"{new}/tree/feat"}
-    after = listing(new)
+    after = file_digests(new)
     assert set(before) - set(after) == set()
     assert {os.path.relpath(p, new).split("/_")[0] for p in set(after) - set(before)} == {"tree/feat", "tree/feat/sub"}
     assert len(set(after) - set(before)) == 4  # a manifest and a transaction per branch
@@ -357,12 +340,12 @@ def test_copied_root_with_branches_keeps_reading_the_original(tmp_path: Path) ->
     shutil.copytree(old, new)
     assert [(b.id, b.path) for b in Dataset(new).branch("feat").snapshot().bases] == [(0, old)]
     # while the original exists the copied branch reads, through the original
-    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected(range(3))
+    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected_rows(range(3))
     shutil.rmtree(old)
-    assert lance.dataset(new).to_table().to_pylist() == expected(range(2))
+    assert lance.dataset(new).to_table().to_pylist() == expected_rows(range(2))
     with pytest.raises(pa.lib.ArrowInvalid, match="Not found: " + re.escape(old)):
         lance.dataset(f"{new}/tree/feat").to_table()
     # the reference repairs the copy with one new branch version
     version = relocate(Dataset(new).branch("feat"), adopt_from=old).version
-    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected(range(3))
-    assert lance.dataset(new).checkout_version(("feat", version)).to_table().to_pylist() == expected(range(3))
+    assert lance.dataset(f"{new}/tree/feat").to_table().to_pylist() == expected_rows(range(3))
+    assert lance.dataset(new).checkout_version(("feat", version)).to_table().to_pylist() == expected_rows(range(3))

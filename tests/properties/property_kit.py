@@ -1,10 +1,8 @@
-"""Shared helpers of the property suite (tests/properties): hashing trees, running operation sequences on
-the reference alone, and listing what a version references."""
+"""Shared helpers of the property suite (tests/properties): running operation sequences on the reference
+alone, and listing what a version references (hashing trees: ``conformance_kit.file_digests``)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -14,21 +12,6 @@ from pathlib import Path
 from lancespec.conformance.machine import SideBySide
 from lancespec.conformance.operations import Operation
 from lancespec.reference.table import Dataset, Snapshot
-
-
-def tree(*dirs: str | Path, skip: Iterable[str] = ()) -> dict[str, str]:
-    """Every file below ``dirs``: path -> sha256 of its bytes (paths starting with a ``skip`` entry left out)."""
-    skipped = tuple(str(s) for s in skip)
-    out = {}
-    for top in dirs:
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                if skipped and path.startswith(skipped):
-                    continue
-                with open(path, "rb") as fh:
-                    out[path] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 @contextmanager

@@ -14,12 +14,13 @@ import os
 from pathlib import Path
 
 import pytest
+from conformance_kit import file_digests
 from hypothesis import given
 from hypothesis import strategies as st
-from property_kit import local, reference_run, referenced_uris, run_all, scratch, tree
+from property_kit import local, reference_run, referenced_uris, run_all, scratch
 
-from lancespec.conformance.machine import expected_rows
 from lancespec.conformance.operations import Operation, ShallowClone, Tag
+from lancespec.conformance.shapes import expected_rows
 from lancespec.conformance.strategies import draw_operation, operation_sequences
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset
@@ -52,12 +53,12 @@ def test_shallow_clone_reads_the_source_at_v_and_never_writes_into_it(ops: list[
         assert all(os.path.exists(local(u)) for u in inherited)
 
         # CLONE-003: the clone's own writes never touch the source's root
-        before = tree(world.uri("ds"))
+        before = file_digests(world.uri("ds"))
         for _ in range(data.draw(st.integers(1, 4), label="writes")):
             op = draw_operation(data.draw, runner.model, data.draw(st.sampled_from(CLONE_WRITES)), root="c1")
             if op is not None:
                 runner.run(op)  # layout vs the model: new files in the clone's root or its own bases
-        assert tree(world.uri("ds")) == before
+        assert file_digests(world.uri("ds")) == before
         assert world.rows("ds", version, "reference") == want
         clone = runner.model.roots["c1"]
         assert world.rows("c1", clone.latest, "pylance") == expected_rows(clone.head.live_ids())

@@ -19,9 +19,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conformance_kit import file_digests
 from hypothesis import given
 from hypothesis import strategies as st
-from property_kit import every_snapshot, local, reference_run, scratch, tree
+from property_kit import every_snapshot, local, reference_run, scratch
 
 from lancespec.conformance.machine import SideBySide
 from lancespec.conformance.operations import Append, Branch, Cleanup, Delete, Operation, Tag, root_dir
@@ -36,7 +37,7 @@ GC_KINDS = (*ALL_KINDS, "cleanup", "cleanup", "cleanup")
 
 def own_files(world: Path, root: str) -> set[str]:
     """The files a cleanup of ``root`` may touch: below its scanned directories."""
-    return set(tree(*(world / root / d for d in SCANNED_DIRS)))
+    return set(file_digests(*(world / root / d for d in SCANNED_DIRS)))
 
 
 def reachable(runner: SideBySide) -> set[str]:
@@ -58,7 +59,7 @@ def transactions_of(world: Path, root: str) -> set[str]:
 
 def check_cleanup_laws(runner: SideBySide, op: Cleanup, before: dict[str, str]) -> None:
     world = runner.worlds["reference"].dir
-    after = tree(world)
+    after = file_digests(world)
     changed = {p for p in before if after.get(p) != before[p]} | (set(after) - set(before))
     allowed = tuple(str(world / op.root / d) + "/" for d in SCANNED_DIRS)
     outside = sorted(p for p in changed if not p.startswith(allowed))
@@ -86,7 +87,7 @@ def test_gc_keeps_what_is_retained_and_removes_what_is_not(ops: list[Operation],
         runner = reference_run(tmp)
         world = runner.worlds["reference"].dir
         for op in ops:
-            before = tree(world) if isinstance(op, Cleanup) else {}
+            before = file_digests(world) if isinstance(op, Cleanup) else {}
             runner.run(op)  # rows of every version of a cleaned root, latest of every other root, vs the model
             if isinstance(op, Cleanup):
                 check_cleanup_laws(runner, op, before)
@@ -111,7 +112,7 @@ def test_gc_keeps_what_is_retained_and_removes_what_is_not(ops: list[Operation],
         dropped = data.draw(st.sampled_from([f for f in live if f.id in at_fork] or live), label="dropped fragment")
         runner.run(Delete(root.dir, tuple(dropped.live())))
         acted = Cleanup(root.dir, older_than_zero=True, error_if_tagged=False)
-        before = tree(world)
+        before = file_digests(world)
         runner.run(acted)
         check_cleanup_laws(runner, acted, before)
         runner.check_all()
@@ -122,7 +123,7 @@ def test_gc_keeps_what_is_retained_and_removes_what_is_not(ops: list[Operation],
         young = plant_strays(world, root, "1", timedelta(minutes=1))
         old = plant_strays(world, root, "2", timedelta(days=10))
         final = Cleanup(root, older_than_zero=True)
-        before = tree(world)
+        before = file_digests(world)
         runner.run(final)
         check_cleanup_laws(runner, final, before)
         assert all(p.exists() for p in young), "GC-001: a young unreferenced file (maybe in progress) was deleted"

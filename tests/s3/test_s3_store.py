@@ -25,9 +25,9 @@ pytestmark = pytest.mark.s3
 class TestS3StoreContract(StoreContract):
     """The whole ObjectStore contract, on a fresh bucket per test."""
 
-    @pytest.fixture(scope="class")
-    def store(self, s3_server: EmbeddedS3Server) -> ObjectStore:
-        return S3Store(s3_server.storage_options())
+    @pytest.fixture
+    def store(self, s3_store: S3Store) -> ObjectStore:
+        return s3_store
 
     @pytest.fixture
     def root(self, bucket: str) -> str:

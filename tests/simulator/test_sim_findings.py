@@ -35,13 +35,13 @@ def table(*ids: int) -> pa.Table:
 
 
 @pytest.mark.parametrize("writer", ["pylance", "reference"])
-def test_f026_a_delayed_commit_takes_a_version_cleanup_freed(writer: str, sim_server: EmbeddedS3Server,
-                                                              sim_bucket: str) -> None:
-    uri = f"s3://{sim_bucket}/ds"
-    direct = sim_server.storage_options()
+def test_f026_a_delayed_commit_takes_a_version_cleanup_freed(writer: str, s3_server: EmbeddedS3Server,
+                                                              bucket: str) -> None:
+    uri = f"s3://{bucket}/ds"
+    direct = s3_server.storage_options()
     lance.write_dataset(table(1), uri, storage_options=direct)
     hold = FaultProfile("hold-manifest", {"manifest-put": {"pause": 1.0}}, pause_s=6.0)  # held 3 to 9 s
-    with FaultProxy(sim_server.endpoint, 2, seed=0, faults=hold, faulty_clients=[0]) as proxy:
+    with FaultProxy(s3_server.endpoint, 2, seed=0, faults=hold, faulty_clients=[0]) as proxy:
         slow = proxy.storage_options(0, direct)
         told: dict[str, Any] = {}
 

@@ -37,11 +37,11 @@ def exists(server: EmbeddedS3Server, bucket: str, key: str) -> bool:
 
 
 @pytest.fixture
-def proxy_for(sim_server: EmbeddedS3Server) -> Iterator[Any]:
+def proxy_for(s3_server: EmbeddedS3Server) -> Iterator[Any]:
     made: list[FaultProxy] = []
 
     def make(**kwargs: Any) -> FaultProxy:
-        proxy = FaultProxy(sim_server.endpoint, 1, **kwargs).start()
+        proxy = FaultProxy(s3_server.endpoint, 1, **kwargs).start()
         made.append(proxy)
         return proxy
 
@@ -72,7 +72,7 @@ def test_request_classes() -> None:
 
 
 @pytest.mark.parametrize("kind", FAULTS)
-def test_each_fault_type_is_injected_and_observed(kind: str, sim_server: EmbeddedS3Server, sim_bucket: str,
+def test_each_fault_type_is_injected_and_observed(kind: str, s3_server: EmbeddedS3Server, bucket: str,
                                                   proxy_for: Any) -> None:
     prof = FaultProfile(f"all-{kind}", {"manifest-put": {kind: 1.0}}, latency_s=0.2, pause_s=0.6)
     proxy = proxy_for(faults=prof, seed=1)
@@ -81,11 +81,11 @@ def test_each_fault_type_is_injected_and_observed(kind: str, sim_server: Embedde
     started = time.monotonic()
     error: Exception | None = None
     try:
-        s3.put_object(Bucket=sim_bucket, Key=key, Body=b"manifest", IfNoneMatch="*")
+        s3.put_object(Bucket=bucket, Key=key, Body=b"manifest", IfNoneMatch="*")
     except (ClientError, BotoCoreError) as exc:
         error = exc
     elapsed = time.monotonic() - started
-    stored = exists(sim_server, sim_bucket, key)
+    stored = exists(s3_server, bucket, key)
     assert [(f.kind, f.request_class, f.n) for f in proxy.faults] == [(kind, "manifest-put", 0)]
     [write] = proxy.writes
     if kind == "latency":
@@ -102,18 +102,18 @@ def test_each_fault_type_is_injected_and_observed(kind: str, sim_server: Embedde
         # the request took effect; the client only saw its connection die
         assert isinstance(error, BotoCoreError) and stored and write.status == 200 and write.body == b"manifest"
     # other classes are untouched by this profile
-    s3.put_object(Bucket=sim_bucket, Key="ds/data/x.lance", Body=b"x")
+    s3.put_object(Bucket=bucket, Key="ds/data/x.lance", Body=b"x")
     assert len(proxy.faults) == 1
 
 
-def test_faults_are_chosen_per_client(sim_bucket: str, sim_server: EmbeddedS3Server) -> None:
+def test_faults_are_chosen_per_client(bucket: str, s3_server: EmbeddedS3Server) -> None:
     prof = FaultProfile("half", {"put": {"slowdown": 0.5}})
-    with FaultProxy(sim_server.endpoint, 3, seed=4, faults=prof, faulty_clients=[0, 1]) as proxy:
+    with FaultProxy(s3_server.endpoint, 3, seed=4, faults=prof, faulty_clients=[0, 1]) as proxy:
         for c in range(3):
             s3 = client(proxy.endpoint(c))
             for i in range(12):
                 with contextlib.suppress(ClientError):
-                    s3.put_object(Bucket=sim_bucket, Key=f"c{c}/{i}", Body=b"x")
+                    s3.put_object(Bucket=bucket, Key=f"c{c}/{i}", Body=b"x")
         for c in (0, 1):
             assert proxy.faults_of(c) == [("put", n, "slowdown") for n in range(12)
                                           if decide(prof, 4, c, "put", n).kind == "slowdown"]
@@ -121,37 +121,37 @@ def test_faults_are_chosen_per_client(sim_bucket: str, sim_server: EmbeddedS3Ser
         assert proxy.faults_of(2) == []  # the control client gets no faults
 
 
-def test_no_conditional_personality_lets_the_last_writer_win(sim_bucket: str, sim_server: EmbeddedS3Server,
+def test_no_conditional_personality_lets_the_last_writer_win(bucket: str, s3_server: EmbeddedS3Server,
                                                              proxy_for: Any) -> None:
     proxy = proxy_for(personality="no-conditional")
     s3 = client(proxy.endpoint(0))
-    s3.put_object(Bucket=sim_bucket, Key="k", Body=b"first", IfNoneMatch="*")
-    s3.put_object(Bucket=sim_bucket, Key="k", Body=b"second", IfNoneMatch="*")  # no 412
-    assert sim_server.client().get_object(Bucket=sim_bucket, Key="k")["Body"].read() == b"second"
+    s3.put_object(Bucket=bucket, Key="k", Body=b"first", IfNoneMatch="*")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"second", IfNoneMatch="*")  # no 412
+    assert s3_server.client().get_object(Bucket=bucket, Key="k")["Body"].read() == b"second"
     with pytest.raises(ClientError) as caught:  # the endpoint itself still enforces it
-        client(sim_server.endpoint).put_object(Bucket=sim_bucket, Key="k", Body=b"third", IfNoneMatch="*")
+        client(s3_server.endpoint).put_object(Bucket=bucket, Key="k", Body=b"third", IfNoneMatch="*")
     assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
 
 
-def test_lagging_list_hides_recent_keys(sim_bucket: str, sim_server: EmbeddedS3Server, proxy_for: Any) -> None:
+def test_lagging_list_hides_recent_keys(bucket: str, s3_server: EmbeddedS3Server, proxy_for: Any) -> None:
     proxy = proxy_for(personality="lagging-list", list_lag_s=1.0)
     s3 = client(proxy.endpoint(0))
-    s3.put_object(Bucket=sim_bucket, Key="ds/_versions/old", Body=b"x")
+    s3.put_object(Bucket=bucket, Key="ds/_versions/old", Body=b"x")
     time.sleep(1.1)
-    s3.put_object(Bucket=sim_bucket, Key="ds/_versions/new", Body=b"y")
+    s3.put_object(Bucket=bucket, Key="ds/_versions/new", Body=b"y")
 
     def listed(c: Any) -> list[str]:
-        return [o["Key"] for o in c.list_objects_v2(Bucket=sim_bucket, Prefix="ds/").get("Contents", [])]
+        return [o["Key"] for o in c.list_objects_v2(Bucket=bucket, Prefix="ds/").get("Contents", [])]
 
     assert listed(s3) == ["ds/_versions/old"]
-    assert listed(sim_server.client()) == ["ds/_versions/new", "ds/_versions/old"]
-    assert s3.get_object(Bucket=sim_bucket, Key="ds/_versions/new")["Body"].read() == b"y"  # reads are current
+    assert listed(s3_server.client()) == ["ds/_versions/new", "ds/_versions/old"]
+    assert s3.get_object(Bucket=bucket, Key="ds/_versions/new")["Body"].read() == b"y"  # reads are current
     time.sleep(1.1)
     assert listed(s3) == ["ds/_versions/new", "ds/_versions/old"]
 
 
-def test_preflight_vouches_for_the_locked_server(sim_server: EmbeddedS3Server, sim_bucket: str) -> None:
-    result = preflight(sim_server.endpoint, sim_bucket, sim_server.storage_options(), rounds=40)
+def test_preflight_vouches_for_the_locked_server(s3_server: EmbeddedS3Server, bucket: str) -> None:
+    result = preflight(s3_server.endpoint, bucket, s3_server.storage_options(), rounds=40)
     assert result.vouched and result.sequential_ok and result.double_wins == 0 and result.rounds == 40
 
 
@@ -164,9 +164,9 @@ def test_preflight_catches_the_unlocked_server() -> None:
     assert "not atomic" in result.reason
 
 
-def test_preflight_catches_an_endpoint_that_ignores_the_header(sim_server: EmbeddedS3Server, sim_bucket: str,
+def test_preflight_catches_an_endpoint_that_ignores_the_header(s3_server: EmbeddedS3Server, bucket: str,
                                                                proxy_for: Any) -> None:
     proxy = proxy_for(personality="no-conditional")
-    result = preflight(proxy.endpoint(0), sim_bucket, sim_server.storage_options(), rounds=5)
+    result = preflight(proxy.endpoint(0), bucket, s3_server.storage_options(), rounds=5)
     assert not result.vouched and not result.sequential_ok
     assert "ignores If-None-Match" in result.reason

@@ -53,9 +53,9 @@ def test_reference_is_certified_on_every_scenario_locally(tmp_path: Path) -> Non
 
 
 @pytest.mark.s3
-def test_reference_is_certified_on_s3_across_buckets(writer_s3: EmbeddedS3Server) -> None:
+def test_reference_is_certified_on_s3_across_buckets(s3_server: EmbeddedS3Server) -> None:
     report = certify_writer(make_writer("reference"), _subset(S3_SUBSET), stores=["s3"],
-                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+                            s3_options=s3_server.storage_options(), create_bucket=s3_server.create_bucket)
     assert report.exit_code == 0, _problems(report)
     assert len(report.runs) == len(S3_SUBSET)
 
@@ -74,9 +74,9 @@ def test_pylance_is_certified_locally_with_its_listed_divergences(tmp_path: Path
 
 @pytest.mark.interop
 @pytest.mark.s3
-def test_pylance_on_s3_subset(writer_s3: EmbeddedS3Server) -> None:
+def test_pylance_on_s3_subset(s3_server: EmbeddedS3Server) -> None:
     report = certify_writer(make_writer("pylance"), _subset(S3_SUBSET), stores=["s3"],
-                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+                            s3_options=s3_server.storage_options(), create_bucket=s3_server.create_bucket)
     assert report.exit_code == 0, _problems(report)
     by_name = {r.scenario: r for r in report.runs}
     assert by_name["clone-within-one-bucket"].completed
@@ -134,7 +134,7 @@ def test_cli_certify_writer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.interop
 @pytest.mark.s3
 @pytest.mark.parametrize("writer", ["reference", "pylance", "external"])
-def test_full_matrix(writer: str, writer_s3: EmbeddedS3Server, tmp_path: Path) -> None:
+def test_full_matrix(writer: str, s3_server: EmbeddedS3Server, tmp_path: Path) -> None:
     """Every scenario on both stores for every writer (minutes; run with -m slow)."""
     if writer == "external":
         w = make_writer(f"cmd:python {ROOT / 'examples' / 'external_writer.py'}",
@@ -142,7 +142,7 @@ def test_full_matrix(writer: str, writer_s3: EmbeddedS3Server, tmp_path: Path) -
     else:
         w = make_writer(writer)
     report = certify_writer(w, builtin_scenarios(), stores=["local", "s3"], workdir=str(tmp_path),
-                            s3_options=writer_s3.storage_options(), create_bucket=writer_s3.create_bucket)
+                            s3_options=s3_server.storage_options(), create_bucket=s3_server.create_bucket)
     assert report.exit_code == 0, _problems(report)
 
 

@@ -13,15 +13,15 @@ from lancespec.simulator.s3 import EmbeddedS3Server
 pytestmark = [pytest.mark.interop, pytest.mark.s3]
 
 
-def test_f025_cross_bucket_shallow_clone_lands_in_the_source_bucket(writer_s3: EmbeddedS3Server) -> None:
+def test_f025_cross_bucket_shallow_clone_lands_in_the_source_bucket(s3_server: EmbeddedS3Server) -> None:
     src_bucket, dst_bucket = (f"f025-{uuid.uuid4().hex[:12]}-{n}" for n in ("a", "b"))
     for name in (src_bucket, dst_bucket):
-        writer_s3.create_bucket(name)
-    opts = writer_s3.storage_options()
+        s3_server.create_bucket(name)
+    opts = s3_server.storage_options()
     ds = lance.write_dataset(pa.table({"id": [1, 2]}), f"s3://{src_bucket}/src", storage_options=opts)
     with pytest.raises((OSError, ValueError), match="not found"):
         ds.shallow_clone(f"s3://{dst_bucket}/clone", 1, storage_options=opts)
-    client = writer_s3.client()
+    client = s3_server.client()
     in_source = [o["Key"] for o in client.list_objects_v2(Bucket=src_bucket).get("Contents", [])]
     in_target = client.list_objects_v2(Bucket=dst_bucket).get("Contents", [])
     assert any(k.startswith("clone/_versions/") for k in in_source)
