@@ -11,12 +11,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
-from lancespec.reference.store import open_store
-from lancespec.reference.store.uri import join
+from lancespec.reference.store import Storage, open_store
+from lancespec.reference.store.uri import join, scheme_of
 from lancespec.reference.table import Dataset, Snapshot
 
 from .catalogue import load_catalogue
 from .checks import Check, DatasetContext, VersionContext, select
+from .fetch import RunStorage
 from .model import Finding, Report
 
 #: Called as progress(done, total, description) while certifying.
@@ -69,11 +70,17 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
 def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,
-            offloaded: Collection[str] = ()) -> Report:
+            offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
-    the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``)."""
-    storage = open_store(storage_options)
+    the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
+
+    Per root, the I/O comes first and in parallel (``conformance.fetch``; ``io_parallelism`` requests at
+    once): the manifests of every version selected, then every read the selected version checks declare
+    (``Check.prefetch``); the checks then run one by one on what was fetched. ``lazy`` skips the plan:
+    each check reads what it needs when it needs it, one request at a time, through an uncached store
+    (the behaviour the plan must reproduce exactly; tests compare the two)."""
+    storage = open_store(storage_options) if lazy else RunStorage(storage_options, io_parallelism)
     main = Dataset(uri, storage)
     report = Report(main.uri)
     checks = list(select(areas))
@@ -108,42 +115,91 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             listed = [wanted]
         plan.append((root, listed))
 
-    total = sum(len(v) for _, v in plan) + len(plan)
-    done = 0
+    local_checks = [c for c in version_checks if offload is None or c.name not in offloaded]
+    moved = [c for c in version_checks if offload is not None and c.name in offloaded]
     for root, versions in plan:
+        label = root.branch_name or "main"
         snapshots: dict[int, Snapshot] = {}
-        for v in versions:
-            if progress:
-                progress(done, total, f"{root.branch_name or 'main'} v{v}")
-            try:
-                snapshots[v] = root.snapshot(v, strict=False)
-            except LanceSpecError as exc:
-                report.findings.append(_unreadable(root, v, exc.where or root.uri, exc.message))
-                if not all_versions or (root is main and v == versions[-1]):
-                    report.readable = False
-                done += 1
+        for v, loaded in zip(versions, _load_snapshots(storage, root, versions, label, progress), strict=True):
+            if isinstance(loaded, Snapshot):
+                snapshots[v] = loaded
                 continue
-            for check in version_checks:
-                if offload is not None and check.name in offloaded:
-                    continue
-                ctx = VersionContext(root, version=v, snapshot=snapshots[v])
+            report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
+            if not all_versions or (root is main and v == versions[-1]):
+                report.readable = False
+        _prefetch(storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
+            if progress:
+                progress(i, len(snapshots), f"{label} v{v} checks")
+            for check in local_checks:
+                ctx = VersionContext(root, version=v, snapshot=snapshot)
                 _run(check, ctx)
                 report.findings.extend(ctx.findings)
-            if offload is not None and (moved := [c for c in version_checks if c.name in offloaded]):
-                offload(root, v, snapshots[v], moved)
-            done += 1
+            if offload is not None and moved:
+                offload(root, v, snapshot, moved)
         if progress:
-            progress(done, total, f"{root.branch_name or 'main'} dataset checks")
+            progress(0, 1, f"{label} dataset checks")
         for check in dataset_checks:
             dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)
             _run(check, dctx)
             report.findings.extend(dctx.findings)
-        done += 1
         report.versions.extend(v for v in versions if root is main)
     if progress:
-        progress(total, total, "done")
+        progress(1, 1, "done")
     report.findings = order_findings(report.findings)
     return report
+
+
+def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label: str,
+                    progress: Progress | None) -> list[Snapshot | LanceSpecError]:
+    """The snapshot of each version (or why it cannot be read), fetched and decoded in parallel through a
+    ``RunStorage``, one by one otherwise."""
+
+    def load(v: int) -> Callable[[], Snapshot | LanceSpecError]:
+        def job() -> Snapshot | LanceSpecError:
+            try:
+                return root.snapshot(v, strict=False)
+            except LanceSpecError as exc:
+                return exc
+
+        return job
+
+    def tick(done: int, total: int) -> None:
+        if progress:
+            progress(done, total, f"{label}: reading {total:,} manifest(s)")
+
+    if not isinstance(storage, RunStorage):
+        return [load(v)() for v in versions]
+    return storage.fetch_all([load(v) for v in versions], remote=_remote(root), progress=tick)
+
+
+def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot], checks: list[Check],
+              label: str, progress: Progress | None) -> None:
+    """Every read the ``checks`` declare for the ``snapshots``, each distinct read once, in parallel (none
+    without a ``RunStorage``: the checks then read as they go)."""
+    if not isinstance(storage, RunStorage):
+        return
+    jobs: dict[tuple[str, ...], Callable[[], object]] = {}
+    for check in checks:
+        if check.prefetch is None:
+            continue
+        contexts: list[VersionContext | DatasetContext] = (
+            [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()]
+            if check.scope == "version" else [DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)])
+        for ctx in contexts:
+            for key, job in check.prefetch(ctx):
+                jobs.setdefault(key, job)
+
+    def tick(done: int, total: int) -> None:
+        if progress:
+            progress(done, total, f"{label}: reading {total:,} file(s)")
+
+    storage.fetch_all(list(jobs.values()), remote=_remote(root), progress=tick)
+
+
+def _remote(root: Dataset) -> bool:
+    """Whether the root lives on an object store (bases elsewhere are read as the root's are)."""
+    return scheme_of(root.uri) != "file"
 
 
 def order_findings(findings: Iterable[Finding]) -> list[Finding]:

@@ -61,13 +61,18 @@ def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], fmt: str
 
 def _add_storage_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a pylance-style storage option (aws_endpoint, aws_region, allow_http, ...); repeat")
+                        help="a pylance-style storage option (aws_endpoint, aws_region, allow_http, connect_timeout, "
+                        "timeout, ...); repeat")
+    parser.add_argument("--io-parallelism", type=int, metavar="N",
+                        help="requests in flight at once (default 32; storage option lancespec_io_parallelism)")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from .conformance.fetch import RunStorage
     from .inspect import inspect_report, render_text
 
-    dataset = Dataset.open(args.uri, parse_storage_options(args.storage_option))
+    storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism)
+    dataset = Dataset.open(args.uri, storage=storage)
     snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
     report = inspect_report(dataset, snapshot)
     if args.json:
@@ -86,7 +91,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
-                         storage_options=parse_storage_options(args.storage_option), progress=progress)
+                         storage_options=parse_storage_options(args.storage_option), progress=progress,
+                         io_parallelism=args.io_parallelism)
     emit_report(report, RENDERERS, args.format, args.output)
     return report.exit_code
 

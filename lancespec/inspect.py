@@ -12,7 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .reference.layout import DELETION_EXTENSIONS
+from .conformance.fetch import RunStorage
+from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR
+from .reference.store.uri import join
 from .reference.table import Dataset, ResolvedFile, Snapshot
 
 INSPECT_FORMAT = "lancespec.inspect/1"
@@ -25,6 +27,9 @@ def _file_json(f: ResolvedFile) -> dict[str, Any]:
 def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
     """The inspect document for ``snapshot`` of ``dataset``."""
     main = dataset.main()
+    if isinstance(main.storage, RunStorage):  # every ref file at once, rather than one after another
+        for directory in (TAGS_DIR, BRANCHES_DIR):
+            main.storage.prefetch_directory(join(main.uri, directory))
     branches = main.branches()
     return {
         "format": INSPECT_FORMAT,

@@ -9,7 +9,8 @@ connection, and answers.
 What it records, the wire's view of the run:
 
 * ``faults``: every injected fault (client, class, n, kind, method, key, time).
-* ``requests``: how many requests each client made per class.
+* ``requests``: how many requests each client made per class; ``objects_read``: the distinct objects
+  each client read (GET or HEAD), so a benchmark can state requests per object.
 * ``writes``: every manifest PUT (with its status, the MD5 of its body, the body when accepted) and every
   deletion (``DELETE`` and the keys of a multi-object ``POST ?delete``), with the client and the time the
   request *arrived*: a client sends requests only while an operation is in flight, so the arrival time
@@ -203,6 +204,7 @@ class FaultProxy:
         self.faults: list[InjectedFault] = []
         self.writes: list[WireWrite] = []
         self.requests: Counter[tuple[int, str]] = Counter()
+        self.objects_read: dict[int, set[str]] = {}
         self._counters: Counter[tuple[int, str]] = Counter()
         self._written_at: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
@@ -275,6 +277,8 @@ class FaultProxy:
             n = self._counters[(client, request_class)]
             self._counters[(client, request_class)] += 1
             self.requests[(client, request_class)] += 1
+            if request_class in ("get", "head"):
+                self.objects_read.setdefault(client, set()).add(f"{bucket}/{key}")
         fault = (decide(self.profile, self.seed, client, request_class, n) if client in self.faulty_clients
                  else Fault(None))
         if fault.kind is not None:

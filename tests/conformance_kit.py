@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from lancespec.conformance.certify import certify
-from lancespec.conformance.model import Finding
+from lancespec.conformance.model import Finding, Report
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.codec import ManifestFile, decode_manifest_file, encode_manifest_file
@@ -137,10 +137,19 @@ def rewrite_manifest(uri: str, version: int, edit: Callable[[table_pb2.Manifest]
 
 
 def certify_findings(uri: str, **kwargs: Any) -> list[Finding]:
-    """The findings of certifying ``uri``; every version of every root unless told otherwise."""
+    """The findings of certifying ``uri``; every version of every root unless told otherwise. Certifies
+    twice, through the I/O plan and lazily (each check reading as it goes), and insists on one report."""
     kwargs.setdefault("all_versions", True)
-    report = certify(uri, **kwargs)
-    return report.findings
+    return certify_both_ways(uri, **kwargs).findings
+
+
+def certify_both_ways(uri: str, **kwargs: Any) -> Report:
+    """``certify(uri, **kwargs)``, after checking that the lazy path (no I/O plan, no cache, one request at
+    a time) gives the same report: the plan changes how objects are read, never what is found."""
+    planned = certify(uri, **kwargs)
+    lazy = certify(uri, lazy=True, **kwargs)
+    assert planned == lazy, f"the I/O plan changed the report of {uri}"
+    return planned
 
 
 def _show(findings: Iterable[Finding]) -> str:

@@ -13,6 +13,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from lancespec.reference.store import Storage
 from lancespec.reference.table import Dataset, Snapshot
@@ -68,14 +69,24 @@ VersionCheck = Callable[[VersionContext], None]
 DatasetCheck = Callable[[DatasetContext], None]
 
 
+#: A read a check will make, as a key (unique per object and question) and a job that makes it and leaves
+#: the answer in the run's cache (``bases.run_cached``).
+Prefetch = tuple[tuple[str, ...], Callable[[], object]]
+#: The reads a check will make on one version (a version check, given that version's context) or on one
+#: root (a dataset check): certify makes them all at once before any check runs.
+Prefetcher = Callable[[Any], Iterable[Prefetch]]
+
+
 @dataclass(frozen=True)
 class Check:
-    """A registered check."""
+    """A registered check; ``prefetch`` names the reads it will make, so that certify can make those of
+    every version at once before any check runs (``conformance.fetch``)."""
 
     name: str
     scope: str  # "version" | "dataset"
     requirements: tuple[str, ...]
     func: Callable[..., None]
+    prefetch: Prefetcher | None = None
 
     @property
     def area(self) -> str:
@@ -88,24 +99,26 @@ REGISTRY: dict[str, Check] = {}
 Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
 
-def _register(name: str, scope: str, requirements: Iterable[str]) -> Decorator:
+def _register(name: str, scope: str, requirements: Iterable[str], prefetch: Prefetcher | None = None) -> Decorator:
     def decorate(func: Callable[..., None]) -> Callable[..., None]:
         if name in REGISTRY:
             raise AssertionError(f"check {name} registered twice")
-        REGISTRY[name] = Check(name, scope, tuple(requirements), func)
+        REGISTRY[name] = Check(name, scope, tuple(requirements), func, prefetch)
         return func
 
     return decorate
 
 
-def version_check(name: str, *requirements: str) -> Callable[[VersionCheck], VersionCheck]:
-    """Register a check that runs on every certified version."""
-    return _register(name, "version", requirements)
+def version_check(name: str, *requirements: str,
+                  prefetch: Prefetcher | None = None) -> Callable[[VersionCheck], VersionCheck]:
+    """Register a check that runs on every certified version (``prefetch``: see ``Check``)."""
+    return _register(name, "version", requirements, prefetch)
 
 
-def dataset_check(name: str, *requirements: str) -> Callable[[DatasetCheck], DatasetCheck]:
-    """Register a check that runs once per certified dataset root."""
-    return _register(name, "dataset", requirements)
+def dataset_check(name: str, *requirements: str,
+                  prefetch: Prefetcher | None = None) -> Callable[[DatasetCheck], DatasetCheck]:
+    """Register a check that runs once per certified dataset root (``prefetch``: see ``Check``)."""
+    return _register(name, "dataset", requirements, prefetch)
 
 
 def all_checks() -> dict[str, Check]:

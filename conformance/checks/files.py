@@ -12,20 +12,27 @@ once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from lancespec.reference.codec import decode_deletions, parse_footer
-from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE, DataFileFooter, read_row_count
+from lancespec.reference.codec import decode_deletions
+from lancespec.reference.codec.datafile import (
+    FOOTER_VERSION_FOR,
+    DataFileFooter,
+    TailedObject,
+    read_footer,
+    row_count,
+)
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from lancespec.reference.store import Storage
 from lancespec.reference.table import ResolvedFile
 
-from . import VersionContext, version_check
+from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
 from .portability import is_relative_path
 
@@ -34,29 +41,38 @@ from .portability import is_relative_path
 
 @dataclass(frozen=True)
 class _DataFileState:
-    """A data file as found: its size (None when absent), its footer (None when unreadable) and, when
-    something is wrong, a sentence saying what."""
+    """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
+    (None for a legacy file or one without a footer; a sentence when it cannot be read) and, when something
+    is wrong with the file itself, a sentence saying what."""
 
     size: int | None
     footer: DataFileFooter | None
     problem: str | None
+    rows: int | str | None = None
 
 
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
+    """Everything the file checks ask of a data file, from one suffix read (a second only when the
+    metadata reaches further back than ``TAIL_READ``)."""
+
     def compute() -> _DataFileState:
         try:
-            size = storage.head(uri).size
+            obj = TailedObject.fetch(storage, uri)
         except ObjectNotFound:
             return _DataFileState(None, None, "does not exist")
         except StorageError as exc:
             return _DataFileState(None, None, f"cannot be read: {exc.message}")
         try:
-            tail = storage.get_range(uri, max(0, size - V2_FOOTER_SIZE), min(size, V2_FOOTER_SIZE))
-            return _DataFileState(size, parse_footer(tail, size, uri), None)
-        except StorageError as exc:
-            return _DataFileState(size, None, f"cannot be read: {exc.message}")
+            footer = read_footer(obj)
         except FormatError as exc:
-            return _DataFileState(size, None, f"has no valid Lance footer: {exc.message}")
+            return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}")
+        if footer.is_legacy:
+            return _DataFileState(obj.size, footer, None)
+        try:
+            rows: int | str = row_count(obj, footer)
+        except LanceSpecError as exc:
+            rows = exc.message
+        return _DataFileState(obj.size, footer, None, rows)
 
     return run_cached(storage, ("data-file", uri), compute)
 
@@ -100,7 +116,19 @@ def _expected_footer_versions(major: int, minor: int) -> set[tuple[int, int]] | 
     return None if mapped is None else {mapped, (major, minor)}
 
 
-@version_check("files.data_files_exist", "BASE-004", "CLONE-001")
+def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
+    """The suffix read of every data file the file checks will follow."""
+    unusable = unusable_base_ids(ctx.snap)
+    storage = ctx.storage
+    for fragment in ctx.snap.fragments:
+        for resolved in fragment.files:
+            if _followable(resolved, unusable):
+                uri = resolved.uri
+                assert uri is not None
+                yield ("data-file", uri), lambda u=uri: _data_file_state(storage, u)
+
+
+@version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads)
 def data_files_exist(ctx: VersionContext) -> None:
     """Every data file resolves (root plus data/ without a base_id; base plus data/ for a dataset-root
     base; the base itself otherwise) to an existing object whose size equals file_size_bytes (when
@@ -136,17 +164,7 @@ def data_files_exist(ctx: VersionContext) -> None:
                 ctx.finding("BASE-004", where, f"data file {resolved.uri} {problem}")
 
 
-def _row_count(storage: Storage, uri: str, size: int) -> int | str:
-    def compute() -> int | str:
-        try:
-            return read_row_count(storage, uri, size)
-        except LanceSpecError as exc:
-            return exc.message
-
-    return run_cached(storage, ("row-count", uri), compute)
-
-
-@version_check("files.physical_rows", "MAN-004")
+@version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads)
 def physical_rows(ctx: VersionContext) -> None:
     """A fragment's physical_rows equals the row count of each of its data files, deleted rows included
     (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
@@ -158,10 +176,9 @@ def physical_rows(ctx: VersionContext) -> None:
             if not _followable(resolved, unusable):
                 continue
             assert resolved.uri is not None
-            state = _data_file_state(ctx.storage, resolved.uri)
-            if state.footer is None or state.size is None or state.footer.is_legacy:
+            rows = _data_file_state(ctx.storage, resolved.uri).rows
+            if rows is None:
                 continue
-            rows = _row_count(ctx.storage, resolved.uri, state.size)
             where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {resolved.path}"
             if isinstance(rows, str):
                 ctx.finding("MAN-004", where, f"the row count of {resolved.uri} cannot be read: {rows}")
@@ -224,7 +241,22 @@ def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
     return run_cached(storage, ("deletions", uri, str(file_type)), compute)
 
 
-@version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005")
+def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
+    """The read of every deletion file ``deletion_files`` will follow."""
+    unusable = unusable_base_ids(ctx.snap)
+    storage = ctx.storage
+    for fragment in ctx.snap.fragments:
+        deletion = fragment.deletion
+        if deletion is None or deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
+            continue
+        if _followable(deletion.file, unusable):
+            uri, file_type = deletion.file.uri, deletion.file_type
+            assert uri is not None
+            yield ("deletions", uri, str(file_type)), lambda u=uri, t=file_type: _deletions(storage, u, t)
+
+
+@version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005",
+               prefetch=_deletion_file_reads)
 def deletion_files(ctx: VersionContext) -> None:
     """For every fragment with a deletion file: it exists at ``_deletions/{fragment_id}-{read_version}-{id}
     .{arrow|bin}`` of the root it resolves to (DEL-001); its content matches its type, ``.arrow`` an

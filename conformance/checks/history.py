@@ -4,6 +4,8 @@ made the versions, and the commit timestamps (catalogue areas HIST and MAN-015; 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from lancespec.reference import flags as feature_flags
@@ -14,7 +16,7 @@ from lancespec.reference.proto import transaction_pb2
 from lancespec.reference.store.uri import join
 from lancespec.reference.table import Snapshot
 
-from . import DatasetContext, dataset_check
+from . import DatasetContext, Prefetch, dataset_check
 
 
 @dataset_check("history.manifests_readable", "HIST-001", "MAN-015")
@@ -58,7 +60,13 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
         return uri, None
 
 
-@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004")
+def _transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
+    """The transaction file of every certified version."""
+    for snapshot in ctx.snapshots.values():
+        yield ("transaction", snapshot.manifest_uri), lambda s=snapshot: _transaction_file(ctx, s)
+
+
+@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004", prefetch=_transaction_reads)
 def transactions(ctx: DatasetContext) -> None:
     """For every certified version: the transaction file the manifest names, when it exists, decodes as a
     Transaction and equals the inline copy byte for byte when the manifest carries one (HIST-002); the

@@ -5,6 +5,7 @@ Conventions"; lance-format.md §2, §5.1, §6)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.layout import (
@@ -23,7 +24,7 @@ from lancespec.reference.layout import (
 )
 from lancespec.reference.store.uri import join, relative_to
 
-from . import DatasetContext, VersionContext, dataset_check, version_check
+from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .portability import is_relative_path
 
 #: Top-level directories a dataset root may hold: the standard ones and blob v2's managed ``_blobs/``.
@@ -139,7 +140,13 @@ def _nested_branch_dirs(ctx: DatasetContext) -> set[str]:
     return out
 
 
-@dataset_check("layout.standard_directories", "LAYOUT-005")
+def _root_listing(ctx: DatasetContext) -> Iterator[Prefetch]:
+    """The walk of the whole root (the other listings of the run are cut out of it)."""
+    storage, root = ctx.storage, ctx.dataset.uri
+    yield ("list", root), lambda: list(storage.list(root, recursive=True))
+
+
+@dataset_check("layout.standard_directories", "LAYOUT-005", prefetch=_root_listing)
 def standard_directories(ctx: DatasetContext) -> None:
     """SHOULD: a dataset root holds nothing but the standard subdirectories (``data/``, ``_versions/``,
     ``_transactions/``, ``_deletions/``, ``_indices/``, ``_refs/``, ``tree/``) and blob v2's ``_blobs/``

@@ -4,6 +4,7 @@ lance-format.md §10.4)."""
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlparse
 
 from lancespec.reference.store.uri import is_absolute
@@ -12,9 +13,10 @@ from . import VersionContext, version_check
 from .bases import branch_family, dataset_root_locations, relation
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def is_relative_path(path: str) -> bool:
     """Whether a recorded file path is relative: no scheme (``s3:``, ``file:``, a drive letter) and no
-    leading slash."""
+    leading slash. Remembered: every version of a dataset asks again about the files it shares."""
     return bool(path) and not path.startswith(("/", "\\")) and not urlparse(path).scheme
 
 

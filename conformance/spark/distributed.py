@@ -20,26 +20,29 @@ partition of its fragments. Here:
    golden corpus to that, clean and damaged).
 
 Executors reach storage through lancespec's own store with the storage options passed down (S3
-included; no s3a, no Hadoop file system). What one task reads is cached for that task only, so a file
-that several versions reference is read once per task that meets it (certify reads it once per run).
+included; no s3a, no Hadoop file system). Each partition makes every read its slices' checks declare at
+once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Slices are
+ordered by position so that the same fragments of every version fall into one partition: a file several
+versions reference is read once per partition that meets it (certify reads it once per run).
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancespec.reference.codec import ManifestFile
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.proto import table_pb2, transaction_pb2
-from lancespec.reference.store import open_store
+from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
 from ..certify import CertifyError, _run, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
+from ..fetch import RunStorage
 from ..model import Finding, Report
 
 if TYPE_CHECKING:
@@ -166,15 +169,34 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     Yields ``("finding", requirement, severity, version, branch, path, message)`` per finding,
     ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
     fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
-    storage = open_store(storage_options)  # one per partition: the read cache lives as long as it does
+    storage = RunStorage(storage_options)  # one per partition: the read cache lives as long as it does
     registry: dict[str, Check] = all_checks()
-    for key, start, stop, fragments in tasks:
+    parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
+    jobs: dict[tuple[str, ...], Callable[[], object]] = {}
+    for key, start, stop, fragments in tasks:  # first every slice's reads, made at once
         work = works[key]
-        started, cpu = time.perf_counter(), time.process_time()
         try:
             part = work.snapshot(fragments)
             if len(part.fragments) != stop - start:
                 raise AssertionError(f"the slice holds {len(part.fragments)} fragments, not {stop - start}")
+            dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
+            for name in work.checks:
+                prefetch = registry[name].prefetch
+                if prefetch is not None:
+                    for read, job in prefetch(VersionContext(dataset, version=work.version, snapshot=part)):
+                        jobs.setdefault(read, job)
+        except Exception as exc:
+            parts.append((work, start, stop, f"{type(exc).__name__}: {exc}"))
+            continue
+        parts.append((work, start, stop, part))
+    started, cpu = time.perf_counter(), time.process_time()
+    storage.fetch_all(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
+    reads = (time.perf_counter() - started, time.process_time() - cpu)
+    for work, start, stop, part in parts:  # then the checks, on what was read
+        started, cpu = time.perf_counter(), time.process_time()
+        try:
+            if isinstance(part, str):
+                raise CertifyError(part, work.root)
             dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
             for name in work.checks:
                 ctx = VersionContext(dataset, version=work.version, snapshot=part)
@@ -185,7 +207,9 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
         files = sum(len(f.files) + (f.deletion is not None) for f in part.fragments)
-        yield ("done", len(part.fragments), files, time.perf_counter() - started, time.process_time() - cpu)
+        share = (stop - start) / max(1, sum(b - a for _, a, b, _ in parts))  # this slice's share of the reads
+        yield ("done", len(part.fragments), files, time.perf_counter() - started + share * reads[0],
+               time.process_time() - cpu + share * reads[1])
 
 
 def _executor(bc: Any, storage_options: dict[str, str] | None,
@@ -198,14 +222,19 @@ def _executor(bc: Any, storage_options: dict[str, str] | None,
 
 def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
           tasks_per_core: int) -> list[tuple[int, int, int]]:
-    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions."""
-    total = sum(w.fragments for w in works.values())
+    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
+    default a version is cut into about ``parallelism * tasks_per_core`` slices (Spark then groups the
+    same slice of every version into one task, as ``certify_with_spark`` partitions the sorted slices)."""
+    largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
-        fragments_per_task = max(1, -(-total // max(1, parallelism * tasks_per_core)))
+        fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
     if fragments_per_task < 1:
         raise ValueError(f"fragments_per_task must be at least 1, got {fragments_per_task}")
-    return [(key, start, min(start + fragments_per_task, work.fragments))
-            for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
+    slices = [(key, start, min(start + fragments_per_task, work.fragments))
+              for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
+    # The same positions of every version side by side: Spark cuts the list into contiguous partitions, so a
+    # file that several versions share (an append keeps the fragments before it) is read once per partition.
+    return sorted(slices, key=lambda s: (works[s[0]].root, s[1], s[0]))
 
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
@@ -240,9 +269,10 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     if plan:
         job_started = time.perf_counter()
         tasks = [(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in plan]
+        partitions = min(len(tasks), sc.defaultParallelism * tasks_per_core)  # contiguous runs of the sorted plan
         bc = sc.broadcast(works)
         try:
-            rows = (sc.parallelize(tasks, len(tasks))
+            rows = (sc.parallelize(tasks, partitions)
                     .mapPartitions(functools.partial(_executor, bc, options))
                     .collect())
         finally:
@@ -254,7 +284,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
             raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
         found = [Finding(r[1], r[2], r[3], r[5], r[6], r[4]) for r in rows if r[0] == "finding"]
         report.findings = order_findings([*report.findings, *found])
-        result.tasks = len(tasks)
+        result.tasks = partitions
         result.fragments = sum(r[1] for r in rows if r[0] == "done")
         result.files = sum(r[2] for r in rows if r[0] == "done")
         result.task_seconds = [r[3] for r in rows if r[0] == "done"]

@@ -1,5 +1,6 @@
 """Data-file footers, validated without decoding any column (lance-format.md §5.2), and the
-row count read from the file's FileDescriptor (``read_row_count``).
+row count read from the file's FileDescriptor (``row_count``), both from one suffix read where it
+reaches back far enough (``TailedObject``).
 
 A v2 file ends with a 40-byte footer ``u64 column_meta_start | u64 cmo_table_pos | u64 gbo_table_pos |
 u32 num_global_buffers | u32 num_columns | u16 major | u16 minor | b"LANC"``; a legacy (0.1) file with
@@ -17,6 +18,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import FormatError, UnsupportedFeatureError
 from ..proto import file_pb2
+from ..store.base import Tail
 
 if TYPE_CHECKING:
     from ..store.base import ObjectStore
@@ -74,25 +76,64 @@ def parse_footer(tail: bytes, file_size: int, where: str = "") -> DataFileFooter
     return DataFileFooter(major, minor, n_columns, n_buffers, cms, cmo, gbo)
 
 
-def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
-    """The row count of the v2 data file at ``uri`` (``size`` bytes), without decoding any column.
+TAIL_READ = 64 * 1024
+"""Bytes a reader asks for in its first (suffix) read of a data file: the footer, both offset tables and
+the FileDescriptor of every file with a modest schema, so one request usually answers every question."""
 
-    Three ranged reads (lance-format.md §5.2): the 40-byte footer; entry 0 of the global-buffer offset
-    table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``); global buffer 0, the
-    ``lance.file.FileDescriptor`` whose ``length`` is the number of rows. Raises FormatError when the
-    footer, the table entry or the descriptor is damaged, and UnsupportedFeatureError for a legacy (0.x)
-    file, which keeps its row count elsewhere.
-    """
+
+class TailedObject:
+    """Range reads of one object of known size, served from a suffix read already made wherever it covers
+    them, and from the store otherwise."""
+
+    def __init__(self, storage: ObjectStore, uri: str, tail: Tail) -> None:
+        self.storage, self.uri, self.tail = storage, uri, tail
+
+    @property
+    def size(self) -> int:
+        return self.tail.size
+
+    def read(self, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start`` (fewer at the end of the object)."""
+        covered_from = self.tail.size - len(self.tail.data)
+        if start >= covered_from:
+            return self.tail.data[start - covered_from : start - covered_from + length]
+        return self.storage.get_range(self.uri, start, length)
+
+    @classmethod
+    def fetch(cls, storage: ObjectStore, uri: str, length: int = TAIL_READ) -> TailedObject:
+        """One suffix read of ``uri``. Raises ObjectNotFound."""
+        return cls(storage, uri, storage.get_tail(uri, length))
+
+
+def read_footer(obj: TailedObject) -> DataFileFooter:
+    """The footer of a data file whose tail was fetched. Raises FormatError."""
+    return parse_footer(obj.read(max(0, obj.size - V2_FOOTER_SIZE), V2_FOOTER_SIZE), obj.size, obj.uri)
+
+
+def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
+    """The row count of the v2 data file at ``uri`` (``size`` bytes), without decoding any column."""
     if size < LEGACY_FOOTER_SIZE:
         raise FormatError(f"data file is {size} bytes, too short for a footer", uri)
-    tail = storage.get_range(uri, max(0, size - V2_FOOTER_SIZE), min(size, V2_FOOTER_SIZE))
-    footer = parse_footer(tail, size, uri)
+    obj = TailedObject(storage, uri, Tail(storage.get_range(uri, max(0, size - V2_FOOTER_SIZE),
+                                                           min(size, V2_FOOTER_SIZE)), size))
+    return row_count(obj, read_footer(obj))
+
+
+def row_count(obj: TailedObject, footer: DataFileFooter) -> int:
+    """The row count of a v2 data file from its parsed footer (lance-format.md §5.2): entry 0 of the
+    global-buffer offset table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``)
+    locates global buffer 0, the ``lance.file.FileDescriptor`` whose ``length`` is the number of rows.
+    Both come from the fetched tail when it reaches back far enough. Raises FormatError when the table
+    entry or the descriptor is damaged, and UnsupportedFeatureError for a legacy (0.x) file, which keeps
+    its row count elsewhere.
+    """
+    uri = obj.uri
     if footer.is_legacy:
         raise UnsupportedFeatureError(f"legacy ({footer.major}.{footer.minor}) data file: no FileDescriptor", uri)
     assert footer.gbo_table_pos is not None and footer.cmo_table_pos is not None
     if not footer.num_global_buffers:
         raise FormatError("the file has no global buffer, so no FileDescriptor", uri)
-    entry = storage.get_range(uri, footer.gbo_table_pos, _BUFFER_ENTRY.size)
+    entry = obj.read(footer.gbo_table_pos, _BUFFER_ENTRY.size)
     if len(entry) != _BUFFER_ENTRY.size:
         raise FormatError(f"global-buffer offset table at {footer.gbo_table_pos} is cut short", uri)
     position, length = _BUFFER_ENTRY.unpack(entry)
@@ -102,7 +143,7 @@ def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
             f"(at {footer.cmo_table_pos})",
             uri,
         )
-    data = storage.get_range(uri, position, length)
+    data = obj.read(position, length)
     if len(data) != length:
         raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", uri)
     descriptor = file_pb2.FileDescriptor()

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ..errors import UnsupportedURI
-from .base import ObjectInfo, ObjectStore
+from .base import ObjectInfo, ObjectStore, Tail
 from .local import LocalStore
 from .uri import scheme_of
 
-__all__ = ["ObjectInfo", "ObjectStore", "Storage", "open_store"]
+__all__ = ["ObjectInfo", "ObjectStore", "Storage", "Tail", "open_store"]
 
 
 class Storage(ObjectStore):
@@ -45,6 +45,9 @@ class Storage(ObjectStore):
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
         return self.backend(uri).get_range(uri, start, length)
+
+    def get_tail(self, uri: str, length: int) -> Tail:
+        return self.backend(uri).get_tail(uri, length)
 
     def head(self, uri: str) -> ObjectInfo:
         return self.backend(uri).head(uri)

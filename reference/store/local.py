@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError
-from .base import ObjectInfo, ObjectStore
+from .base import ObjectInfo, ObjectStore, Tail
 from .uri import join, local_path
 
 
@@ -44,6 +44,15 @@ class LocalStore(ObjectStore):
                 return fh.read(length)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
             # ValueError: a path no file can have (an embedded NUL byte)
+            raise ObjectNotFound("no such object", uri) from exc
+
+    def get_tail(self, uri: str, length: int) -> Tail:
+        try:
+            with open(local_path(uri), "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                fh.seek(max(0, size - length))
+                return Tail(fh.read(length), size)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
             raise ObjectNotFound("no such object", uri) from exc
 
     def head(self, uri: str) -> ObjectInfo:

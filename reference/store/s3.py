@@ -8,7 +8,21 @@ Configuration is a dict of pylance-style storage options (strings; keys are matc
   ``https://``; AWS itself when absent. Requests use path-style addressing (``ENDPOINT/bucket/key``).
 - ``aws_region`` (alias ``region``): default ``us-east-1``.
 - ``allow_http``: ``"true"`` permits an ``http://`` endpoint; without it such an endpoint is refused.
-- ``lancespec_max_attempts``: total attempts boto3 makes per request (standard retry mode), default 3.
+- ``lancespec_max_attempts``: total attempts per request, default 5. boto3's standard retry mode
+  retries throttling, 500/502/503/504 and dropped connections with jittered exponential backoff.
+- ``connect_timeout`` and ``timeout`` (pylance's names; seconds, or a duration such as ``"500ms"``,
+  ``"10s"``, ``"2m"``): per attempt, defaults 5 s and 10 s, so an endpoint that never answers fails a
+  request within about a minute, with one line naming the endpoint.
+- ``lancespec_io_parallelism``: connections kept open to the endpoint, the most requests a reader such as
+  ``certify`` sends at once (default ``DEFAULT_IO_PARALLELISM``).
+
+Credentials are looked up only for a store the user configured: with no S3 storage option at all, requests
+go unsigned and boto3's credential chain (environment, profile files, the instance-metadata address) is never
+consulted, so a dataset naming an ``s3://`` base cannot make lancespec reach for credentials the user did not
+offer (docs/security.md).
+
+Reads (``get``, ``get_range``, ``get_tail``) take the lean path of ``s3_reads`` (signed urllib3 requests
+with their own retries); everything else goes through boto3.
 
 Locations are ``s3://bucket/key`` (``s3a://`` is accepted and kept in listed URIs). Missing objects,
 keys and buckets raise ObjectNotFound naming the URI; any other S3 error raises StorageError naming the
@@ -21,22 +35,27 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
+from botocore import UNSIGNED  # type: ignore[import-untyped, unused-ignore]
 from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped, unused-ignore]
 
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
-from .base import ObjectInfo, ObjectStore
+from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
+from .s3_reads import SignedReader
 
-__all__ = ["CONFLICT_RETRIES", "DEFAULT_MAX_ATTEMPTS", "DEFAULT_REGION", "S3Config", "S3Store"]
+__all__ = ["CONFLICT_RETRIES", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM", "DEFAULT_MAX_ATTEMPTS",
+           "DEFAULT_READ_TIMEOUT_S", "DEFAULT_REGION", "S3Config", "S3Store", "parse_duration"]
 
 DEFAULT_REGION = "us-east-1"
-DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_READ_TIMEOUT_S = 10.0
 CONFLICT_RETRIES = 4
 """Attempts ``put_if_absent`` makes while the endpoint answers 409 ConditionalRequestConflict."""
 
@@ -50,7 +69,20 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "region": ("aws_region", "region"),
     "allow_http": ("allow_http", "aws_allow_http"),
     "max_attempts": ("lancespec_max_attempts",),
+    "connect_timeout": ("connect_timeout", "lancespec_connect_timeout"),
+    "read_timeout": ("timeout", "lancespec_read_timeout"),
+    "io_parallelism": ("lancespec_io_parallelism",),
 }
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``"2.5"``, ``"500ms"``, ``"10s"``, ``"2m"`` or ``"1h"``; ValueError otherwise."""
+    value = text.strip().lower()
+    for unit in sorted(_DURATION_UNITS, key=len, reverse=True):
+        if value.endswith(unit) and value[: -len(unit)].strip():
+            return float(value[: -len(unit)]) * _DURATION_UNITS[unit]
+    return float(value)
 
 
 def _true(value: str | None) -> bool:
@@ -86,36 +118,60 @@ class S3Config:
                     "refusing plain-HTTP S3 endpoint; set storage option allow_http='true' to permit it",
                     self.endpoint,
                 )
-        attempts = pick("max_attempts")
-        try:
-            self.max_attempts = DEFAULT_MAX_ATTEMPTS if attempts is None else int(attempts)
-        except ValueError:
-            self.max_attempts = 0
-        if self.max_attempts < 1:
-            raise StorageError(f"lancespec_max_attempts must be a positive integer, not {attempts!r}")
+        self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts")
+        self.io_parallelism = _positive(pick("io_parallelism"), DEFAULT_IO_PARALLELISM, int,
+                                        "lancespec_io_parallelism")
+        self.connect_timeout = _positive(pick("connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S, parse_duration,
+                                         "connect_timeout")
+        self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout")
         if (self.access_key_id is None) != (self.secret_access_key is None):
             raise StorageError("give both aws_access_key_id and aws_secret_access_key, or neither")
+        self.unsigned = self.access_key_id is None and not options
 
-    def client(self) -> Any:
-        """A new boto3 S3 client (thread-safe; one per store)."""
-        session = boto3.session.Session(
+    def _session(self) -> Any:
+        return boto3.session.Session(
             aws_access_key_id=self.access_key_id,
             aws_secret_access_key=self.secret_access_key,
             aws_session_token=self.session_token,
             region_name=self.region,
         )
+
+    def reader(self) -> SignedReader:
+        """The lean GET path (``s3_reads``) for this configuration."""
+        credentials = None if self.unsigned else self._session().get_credentials()
+        return SignedReader(self.endpoint or f"https://s3.{self.region}.amazonaws.com", self.region, credentials,
+                            max_attempts=self.max_attempts, connect_timeout=self.connect_timeout,
+                            read_timeout=self.read_timeout, connections=self.io_parallelism)
+
+    def client(self) -> Any:
+        """A new boto3 S3 client (thread-safe; one per store)."""
+        session = self._session()
         config = Config(
             region_name=self.region,
             s3={"addressing_style": "path"},
-            retries={"mode": "standard", "max_attempts": self.max_attempts},
+            retries={"mode": "standard", "total_max_attempts": self.max_attempts},
             # Checksums only where the API requires them: S3-compatible servers differ in what they accept.
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
-            max_pool_connections=32,
-            connect_timeout=10,
-            read_timeout=60,
+            max_pool_connections=self.io_parallelism,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            signature_version=UNSIGNED if self.unsigned else None,
         )
         return session.client("s3", endpoint_url=self.endpoint, config=config)
+
+
+def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str) -> Any:
+    """``value`` parsed, or ``default`` when absent; StorageError naming the option when not positive."""
+    if value is None:
+        return default
+    try:
+        parsed = parse(value)
+    except ValueError:
+        parsed = 0
+    if not parsed > 0:
+        raise StorageError(f"{name} must be a positive {'integer' if parse is int else 'duration'}, not {value!r}")
+    return parsed
 
 
 class S3Store(ObjectStore):
@@ -128,17 +184,16 @@ class S3Store(ObjectStore):
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         self.config = S3Config(storage_options)
         self._client: Any = self.config.client()
+        self._reader = self.config.reader()
 
     # --- reading ------------------------------------------------------------------------------------
 
     def get(self, uri: str) -> bytes:
         bucket, key = _object(uri)
-        try:
-            response = self._client.get_object(Bucket=bucket, Key=key)
-            data: bytes = response["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
-            _raise(exc, "get", uri)
-        return data
+        response = self._reader.get(bucket, key, uri)
+        if response.status == 416:  # an empty object some stores answer so
+            return b""
+        return response.body
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
         """``length`` bytes from ``start`` via an HTTP Range request; fewer only at the end of the object.
@@ -152,20 +207,25 @@ class S3Store(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        try:
-            byte_range = f"bytes={start}-{start + length - 1}"
-            response = self._client.get_object(Bucket=bucket, Key=key, Range=byte_range)
-            data: bytes = response["Body"].read()
-        except ClientError as exc:
-            if _status(exc) == 416 or _code(exc) == "InvalidRange":
-                return b""  # the object exists but has no byte at ``start``
-            _raise(exc, "get_range", uri)
-        except BotoCoreError as exc:
-            _raise(exc, "get_range", uri)
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if status == 200 and "ContentRange" not in response:  # an endpoint that ignored the Range header
-            return data[start : start + length]
-        return data[:length]
+        response = self._reader.get(bucket, key, uri, f"bytes={start}-{start + length - 1}")
+        if response.status == 416:
+            return b""  # the object exists but has no byte at ``start``
+        if response.status == 200 and "content-range" not in response.headers:  # the Range header was ignored
+            return response.body[start : start + length]
+        return response.body[:length]
+
+    def get_tail(self, uri: str, length: int) -> Tail:
+        """One suffix-range GET (``Range: bytes=-length``): the tail, and the size from Content-Range."""
+        bucket, key = _object(uri)
+        if length <= 0:
+            return Tail(b"", self.head(uri).size)
+        response = self._reader.get(bucket, key, uri, f"bytes=-{length}")
+        if response.status == 416:  # an empty object has no suffix
+            return Tail(b"", self.head(uri).size)
+        total = response.headers.get("content-range", "").rpartition("/")[2]
+        if not total.isdigit():  # an endpoint that ignored the Range header sent the whole object
+            return Tail(response.body[-length:], len(response.body))
+        return Tail(response.body[-length:], int(total))
 
     def head(self, uri: str) -> ObjectInfo:
         bucket, key = _object(uri)

@@ -56,11 +56,33 @@ def test_endpoint_must_be_a_url() -> None:
 
 def test_max_attempts_option() -> None:
     base = {"aws_access_key_id": "k", "aws_secret_access_key": "s"}
-    assert S3Store(base).config.max_attempts == 3
-    assert S3Store({**base, "lancespec_max_attempts": "5"}).config.max_attempts == 5
+    assert S3Store(base).config.max_attempts == 5
+    assert S3Store({**base, "lancespec_max_attempts": "7"}).config.max_attempts == 7
     for bad in ("0", "-1", "many"):
         with pytest.raises(StorageError, match="lancespec_max_attempts"):
             S3Store({**base, "lancespec_max_attempts": bad})
+
+
+def test_timeout_and_parallelism_options() -> None:
+    base = {"aws_access_key_id": "k", "aws_secret_access_key": "s"}
+    config = S3Store(base).config
+    assert (config.connect_timeout, config.read_timeout, config.io_parallelism) == (5.0, 10.0, 32)
+    config = S3Store({**base, "connect_timeout": "500ms", "timeout": "2m", "lancespec_io_parallelism": "8"}).config
+    assert (config.connect_timeout, config.read_timeout, config.io_parallelism) == (0.5, 120.0, 8)
+    for key, bad in (("timeout", "soon"), ("connect_timeout", "-1s"), ("lancespec_io_parallelism", "0")):
+        with pytest.raises(StorageError, match=key):
+            S3Store({**base, key: bad})
+
+
+def test_no_credential_lookup_without_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store nobody configured signs nothing and never asks boto3's credential chain (which would read
+    the environment and contact the instance-metadata address); one given options uses them."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    assert S3Store().config.unsigned and S3Store().config.reader().credentials is None
+    configured = S3Store({"aws_region": "eu-west-1"}).config
+    assert not configured.unsigned
+    assert configured.reader().credentials.access_key == "from-the-environment"
 
 
 @pytest.mark.parametrize(

@@ -151,8 +151,11 @@ def test_plan_splits_versions_into_slices() -> None:
         return _VersionWork("r", "r", None, 1, ManifestNaming.V2, "m", b"", None, None, None, 0, (), fragments)
 
     works = {0: work(5), 1: work(0), 2: work(3)}
-    assert _plan(works, 2, 2, 4) == [(0, 0, 2), (0, 2, 4), (0, 4, 5), (2, 0, 2), (2, 2, 3)]
-    assert _plan(works, 2, None, 4) == [(0, i, i + 1) for i in range(5)] + [(2, i, i + 1) for i in range(3)]
+    # ordered by position, so that Spark's contiguous partitions put the same fragments of every version
+    # (which an append keeps) into one task, whose reads then serve them all
+    assert _plan(works, 2, 2, 4) == [(0, 0, 2), (2, 0, 2), (0, 2, 4), (2, 2, 3), (0, 4, 5)]
+    assert _plan(works, 2, None, 4) == [(0, 0, 1), (2, 0, 1), (0, 1, 2), (2, 1, 2), (0, 2, 3), (2, 2, 3),
+                                        (0, 3, 4), (0, 4, 5)]
     assert len(_plan({0: work(20_000)}, 2, None, 4)) == 8
     with pytest.raises(ValueError):
         _plan(works, 2, 0, 4)

@@ -1,0 +1,214 @@
+"""Certify where datasets live: an S3-compatible store with real latency, lancespec against pylance.
+
+    python bench/bench_s3.py [--quick] [--fragments N] [--versions V] [--latency-ms MS]
+                             [--io-parallelism N] [--repeat N] [--spark] [--json FILE]
+
+The store is the embedded S3 server (moto on 127.0.0.1) behind the simulator's fault proxy with a
+latency-only profile: every request waits ``--latency-ms`` (default 20 ms) jittered by 0.5x-1.5x before it
+is forwarded, as a request to a real bucket waits for the network and the service. The input is written by
+pylance straight to the server (no proxy): ``--versions`` appends (default 20; 5 with ``--quick``) of
+one-row fragments, ``--fragments`` in all (default 10,000; 1,000 with ``--quick``), so the last version
+references every data file.
+
+Sides, each timed ``--repeat`` times alternately after one warm-up, through its own proxy port so the
+proxy counts each side's requests apart:
+
+* ``lancespec``: ``certify(uri, all_versions=True)``, every check on every version;
+* ``pylance walk``: ``lance.dataset`` then, for every version, ``checkout_version`` and every fragment's
+  data files;
+* ``pylance walk + validate``: the same plus ``validate()`` on every version, the figure the ratio is
+  taken against (pylance reading what it needs to vouch for every version).
+
+Reported: best and median seconds, the ratio lancespec / (pylance walk + validate), requests per distinct
+object read (GET, HEAD and LIST requests of one run over the distinct objects it read, from the proxy's
+counters) and each side's peak resident memory (one run in a child process, from ``wait4``). With
+``--spark``: ``certify_with_spark`` on local[1] and local[2] against the same proxy, with Spark's start-up
+(session and first job) stated apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+import pyarrow as pa
+
+from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+from lancespec.simulator.faults import FaultProfile  # type: ignore[import-not-found, unused-ignore]
+from lancespec.simulator.proxy import FaultProxy  # type: ignore[import-not-found, unused-ignore]
+from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
+
+LANCESPEC, PYLANCE_WALK, PYLANCE_VALIDATE, CHILD = 0, 1, 2, 3
+
+
+@dataclass
+class Side:
+    name: str
+    runs: list[float] = field(default_factory=list)
+    requests: int = 0
+    objects: int = 0
+    peak_rss_mb: float | None = None
+    note: str = ""
+
+    @property
+    def best(self) -> float:
+        return min(self.runs)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "runs": self.runs, "best": self.best, "median": self.median,
+                "requests": self.requests, "objects": self.objects, "peak_rss_mb": self.peak_rss_mb,
+                "note": self.note}
+
+
+def build(options: dict[str, str], uri: str, fragments: int, versions: int) -> float:
+    """``versions`` pylance appends of one-row fragments, ``fragments`` in all; returns the seconds."""
+    started = time.perf_counter()
+    per = fragments // versions
+    for v in range(versions):
+        table = pa.table({"id": pa.array(range(v * per, (v + 1) * per), pa.int64())})
+        lance.write_dataset(table, uri, mode="create" if v == 0 else "append", max_rows_per_file=1,
+                            storage_options=options)
+    return time.perf_counter() - started
+
+
+def pylance_walk(uri: str, options: dict[str, str], validate: bool) -> int:
+    """Open the dataset, then every version: its fragments' data files (and ``validate()``)."""
+    ds = lance.dataset(uri, storage_options=options)
+    files = 0
+    for entry in ds.versions():
+        at = ds.checkout_version(entry["version"])
+        files += sum(len(f.data_files()) for f in at.get_fragments())
+        if validate:
+            at.validate()
+    return files
+
+
+def lancespec_certify(uri: str, options: dict[str, str], parallelism: int | None) -> int:
+    report = certify(uri, all_versions=True, storage_options=options, io_parallelism=parallelism)
+    if report.exit_code != 0:
+        raise SystemExit(f"certify found breaches on a pylance dataset: {report.findings[:3]}")
+    return len(report.versions)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def counted(proxy: FaultProxy, client: int, fn: Callable[[], object]) -> tuple[int, int]:
+    """Requests (GET, HEAD, LIST) and distinct objects read by one run of ``fn`` through ``client``'s port."""
+    before = Counter({cls: n for (c, cls), n in proxy.requests.items() if c == client})
+    proxy.objects_read.pop(client, None)
+    fn()
+    after = Counter({cls: n for (c, cls), n in proxy.requests.items() if c == client})
+    spent = after - before
+    return sum(spent[c] for c in ("get", "head", "list")), len(proxy.objects_read.get(client, ()))
+
+
+def peak_rss_mb(code: str) -> float:
+    """Peak resident memory of a child Python running ``code``, in MiB."""
+    child = subprocess.Popen([sys.executable, "-c", code])
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"the memory probe failed (status {status}): {code[:200]}")
+    return usage.ru_maxrss / 1024
+
+
+def spark_sides(proxy: FaultProxy, uri: str, base: dict[str, str], repeat: int) -> list[Side]:
+    from pyspark.sql import SparkSession
+
+    from lancespec.conformance.spark import certify_with_spark  # type: ignore[import-not-found, unused-ignore]
+
+    sides = []
+    options = proxy.storage_options(CHILD, base)
+    for cores in (1, 2):
+        started = time.perf_counter()
+        spark = (SparkSession.builder.master(f"local[{cores}]").appName("lancespec-bench-s3")
+                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                 .config("spark.ui.enabled", "false").getOrCreate())
+        certify_with_spark(spark, uri, all_versions=True, storage_options=options)
+        side = Side(f"spark local[{cores}]", note=f"start-up and first run {time.perf_counter() - started:.1f} s")
+        for _ in range(repeat):
+            side.runs.append(timed(functools.partial(certify_with_spark, spark, uri, all_versions=True,
+                                                     storage_options=options)))
+        spark.stop()
+        sides.append(side)
+    return sides
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 fragments in 5 versions")
+    parser.add_argument("--fragments", type=int, help="data files in all (default 10,000; 1,000 with --quick)")
+    parser.add_argument("--versions", type=int, help="appends (default 20; 5 with --quick)")
+    parser.add_argument("--latency-ms", type=float, default=20.0, help="latency per request (default 20)")
+    parser.add_argument("--io-parallelism", type=int, default=None, help="lancespec's requests in flight")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--spark", action="store_true", help="also Spark local[1] and local[2]")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    fragments = args.fragments or (1_000 if args.quick else 10_000)
+    versions = args.versions or (5 if args.quick else 20)
+    latency = FaultProfile("latency-only", {"*": {"latency": 1.0}}, latency_s=args.latency_ms / 1000,
+                           description="every request delayed")
+    with EmbeddedS3Server() as server:
+        uri = server.create_bucket("bench") + "/ds"
+        base = server.storage_options()
+        build_s = build(base, uri, fragments, versions)
+        print(f"built {fragments:,} fragments in {versions} versions in {build_s:.1f} s", flush=True)
+        with FaultProxy(server.endpoint, 4, faults=latency) as proxy:
+            options = {i: proxy.storage_options(i, base) for i in range(3)}
+            sides = {LANCESPEC: Side("lancespec certify --all-versions"), PYLANCE_WALK: Side("pylance walk"),
+                     PYLANCE_VALIDATE: Side("pylance walk + validate")}
+            calls: dict[int, Callable[[], object]] = {
+                LANCESPEC: lambda: lancespec_certify(uri, options[LANCESPEC], args.io_parallelism),
+                PYLANCE_WALK: lambda: pylance_walk(uri, options[PYLANCE_WALK], validate=False),
+                PYLANCE_VALIDATE: lambda: pylance_walk(uri, options[PYLANCE_VALIDATE], validate=True),
+            }
+            for client, side in sides.items():  # warm-up, counting requests
+                side.requests, side.objects = counted(proxy, client, calls[client])
+            for _ in range(args.repeat):
+                for client, side in sides.items():
+                    side.runs.append(timed(calls[client]))
+            setup = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+                     "from bench_s3 import *; ")
+            for client, side in sides.items():
+                fn = {LANCESPEC: f"lancespec_certify({uri!r}, {options[client]!r}, {args.io_parallelism!r})",
+                      PYLANCE_WALK: f"pylance_walk({uri!r}, {options[client]!r}, False)",
+                      PYLANCE_VALIDATE: f"pylance_walk({uri!r}, {options[client]!r}, True)"}[client]
+                side.peak_rss_mb = peak_rss_mb(setup + fn)
+            extra = spark_sides(proxy, uri, base, args.repeat) if args.spark else []
+    against = sides[PYLANCE_VALIDATE]
+    print(f"\n{fragments:,} data files, {versions} versions, latency {args.latency_ms:g} ms (jittered)")
+    print(f"{'side':36} {'best s':>8} {'median s':>9} {'ratio':>7} {'requests':>9} {'objects':>8} "
+          f"{'req/obj':>8} {'peak MiB':>9}")
+    for side in [*sides.values(), *extra]:
+        per = f"{side.requests / side.objects:.2f}" if side.objects else "-"
+        rss = f"{side.peak_rss_mb:.0f}" if side.peak_rss_mb else "-"
+        print(f"{side.name:36} {side.best:8.2f} {side.median:9.2f} {side.best / against.best:6.2f}x "
+              f"{side.requests or '-':>9} {side.objects or '-':>8} {per:>8} {rss:>9}  {side.note}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"fragments": fragments, "versions": versions, "latency_ms": args.latency_ms,
+                       "build_s": build_s, "sides": [s.to_json() for s in [*sides.values(), *extra]]}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

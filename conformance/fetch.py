@@ -1,0 +1,204 @@
+"""The I/O of one read-only run (certify, inspect, fixtures verify): every object fetched once, many at a
+time, before the checks judge what was fetched.
+
+Object stores answer each request after tens of milliseconds, so a judge that asks one question at a time
+spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
+
+* **Listings are remembered** and answer the existence and size of every object in a listed directory,
+  so a directory listed anyway (``_versions/``, a root walked for stray directories) costs no HEAD per
+  file later; a listing of a directory below one listed recursively is cut out of that listing.
+* **Small objects are remembered** (manifests, refs, transaction and deletion files; at most
+  ``SMALL_OBJECT`` bytes each, ``CACHE_BUDGET`` bytes in all, least recently used dropped first), and so
+  is an object found missing, so a manifest several checks read is fetched once.
+* **``fetch_all``** runs many reads at once on ``io_parallelism`` threads (the storage option
+  ``lancespec_io_parallelism`` or ``--io-parallelism``, which also sizes the S3 connection pool), with
+  progress. Certify uses it to load the manifests of every version, then to run each selected check's
+  ``prefetch`` jobs (``checks.Check.prefetch``): the per-file facts the checks will ask for (a data
+  file's size, footer and row count from one suffix read; a deletion file's offsets) land in the run's
+  cache, and the checks, run afterwards one by one, find them there.
+
+A run is read-only and short: the store is assumed not to change under it. Retries, timeouts and
+backoff are the backend's (``lancespec.reference.store.s3``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from lancespec.reference.errors import ObjectNotFound
+from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
+from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
+from lancespec.reference.store.uri import normalize, scheme_of
+
+__all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "RunStorage", "io_parallelism_of"]
+
+R = TypeVar("R")
+
+SMALL_OBJECT = 8 * 1024 * 1024
+"""Objects at most this large are remembered after a ``get`` (a 100,000-fragment manifest is ~5 MB)."""
+CACHE_BUDGET = 256 * 1024 * 1024
+"""Bytes of remembered objects kept at once."""
+LOCAL_PARALLELISM = 8
+"""Threads for a run on local disk, where a read costs microseconds and more threads only contend."""
+
+#: Called as progress(done, total) while ``fetch_all`` works.
+FetchProgress = Callable[[int, int], None]
+
+
+def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int | None = None) -> int:
+    """The run's parallelism: ``requested`` (``--io-parallelism``), else the storage option
+    ``lancespec_io_parallelism``, else the default. ValueError when not a positive integer."""
+    value: object = requested
+    if value is None:
+        value = {k.lower(): v for k, v in (storage_options or {}).items()}.get("lancespec_io_parallelism")
+    if value is None:
+        return DEFAULT_IO_PARALLELISM
+    try:
+        parsed = int(str(value))
+    except ValueError:
+        parsed = 0
+    if parsed < 1:
+        raise ValueError(f"the I/O parallelism must be a positive integer, not {value!r}")
+    return parsed
+
+
+class RunStorage(Storage):
+    """A ``Storage`` for one read-only run: listings and small objects remembered, reads run in parallel."""
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None, io_parallelism: int | None = None) -> None:
+        self.io_parallelism = io_parallelism_of(storage_options, io_parallelism)
+        options = dict(storage_options or {})
+        options.setdefault("lancespec_io_parallelism", str(self.io_parallelism))
+        super().__init__(options)
+        self._lock = threading.Lock()
+        self._listings: dict[tuple[str, bool], list[ObjectInfo]] = {}
+        self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
+        self._listed_objects: dict[str, ObjectInfo] = {}
+        self._objects: OrderedDict[str, bytes] = OrderedDict()
+        self._absent: set[str] = set()
+        self._cached_bytes = 0
+
+    def backend(self, uri: str) -> ObjectStore:
+        with self._lock:  # backends are created on first use, possibly by several fetching threads
+            return super().backend(uri)
+
+    # --- listings ------------------------------------------------------------------------------------
+
+    def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
+        """A listing made once: from the store, or cut out of a recursive listing of the directory or of an
+        ancestor made before."""
+        directory = normalize(prefix)
+        found = self._listings.get((directory, recursive))
+        if found is None:
+            found = self._from_ancestor(directory, recursive)
+        if found is None:
+            found = list(super().list(directory, recursive))
+            with self._lock:
+                self._listings[(directory, recursive)] = found
+                self._listed_dirs[directory] = self._listed_dirs.get(directory, False) or recursive
+                self._listed_objects.update((info.uri, info) for info in found)
+        return iter(found)
+
+    def _from_ancestor(self, directory: str, recursive: bool) -> list[ObjectInfo] | None:
+        above = directory
+        while True:
+            listing = self._listings.get((above, True))
+            if listing is not None:
+                below = directory + "/"
+                return [i for i in listing if i.uri.startswith(below)
+                        and (recursive or "/" not in i.uri[len(below):])]
+            if "/" not in above:
+                return None
+            above = above.rpartition("/")[0]
+
+    def _answered_by_listing(self, uri: str) -> bool:
+        """Whether a listing already made covers ``uri``: its own directory listed, or an ancestor listed
+        recursively."""
+        directory, _, _ = uri.rpartition("/")
+        if directory in self._listed_dirs:
+            return True
+        while "/" in directory:
+            directory = directory.rpartition("/")[0]
+            if self._listed_dirs.get(directory):
+                return True
+        return False
+
+    def head(self, uri: str) -> ObjectInfo:
+        info = self._listed_objects.get(uri)
+        if info is not None:
+            return info
+        if self._answered_by_listing(uri):
+            raise ObjectNotFound("no such object", uri)
+        return super().head(uri)
+
+    # --- objects -------------------------------------------------------------------------------------
+
+    def get(self, uri: str) -> bytes:
+        with self._lock:
+            data = self._objects.get(uri)
+            if data is not None:
+                self._objects.move_to_end(uri)
+                return data
+        if (uri not in self._listed_objects and self._answered_by_listing(uri)) or uri in self._absent:
+            raise ObjectNotFound("no such object", uri)
+        try:
+            data = super().get(uri)
+        except ObjectNotFound:
+            with self._lock:
+                self._absent.add(uri)
+            raise
+        if len(data) <= SMALL_OBJECT:
+            self._remember(uri, data)
+        return data
+
+    def _remember(self, uri: str, data: bytes) -> None:
+        with self._lock:
+            if uri in self._objects:
+                return
+            self._objects[uri] = data
+            self._cached_bytes += len(data)
+            while self._cached_bytes > CACHE_BUDGET and self._objects:
+                _, dropped = self._objects.popitem(last=False)
+                self._cached_bytes -= len(dropped)
+
+    # --- many reads at once --------------------------------------------------------------------------
+
+    def prefetch_directory(self, directory: str) -> None:
+        """List ``directory`` (not recursively) and read every object in it at once (refs, for example)."""
+        uris = [info.uri for info in self.list(directory, recursive=False) if info.size <= SMALL_OBJECT]
+        self.fetch_all([lambda u=u: self.get(u) for u in uris], remote=scheme_of(directory) != "file")
+
+    def fetch_all(self, jobs: Sequence[Callable[[], R]], *, remote: bool = True,
+                  progress: FetchProgress | None = None) -> list[R]:
+        """Run ``jobs`` (reads whose results the caller keeps, or that fill the run's cache) at most
+        ``io_parallelism`` at a time (``LOCAL_PARALLELISM`` when nothing is ``remote``); results in the
+        jobs' order. An exception a job raises is raised here, after the other jobs finished."""
+        if not jobs:
+            return []
+        workers = self.io_parallelism if remote else min(self.io_parallelism, LOCAL_PARALLELISM)
+        if workers == 1 or len(jobs) == 1:
+            results = []
+            for i, job in enumerate(jobs):
+                results.append(job())
+                if progress:
+                    progress(i + 1, len(jobs))
+            return results
+        done = 0
+        done_lock = threading.Lock()
+
+        def run(job: Callable[[], R]) -> R:
+            nonlocal done
+            try:
+                return job()
+            finally:
+                if progress:
+                    with done_lock:
+                        done += 1
+                        progress(done, len(jobs))
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="lancespec-fetch") as pool:
+            return list(pool.map(run, jobs))
