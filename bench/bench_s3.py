@@ -21,9 +21,11 @@ proxy counts each side's requests apart:
 
 Reported: best and median seconds, the ratio lancespec / (pylance walk + validate), requests per distinct
 object read (GET, HEAD and LIST requests of one run over the distinct objects it read, from the proxy's
-counters) and each side's peak resident memory (one run in a child process, from ``wait4``). With
+counters) and each side's peak resident memory (one run in a child process, its ``VmHWM``). With
 ``--spark``: ``certify_with_spark`` on local[1] and local[2] against the same proxy, with Spark's start-up
 (session and first job) stated apart.
+
+Each side's imports happen inside it, so that the memory probe of a side loads only what that side needs.
 """
 
 from __future__ import annotations
@@ -41,10 +43,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import lance
-import pyarrow as pa
-
-from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.faults import FaultProfile  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.proxy import FaultProxy  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
@@ -77,6 +75,9 @@ class Side:
 
 def build(options: dict[str, str], uri: str, fragments: int, versions: int) -> float:
     """``versions`` pylance appends of one-row fragments, ``fragments`` in all; returns the seconds."""
+    import lance
+    import pyarrow as pa
+
     started = time.perf_counter()
     per = fragments // versions
     for v in range(versions):
@@ -88,6 +89,8 @@ def build(options: dict[str, str], uri: str, fragments: int, versions: int) -> f
 
 def pylance_walk(uri: str, options: dict[str, str], validate: bool) -> int:
     """Open the dataset, then every version: its fragments' data files (and ``validate()``)."""
+    import lance
+
     ds = lance.dataset(uri, storage_options=options)
     files = 0
     for entry in ds.versions():
@@ -99,6 +102,8 @@ def pylance_walk(uri: str, options: dict[str, str], validate: bool) -> int:
 
 
 def lancespec_certify(uri: str, options: dict[str, str], parallelism: int | None) -> int:
+    from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+
     report = certify(uri, all_versions=True, storage_options=options, io_parallelism=parallelism)
     if report.exit_code != 0:
         raise SystemExit(f"certify found breaches on a pylance dataset: {report.findings[:3]}")
@@ -111,26 +116,67 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def counted(proxy: FaultProxy, client: int, fn: Callable[[], object]) -> tuple[int, int]:
+class ProxyProcess:
+    """The fault proxy in a child process of its own (``--serve-proxy``), so that its Python threads do not
+    share a GIL with the side being timed (pylance's Rust threads would not feel it; lancespec would)."""
+
+    def __init__(self, upstream: str, clients: int, latency_ms: float) -> None:
+        self.child = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve-proxy", upstream, str(clients), str(latency_ms)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.ports: list[int] = json.loads(self.child.stdout.readline())["ports"]
+
+    def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
+        return {**base, "aws_endpoint": f"http://127.0.0.1:{self.ports[client]}", "allow_http": "true"}
+
+    def counts(self, client: int) -> tuple[Counter[str], int]:
+        """The client's requests per class so far and the distinct objects it read since the last call."""
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.write(f"{client}\n")
+        self.child.stdin.flush()
+        answer = json.loads(self.child.stdout.readline())
+        return Counter(answer["requests"]), answer["objects"]
+
+    def close(self) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait(timeout=30)
+
+
+def serve_proxy(upstream: str, clients: int, latency_ms: float) -> None:
+    """The child side of ``ProxyProcess``: ports on stdout, then one line of counters per client id read."""
+    latency = FaultProfile("latency-only", {"*": {"latency": 1.0}}, latency_s=latency_ms / 1000,
+                           description="every request delayed")
+    with FaultProxy(upstream, clients, faults=latency) as proxy:
+        print(json.dumps({"ports": [int(proxy.endpoint(i).rsplit(":", 1)[1]) for i in range(clients)]}), flush=True)
+        for line in sys.stdin:
+            client = int(line)
+            requests = {cls: n for (c, cls), n in proxy.requests.items() if c == client}
+            objects = len(proxy.objects_read.pop(client, ()))
+            print(json.dumps({"requests": requests, "objects": objects}), flush=True)
+
+
+def counted(proxy: ProxyProcess, client: int, fn: Callable[[], object]) -> tuple[int, int]:
     """Requests (GET, HEAD, LIST) and distinct objects read by one run of ``fn`` through ``client``'s port."""
-    before = Counter({cls: n for (c, cls), n in proxy.requests.items() if c == client})
-    proxy.objects_read.pop(client, None)
+    before, _ = proxy.counts(client)
     fn()
-    after = Counter({cls: n for (c, cls), n in proxy.requests.items() if c == client})
+    after, objects = proxy.counts(client)
     spent = after - before
-    return sum(spent[c] for c in ("get", "head", "list")), len(proxy.objects_read.get(client, ()))
+    return sum(spent[c] for c in ("get", "head", "list")), objects
 
 
 def peak_rss_mb(code: str) -> float:
-    """Peak resident memory of a child Python running ``code``, in MiB."""
-    child = subprocess.Popen([sys.executable, "-c", code])
-    _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise SystemExit(f"the memory probe failed (status {status}): {code[:200]}")
-    return usage.ru_maxrss / 1024
+    """Peak resident memory of a child Python running ``code``, in MiB: the child's own high-water mark
+    (``VmHWM``; ``wait4``'s ``ru_maxrss`` would report the parent's size at the fork)."""
+    probe = code + "; print(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        raise SystemExit(f"the memory probe failed ({run.returncode}): {run.stderr[-2000:]}")
+    return int(run.stdout.split()[-1]) / 1024
 
 
-def spark_sides(proxy: FaultProxy, uri: str, base: dict[str, str], repeat: int) -> list[Side]:
+def spark_sides(proxy: ProxyProcess, uri: str, base: dict[str, str], repeat: int) -> list[Side]:
     from pyspark.sql import SparkSession
 
     from lancespec.conformance.spark import certify_with_spark  # type: ignore[import-not-found, unused-ignore]
@@ -162,17 +208,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--spark", action="store_true", help="also Spark local[1] and local[2]")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--serve-proxy", nargs=3, metavar=("UPSTREAM", "CLIENTS", "LATENCY_MS"),
+                        help=argparse.SUPPRESS)  # the proxy's own process (ProxyProcess)
     args = parser.parse_args(argv)
+    if args.serve_proxy:
+        serve_proxy(args.serve_proxy[0], int(args.serve_proxy[1]), float(args.serve_proxy[2]))
+        return 0
     fragments = args.fragments or (1_000 if args.quick else 10_000)
     versions = args.versions or (5 if args.quick else 20)
-    latency = FaultProfile("latency-only", {"*": {"latency": 1.0}}, latency_s=args.latency_ms / 1000,
-                           description="every request delayed")
     with EmbeddedS3Server() as server:
         uri = server.create_bucket("bench") + "/ds"
         base = server.storage_options()
         build_s = build(base, uri, fragments, versions)
         print(f"built {fragments:,} fragments in {versions} versions in {build_s:.1f} s", flush=True)
-        with FaultProxy(server.endpoint, 4, faults=latency) as proxy:
+        proxy = ProxyProcess(server.endpoint, 4, args.latency_ms)
+        try:
             options = {i: proxy.storage_options(i, base) for i in range(3)}
             sides = {LANCESPEC: Side("lancespec certify --all-versions"), PYLANCE_WALK: Side("pylance walk"),
                      PYLANCE_VALIDATE: Side("pylance walk + validate")}
@@ -187,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
                 for client, side in sides.items():
                     side.runs.append(timed(calls[client]))
             setup = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-                     "from bench_s3 import *; ")
+                     "from bench_s3 import lancespec_certify, pylance_walk; ")
             for client, side in sides.items():
                 fn = {LANCESPEC: f"lancespec_certify({uri!r}, {options[client]!r}, {args.io_parallelism!r})",
                       PYLANCE_WALK: f"pylance_walk({uri!r}, {options[client]!r}, False)",
                       PYLANCE_VALIDATE: f"pylance_walk({uri!r}, {options[client]!r}, True)"}[client]
                 side.peak_rss_mb = peak_rss_mb(setup + fn)
             extra = spark_sides(proxy, uri, base, args.repeat) if args.spark else []
+        finally:
+            proxy.close()
     against = sides[PYLANCE_VALIDATE]
     print(f"\n{fragments:,} data files, {versions} versions, latency {args.latency_ms:g} ms (jittered)")
     print(f"{'side':36} {'best s':>8} {'median s':>9} {'ratio':>7} {'requests':>9} {'objects':>8} "

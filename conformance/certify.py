@@ -180,9 +180,9 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
     if not isinstance(storage, RunStorage):
         return
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
-    for check in checks:
-        if check.prefetch is None:
-            continue
+    prefetchers = {(c.scope, c.prefetch): c for c in checks if c.prefetch is not None}  # checks may share one
+    for check in prefetchers.values():
+        assert check.prefetch is not None
         contexts: list[VersionContext | DatasetContext] = (
             [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()]
             if check.scope == "version" else [DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)])

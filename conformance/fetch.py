@@ -26,8 +26,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from lancespec.reference.errors import ObjectNotFound
 from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
@@ -187,18 +186,34 @@ class RunStorage(Storage):
                 if progress:
                     progress(i + 1, len(jobs))
             return results
+        results: list[R | None] = [None] * len(jobs)
+        failures: list[BaseException] = []
+        cursor = iter(range(len(jobs)))
+        lock = threading.Lock()
         done = 0
-        done_lock = threading.Lock()
 
-        def run(job: Callable[[], R]) -> R:
+        def work() -> None:  # each thread takes the next job until none is left: no future per job
             nonlocal done
-            try:
-                return job()
-            finally:
+            while True:
+                with lock:
+                    i = next(cursor, None)
+                if i is None:
+                    return
+                try:
+                    results[i] = jobs[i]()
+                except Exception as exc:  # re-raised in the caller's thread below
+                    failures.append(exc)
                 if progress:
-                    with done_lock:
+                    with lock:
                         done += 1
                         progress(done, len(jobs))
 
-        with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="lancespec-fetch") as pool:
-            return list(pool.map(run, jobs))
+        threads = [threading.Thread(target=work, name=f"lancespec-fetch-{n}", daemon=True)
+                   for n in range(min(workers, len(jobs)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+        return cast(list[R], results)

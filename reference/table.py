@@ -37,6 +37,7 @@ from .layout import (
     Base,
     FileKind,
     ManifestNaming,
+    base_directory,
     branch_name_from_ref_file,
     branch_ref_path,
     branch_root,
@@ -44,7 +45,6 @@ from .layout import (
     index_directory_name,
     manifest_name,
     parse_manifest_name,
-    resolve,
     tag_name_from_ref_file,
     tag_ref_path,
 )
@@ -134,28 +134,54 @@ class Snapshot:
         return [f.problem for f in self.files() if f.problem is not None]
 
 
-def _resolved(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind, path: str,
-              size: int | None, where: str) -> ResolvedFile:
-    try:
-        return ResolvedFile(kind, path, base_id, resolve(root, bases, base_id, kind, path, where), size)
-    except LanceSpecError as exc:
-        return ResolvedFile(kind, path, base_id, None, size, exc)
+#: Files resolved before, by (bases, base_id, kind, path, size): a root's versions share most of their files,
+#: so a reader that builds several snapshots of one root resolves each file once (``Dataset`` keeps one).
+ResolutionMemo = dict[tuple[object, ...], "ResolvedFile"]
+
+
+class _Resolver:
+    """Resolution of one manifest's files: each (base_id, kind) directory worked out once."""
+
+    def __init__(self, root: str, bases: tuple[Base, ...], memo: ResolutionMemo | None) -> None:
+        self.root, self.bases = root, bases
+        self.by_id = {b.id: b for b in bases}
+        self.memo: ResolutionMemo = memo if memo is not None else {}
+        self._directories: dict[tuple[int | None, FileKind], str | LanceSpecError] = {}
+
+    def file(self, base_id: int | None, kind: FileKind, path: str, size: int | None, where: str) -> ResolvedFile:
+        key = (self.bases, base_id, kind, path, size)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        directory = self._directories.get((base_id, kind))
+        if directory is None:
+            try:
+                directory = base_directory(self.root, self.by_id, base_id, kind, where)
+            except LanceSpecError as exc:
+                directory = exc
+            self._directories[(base_id, kind)] = directory
+        if isinstance(directory, LanceSpecError):
+            problem = type(directory)(directory.message, where or None)
+            return ResolvedFile(kind, path, base_id, None, size, problem)
+        found = self.memo[key] = ResolvedFile(kind, path, base_id, join(directory, path), size)
+        return found
 
 
 def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,
-                   manifest_file: ManifestFile) -> Snapshot:
-    """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths."""
+                   manifest_file: ManifestFile, memo: ResolutionMemo | None = None) -> Snapshot:
+    """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths (``memo``:
+    files resolved for other snapshots of the same root, reused and extended)."""
     manifest = manifest_file.manifest
     bases = tuple(
         Base(b.id, b.name if b.HasField("name") else None, b.path, b.is_dataset_root) for b in manifest.base_paths
     )
-    by_id = {b.id: b for b in bases}
+    resolver = _Resolver(root, bases, memo)
     fragments = []
     for frag in manifest.fragments:
         where = f"{manifest_uri} fragment {frag.id}"
         files = tuple(
-            _resolved(root, by_id, df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
-                      df.file_size_bytes or None, where)
+            resolver.file(df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
+                          df.file_size_bytes or None, where)
             for df in frag.files
         )
         deletion = None
@@ -164,7 +190,7 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
             base_id = d.base_id if d.HasField("base_id") else None
             if d.file_type in DELETION_EXTENSIONS:
                 name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
-                resolved = _resolved(root, by_id, base_id, FileKind.DELETION, name, None, where)
+                resolved = resolver.file(base_id, FileKind.DELETION, name, None, where)
             else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
                 name = f"{frag.id}-{d.read_version}-{d.id}"
                 resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
@@ -179,8 +205,8 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
             base_id = index.base_id if index.HasField("base_id") else None
             for index_file in index.files:
                 index_files.append(
-                    _resolved(root, by_id, base_id, FileKind.INDEX, f"{index_dir}/{index_file.path}",
-                              index_file.size_bytes or None, where)
+                    resolver.file(base_id, FileKind.INDEX, f"{index_dir}/{index_file.path}",
+                                  index_file.size_bytes or None, where)
                 )
     return Snapshot(root, version, naming, manifest_uri, manifest_file, bases, tuple(fragments),
                     tuple(index_files))
@@ -206,6 +232,7 @@ class Dataset:
         self.storage = storage if storage is not None else open_store()
         self.main_root = normalize(main_root) if main_root else self.uri
         self.branch_name = branch
+        self._resolutions: ResolutionMemo = {}
 
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
@@ -306,7 +333,7 @@ class Dataset:
                 raise UnsupportedFeatureError(
                     f"reader feature flag bit(s) {', '.join(map(str, unknown))} not supported", uri
                 )
-        snap = build_snapshot(self.uri, version, naming, uri, manifest_file)
+        snap = build_snapshot(self.uri, version, naming, uri, manifest_file, self._resolutions)
         if strict and snap.problems():
             raise snap.problems()[0]
         return snap

@@ -31,13 +31,25 @@ T = TypeVar("T")
 _RUN_CACHES: weakref.WeakKeyDictionary[Storage, dict[tuple[str, ...], Any]] = weakref.WeakKeyDictionary()
 
 
+_LAST_RUN: tuple[weakref.ref[Storage] | None, dict[tuple[str, ...], Any]] = (None, {})
+
+
 def run_cached(storage: Storage, key: tuple[str, ...], compute: Callable[[], T]) -> T:
     """``compute()``, remembered under ``key`` for as long as ``storage`` (one certify run) lives.
-    Checks only read, so what one version's check learnt about an object holds for every other."""
-    cache = _RUN_CACHES.setdefault(storage, {})
-    if key not in cache:
-        cache[key] = compute()
-    return cast(T, cache[key])
+    Checks only read, so what one version's check learnt about an object holds for every other. (The
+    last run's cache is kept at hand: checks ask hundreds of thousands of times per run.)"""
+    global _LAST_RUN
+    owner, cache = _LAST_RUN
+    if owner is None or owner() is not storage:
+        cache = _RUN_CACHES.setdefault(storage, {})
+        _LAST_RUN = (weakref.ref(storage), cache)
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
+        found = cache[key] = compute()
+    return cast(T, found)
+
+
+_MISSING = object()
 
 
 # --- bases a file may be resolved through -------------------------------------------------------------

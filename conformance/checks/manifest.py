@@ -9,7 +9,7 @@ from collections import Counter
 from lancespec.reference import flags as feature_flags
 from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR
 from lancespec.reference.layout import parse_manifest_name
-from lancespec.reference.proto import file_pb2
+from lancespec.reference.proto import file_pb2, table_pb2
 
 from . import VersionContext, version_check
 
@@ -103,29 +103,34 @@ def schema(ctx: VersionContext) -> None:
 def data_file_fields(ctx: VersionContext) -> None:
     """Field ids of data files exist or are tombstones, never -1 (MAN-006); disjoint within a fragment
     (MAN-007); column_indices one per field, no duplicates but -1, empty for legacy files (MAN-008)."""
-    known = {f.id for f in ctx.snap.manifest.fields}
+    known = {f.id for f in ctx.snap.manifest.fields} | {TOMBSTONE}
     for fragment in ctx.snap.manifest.fragments:
         seen: set[int] = set()
         for data_file in fragment.files:
-            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {data_file.path}"
-            bad = [i for i in data_file.fields if i != TOMBSTONE and i not in known]
-            if bad:
-                ctx.finding("MAN-006", where, f"field ids {bad} are not in the schema")
-            live = [i for i in data_file.fields if i != TOMBSTONE]
-            overlap = sorted(seen & set(live))
-            if overlap:
-                ctx.finding("MAN-007", where, f"field ids {overlap} are also held by another data file of the fragment")
-            seen |= set(live)
-            legacy = data_file.file_major_version == 0
-            indices = list(data_file.column_indices)
-            if legacy and indices:
-                ctx.finding("MAN-008", where, "a legacy (0.x) data file lists column_indices")
-            if not legacy:
-                if len(indices) != len(data_file.fields):
-                    ctx.finding("MAN-008", where, f"{len(indices)} column_indices for {len(data_file.fields)} fields")
+
+            def where(df: table_pb2.DataFile = data_file, frag: int = fragment.id) -> str:
+                return f"{ctx.snap.manifest_uri} fragment {frag} file {df.path}"
+
+            ids = set(data_file.fields)
+            if not ids <= known:
+                bad = [i for i in data_file.fields if i not in known]
+                ctx.finding("MAN-006", where(), f"field ids {bad} are not in the schema")
+            ids.discard(TOMBSTONE)
+            if seen & ids:
+                ctx.finding("MAN-007", where(), f"field ids {sorted(seen & ids)} are also held by another data file "
+                            "of the fragment")
+            seen |= ids
+            indices = data_file.column_indices
+            if data_file.file_major_version == 0:
+                if indices:
+                    ctx.finding("MAN-008", where(), "a legacy (0.x) data file lists column_indices")
+                continue
+            if len(indices) != len(data_file.fields):
+                ctx.finding("MAN-008", where(), f"{len(indices)} column_indices for {len(data_file.fields)} fields")
+            if len(set(indices)) != len(indices):
                 dupes = sorted(i for i, n in Counter(indices).items() if n > 1 and i != -1)
                 if dupes:
-                    ctx.finding("MAN-008", where, f"column_indices {dupes} appear more than once")
+                    ctx.finding("MAN-008", where(), f"column_indices {dupes} appear more than once")
 
 
 _DATA_FORMAT_FILE_VERSIONS = {"0.1": {(0, 2), (0, 1), (0, 0)}, "2.0": {(2, 0), (0, 3)}, "2.1": {(2, 1)},

@@ -1,0 +1,106 @@
+"""Certify on an object store through the simulator's proxy: about one request per object read, the same
+verdict when the store drops, fails and throttles requests, and a bounded, one-line failure when it never
+answers. The second source of truth is certify's lazy path straight to the server (no proxy, no plan)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+import lance
+import pyarrow as pa
+import pytest
+
+from lancespec.conformance.certify import certify
+from lancespec.conformance.model import Report
+from lancespec.simulator.faults import PROFILES
+from lancespec.simulator.proxy import FaultProxy
+from lancespec.simulator.s3 import EmbeddedS3Server
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture(scope="module")
+def dataset(s3_server: EmbeddedS3Server) -> tuple[str, Report]:
+    """A pylance dataset of three versions (two appends of one-row fragments, a deletion) and a tag, with
+    the report of certifying it lazily, straight to the server."""
+    uri = s3_server.create_bucket("certify-io") + "/ds"
+    options = s3_server.storage_options()
+    for start in (0, 12):
+        table = pa.table({"id": pa.array(range(start, start + 12), pa.int64())})
+        lance.write_dataset(table, uri, mode="append", max_rows_per_file=2, storage_options=options)
+    ds = lance.dataset(uri, storage_options=options)
+    ds.delete("id = 3")
+    ds.tags.create("two", 2)
+    return uri, certify(uri, all_versions=True, storage_options=options, lazy=True)
+
+
+def _through(server: EmbeddedS3Server, uri: str, profile: str, attempts: int = 8) -> tuple[Report, FaultProxy]:
+    with FaultProxy(server.endpoint, 1, seed=7, faults=PROFILES[profile]) as proxy:
+        options = proxy.storage_options(0, {**server.storage_options(), "lancespec_max_attempts": str(attempts)})
+        return certify(uri, all_versions=True, storage_options=options), proxy
+
+
+def test_about_one_request_per_object_and_the_lazy_verdict(s3_server: EmbeddedS3Server,
+                                                         dataset: tuple[str, Report]) -> None:
+    uri, lazy = dataset
+    report, proxy = _through(s3_server, uri, "none")
+    assert report == lazy and report.exit_code == 0, report.findings
+    spent = Counter({cls: n for (_, cls), n in proxy.requests.items()})
+    objects = len(proxy.objects_read[0])
+    assert objects >= 12 + 2 + 3 + 3  # data files, a deletion file, manifests, transactions
+    assert sum(spent[c] for c in ("get", "head", "list")) <= 1.3 * objects, (spent, objects)
+    assert spent["head"] == 0  # sizes come from the suffix reads and the listings
+
+
+@pytest.mark.parametrize("profile", ["only-error500", "only-slowdown", "only-reset"])
+def test_failed_and_dropped_requests_change_no_verdict(s3_server: EmbeddedS3Server, dataset: tuple[str, Report],
+                                                       profile: str) -> None:
+    uri, lazy = dataset
+    report, proxy = _through(s3_server, uri, profile)
+    assert proxy.fault_counts()[profile.removeprefix("only-")] > 0  # the store did misbehave
+    assert report == lazy
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """A loopback port that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=5)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_a_store_that_never_answers_fails_in_one_line(silent_endpoint: str) -> None:
+    """The timeouts and attempts the user set bound the wait; the error names the endpoint's bucket."""
+    options = [f"aws_endpoint={silent_endpoint}", "allow_http=true", "aws_access_key_id=k",
+               "aws_secret_access_key=s", "timeout=0.5s", "connect_timeout=0.5s", "lancespec_max_attempts=2"]
+    run = subprocess.run([sys.executable, "-m", "lancespec", "certify", "s3://silent/ds",
+                          *(f"--storage-option={o}" for o in options)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 2, run.stderr
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if "s3://silent/ds" in line]
+    assert lines and any("timed out" in line.lower() or "timeout" in line.lower() for line in lines), run.stdout
+    assert "Traceback" not in run.stderr
