@@ -1,7 +1,7 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
 Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
-a version asked for) cannot be read at all. Unreadable manifests are reported as findings too, so a
+a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge"). Unreadable manifests are reported as findings too, so a
 person always learns what was wrong and where.
 """
 
@@ -17,6 +17,7 @@ from lancespec.reference.table import Dataset, Snapshot
 
 from .catalogue import load_catalogue
 from .checks import Check, DatasetContext, VersionContext, select
+from .judgement import cannot_judge
 from .model import Finding, Report
 
 #: Called as progress(done, total, description) while certifying.
@@ -123,6 +124,11 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
                     report.readable = False
                 done += 1
                 continue
+            if reasons := cannot_judge(snapshots[v]):
+                report.cannot_judge.extend(reasons)
+                del snapshots[v]
+                done += 1
+                continue
             for check in version_checks:
                 if offload is not None and check.name in offloaded:
                     continue
@@ -134,8 +140,9 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             done += 1
         if progress:
             progress(done, total, f"{root.branch_name or 'main'} dataset checks")
+        attached: dict[int, Snapshot | None] = {}
         for check in dataset_checks:
-            dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)
+            dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots, attached=attached)
             _run(check, dctx)
             report.findings.extend(dctx.findings)
         done += 1
