@@ -1,8 +1,9 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
 Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
-a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge"). Unreadable manifests are reported as findings too, so a
-person always learns what was wrong and where.
+a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge",
+``judgement``). Unreadable manifests are reported as findings too, so a person always learns what was
+wrong and where.
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ class Report:
 
     ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
     ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
-    know: MAN-011); in both cases certify exits 2. ``checks_run`` lists the checks that ran; ``requirements_checked`` the
-    requirement ids they cover (the basis of the JUnit report: a requirement passes when it was checked
-    and has no finding).
+    know: MAN-011); in both cases certify exits 2. ``checks_run`` lists the checks that ran;
+    ``requirements_checked`` the requirement ids they cover (the basis of the JUnit report: a requirement
+    passes when it was checked and has no finding).
     """
 
     uri: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -91,22 +91,21 @@ def _statement(entry: dict[str, object], documents: dict[str, str]) -> Statement
     if len(present) != 1:
         raise MatrixError(f"{sid}: needs exactly one disposition of {DISPOSITIONS}, has {present or 'none'}")
     kind = present[0]
-    base = {"id": sid, "document": documents[match.group(1)], "section": str(entry["section"]),
-            "says": str(entry["says"]), "disposition": kind}
+    base = Statement(sid, documents[match.group(1)], str(entry["section"]), str(entry["says"]), kind)
     if kind in ("covered", "partly"):
         requirements = entry[kind]
         if not isinstance(requirements, list) or not requirements:
             raise MatrixError(f"{sid}: {kind} must list at least one requirement id")
         if kind == "partly" and not entry.get("gap"):
             raise MatrixError(f"{sid}: a partly covered statement says what is not covered (gap)")
-        return Statement(**base, requirements=tuple(map(str, requirements)), note=str(entry.get("gap", "")))
+        return replace(base, requirements=tuple(map(str, requirements)), note=str(entry.get("gap", "")))
     if kind == "not_adopted":
         if entry["not_adopted"] not in REASONS:
             raise MatrixError(f"{sid}: not_adopted reason must be one of {REASONS}")
         if not entry.get("why"):
             raise MatrixError(f"{sid}: a statement not adopted says why")
-        return Statement(**base, reason=str(entry["not_adopted"]), note=str(entry["why"]))
-    return Statement(**base, same_as=str(entry["same_as"]))
+        return replace(base, reason=str(entry["not_adopted"]), note=str(entry["why"]))
+    return replace(base, same_as=str(entry["same_as"]))
 
 
 def parse_matrix(text: str) -> Matrix:

@@ -166,7 +166,8 @@ def references(ctx: VersionContext) -> None:
                             f"(defined: {known})")
             elif not any(b.is_dataset_root for b in by_id[base_id]):
                 ctx.finding("BASE-005", spot, f"deletion file lives in {_describe(by_id[base_id][0])}, which is not "
-                            "a dataset root (is_dataset_root = false): the Lance readers refuse deletion files there (F-032)")
+                            "a dataset root (is_dataset_root = false): the Lance readers refuse deletion files "
+                            "there (F-032)")
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         if index.HasField("base_id") and index.base_id not in by_id:

@@ -54,15 +54,15 @@ def _ids(segment: rowids_pb2.U64Segment) -> Iterator[int]:
     if kind == "range":
         yield from range(segment.range.start, segment.range.end)
     elif kind == "range_with_holes":
-        r = segment.range_with_holes
-        holes = set(_array(r.holes))
-        yield from (i for i in range(r.start, r.end) if i not in holes)
+        holed = segment.range_with_holes
+        holes = set(_array(holed.holes))
+        yield from (i for i in range(holed.start, holed.end) if i not in holes)
     elif kind == "range_with_bitmap":
-        r = segment.range_with_bitmap
-        for byte_index, byte in enumerate(r.bitmap):
+        mapped = segment.range_with_bitmap
+        for byte_index, byte in enumerate(mapped.bitmap):
             for bit in range(8):
                 if byte >> bit & 1:  # least significant bit first, as pylance 14.0.2 writes it
-                    yield r.start + byte_index * 8 + bit
+                    yield mapped.start + byte_index * 8 + bit
     elif kind in ("sorted_array", "array"):
         yield from _array(getattr(segment, kind))
 

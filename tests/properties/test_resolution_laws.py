@@ -10,7 +10,6 @@ over base-path sets of every scheme, checked both on ``layout.resolve`` and on t
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

@@ -13,7 +13,8 @@ def _snapshot(reader_flags: int = 0, data_format: str = "2.0") -> Snapshot:
     manifest = table_pb2.Manifest(version=3, reader_feature_flags=reader_flags)
     manifest.data_format.file_format = "lance"
     manifest.data_format.version = data_format
-    return build_snapshot("/r", 3, ManifestNaming.V2, "/r/_versions/m.manifest", ManifestFile(manifest, None, None, None, 0))
+    manifest_file = ManifestFile(manifest, None, None, None, 0)
+    return build_snapshot("/r", 3, ManifestNaming.V2, "/r/_versions/m.manifest", manifest_file)
 
 
 def test_known_flags_and_formats_are_judged() -> None:
