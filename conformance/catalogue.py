@@ -91,7 +91,8 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
     lines = [
         "# The requirement catalogue",
         "",
-        "<!-- Generated from requirements.toml by `python -m lancespec.conformance.catalogue --write`."
+        "<!-- Generated from requirements.toml and traceability.toml by"
+        " `python -m lancespec.conformance.catalogue --write`."
         " Do not edit. -->",
         "",
         f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five source "
