@@ -1,4 +1,5 @@
-"""The requirement catalogue: load spec/requirements.toml, and generate spec/README.md from it.
+"""The requirement catalogue and the traceability matrix: load spec/requirements.toml and
+spec/traceability.toml, hold them to their rules, and generate spec/README.md from both.
 
     python -m lancespec.conformance.catalogue --write    # regenerate spec/README.md
     python -m lancespec.conformance.catalogue --check    # exit 1 when spec/README.md is stale
@@ -15,16 +16,18 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from .traceability import Matrix, check_matrix, load_matrix, render_matrix
+
 SEVERITIES = ("MUST", "SHOULD")
 _ID = re.compile(r"^([A-Z]+)-(\d{3})$")
 
 DOCUMENTS = {
-    "000_342b5d876914a0ee.txt": "multi-base paths (essay)",
-    "001_3e075592ae1437fa.txt": "Storage Layout Specification",
-    "002_6199e855fd9428c9.txt": "Table Format specification",
-    "003_26090e6b2a6f1c93.txt": "Clone primitives",
-    "004_da6da092fbdd6c86.txt": "Blob v2",
-    "implicit": "required by the format's working, stated by no seed",
+    "multi-base": "the Lance blog post on the multi-base layout",
+    "storage-layout": "the Lance Storage Layout Specification",
+    "table-format": "the Lance Table Format specification",
+    "clones": "the Lance blog post \"Dive Deep into Clone Primitives in Lance Format\"",
+    "blob-v2": "the Lance blog post \"Lance Blob V2\"",
+    "implicit": "required by the format's working, stated by no document",
 }
 
 
@@ -39,6 +42,7 @@ class Requirement:
     section: str
     checks: tuple[str, ...]
     tests: tuple[str, ...]
+    statements: tuple[str, ...] = ()
 
     @property
     def area(self) -> str:
@@ -66,8 +70,11 @@ def parse_catalogue(text: str) -> dict[str, Requirement]:
             raise CatalogueError(f"{rid}: source must name a known document and a section")
         if not entry.get("rule"):
             raise CatalogueError(f"{rid}: rule is empty")
+        statements = tuple(entry.get("statements", ()))
+        if not statements and source["document"] != "implicit":
+            raise CatalogueError(f"{rid}: cites no statement of spec/traceability.toml")
         out[rid] = Requirement(rid, entry["severity"], entry["rule"], source["document"], source["section"],
-                               tuple(entry.get("checks", ())), tuple(entry.get("tests", ())))
+                               tuple(entry.get("checks", ())), tuple(entry.get("tests", ())), statements)
     return out
 
 
@@ -77,16 +84,18 @@ def load_catalogue() -> dict[str, Requirement]:
     return parse_catalogue(resources.files("lancespec.spec").joinpath("requirements.toml").read_text())
 
 
-def render_markdown(catalogue: dict[str, Requirement]) -> str:
-    """The human-readable catalogue, grouped by area, in id order."""
+def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
+    """The human-readable catalogue: the matrix's counts and readings, then the requirements grouped by
+    area, in id order."""
     musts = sum(r.severity == "MUST" for r in catalogue.values())
     lines = [
         "# The requirement catalogue",
         "",
-        "<!-- Generated from requirements.toml by `python -m lancespec.conformance.catalogue --write`."
+        "<!-- Generated from requirements.toml and traceability.toml by"
+        " `python -m lancespec.conformance.catalogue --write`."
         " Do not edit. -->",
         "",
-        f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five seed "
+        f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five source "
         "documents and from what the format requires without stating it. Each has a stable id (never "
         "renumbered), the rule in our words, its source, and the checks (`lancespec certify`) and tests that "
         "cover it. Divergences of pylance from these rules are in [findings.md](findings.md).",
@@ -95,14 +104,17 @@ def render_markdown(catalogue: dict[str, Requirement]) -> str:
         "",
     ]
     lines += [f"- `{doc}`: {title}" for doc, title in DOCUMENTS.items()]
+    lines += ["", *render_matrix(matrix)]
     areas: dict[str, list[Requirement]] = {}
     for req in sorted(catalogue.values(), key=lambda r: (r.area, r.id)):
         areas.setdefault(req.area, []).append(req)
     for area, reqs in areas.items():
-        lines += ["", f"## {area}", "", "| id | severity | rule | source | covered by |", "|---|---|---|---|---|"]
+        lines += ["", f"## {area}", "", "| id | severity | rule | source | statements | covered by |",
+                  "|---|---|---|---|---|---|"]
         for r in reqs:
             covered = ", ".join([f"`{c}`" for c in r.checks] + [f"`{t}`" for t in r.tests])
-            lines.append(f"| {r.id} | {r.severity} | {r.rule} | `{r.document}`: {r.section} | {covered} |")
+            lines.append(f"| {r.id} | {r.severity} | {r.rule} | `{r.document}`: {r.section} | "
+                         f"{', '.join(r.statements)} | {covered} |")
     return "\n".join(lines) + "\n"
 
 
@@ -116,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write", action="store_true")
     group.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
-    text = render_markdown(load_catalogue())
+    catalogue, matrix = load_catalogue(), load_matrix()
+    check_matrix(matrix, catalogue)
+    text = render_markdown(catalogue, matrix)
     path = readme_path()
     if args.write:
         path.write_text(text)

@@ -1,8 +1,9 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
 Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
-a version asked for) cannot be read at all. Unreadable manifests are reported as findings too, so a
-person always learns what was wrong and where.
+a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge",
+``judgement``). Unreadable manifests are reported as findings too, so a person always learns what was
+wrong and where.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from lancespec.reference.table import Dataset, Snapshot
 from .catalogue import load_catalogue
 from .checks import Check, DatasetContext, VersionContext, select
 from .fetch import RunStorage
+from .judgement import cannot_judge
 from .model import Finding, Report
 
 #: Called as progress(done, total, description) while certifying.
@@ -121,12 +123,14 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
         label = root.branch_name or "main"
         snapshots: dict[int, Snapshot] = {}
         for v, loaded in zip(versions, _load_snapshots(storage, root, versions, label, progress), strict=True):
-            if isinstance(loaded, Snapshot):
+            if not isinstance(loaded, Snapshot):
+                report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
+                if not all_versions or (root is main and v == versions[-1]):
+                    report.readable = False
+            elif reasons := cannot_judge(loaded):
+                report.cannot_judge.extend(reasons)
+            else:
                 snapshots[v] = loaded
-                continue
-            report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
-            if not all_versions or (root is main and v == versions[-1]):
-                report.readable = False
         _prefetch(storage, root, snapshots, local_checks + dataset_checks, label, progress)
         for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
             if progress:
@@ -139,8 +143,9 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
                 offload(root, v, snapshot, moved)
         if progress:
             progress(0, 1, f"{label} dataset checks")
+        attached: dict[int, Snapshot | None] = {}
         for check in dataset_checks:
-            dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)
+            dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots, attached=attached)
             _run(check, dctx)
             report.findings.extend(dctx.findings)
         report.versions.extend(v for v in versions if root is main)

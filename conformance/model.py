@@ -27,9 +27,10 @@ class Report:
     """The outcome of certifying one dataset.
 
     ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
-    certify then exits 2. ``checks_run`` lists the checks that ran; ``requirements_checked`` the
-    requirement ids they cover (the basis of the JUnit report: a requirement passes when it was checked
-    and has no finding).
+    ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
+    know: MAN-011); in both cases certify exits 2. ``checks_run`` lists the checks that ran;
+    ``requirements_checked`` the requirement ids they cover (the basis of the JUnit report: a requirement
+    passes when it was checked and has no finding).
     """
 
     uri: str
@@ -38,6 +39,7 @@ class Report:
     checks_run: list[str] = field(default_factory=list)
     requirements_checked: list[str] = field(default_factory=list)
     readable: bool = True
+    cannot_judge: list[str] = field(default_factory=list)
 
     @property
     def must_findings(self) -> list[Finding]:
@@ -45,10 +47,10 @@ class Report:
 
     @property
     def conformant(self) -> bool:
-        return self.readable and not self.must_findings
+        return self.readable and not self.cannot_judge and not self.must_findings
 
     @property
     def exit_code(self) -> int:
-        if not self.readable:
+        if not self.readable or self.cannot_judge:
             return 2
         return 1 if self.must_findings else 0

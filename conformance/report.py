@@ -24,6 +24,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "conformant": report.conformant,
         "readable": report.readable,
         "exit_code": report.exit_code,
+        "cannot_judge": report.cannot_judge,
         "versions": report.versions,
         "checks": report.checks_run,
         "requirements_checked": report.requirements_checked,
@@ -43,13 +44,15 @@ def render_text(report: Report) -> str:
     """A short summary, then one line per finding: severity, requirement, where, what."""
     musts = len(report.must_findings)
     shoulds = len(report.findings) - musts
-    verdict = "UNREADABLE" if not report.readable else "CONFORMANT" if report.conformant else "NOT CONFORMANT"
+    verdict = ("UNREADABLE" if not report.readable else "CANNOT JUDGE" if report.cannot_judge
+               else "CONFORMANT" if report.conformant else "NOT CONFORMANT")
     versions = ", ".join(map(str, report.versions)) or "none"
     lines = [
         f"{verdict}: {report.uri}",
         f"  versions checked: {versions}; {len(report.checks_run)} checks covering "
         f"{len(report.requirements_checked)} requirements; {musts} MUST and {shoulds} SHOULD findings",
     ]
+    lines += [f"  {reason}" for reason in report.cannot_judge]
     for f in report.findings:
         where = f"v{f.version}" if f.version is not None else "dataset"
         if f.branch:
@@ -71,9 +74,11 @@ def render_junit(report: Report) -> str:
         1 for r in checked if r in by_requirement and catalogue[r].severity == "MUST"
     )
     suite = ET.Element("testsuite", name=f"lancespec certify {report.uri}", tests=str(len(checked)),
-                       failures=str(failures), errors="0" if report.readable else "1")
+                       failures=str(failures), errors=str(int(not report.readable) + len(report.cannot_judge)))
     if not report.readable:
         ET.SubElement(suite, "error", message="the dataset could not be read")
+    for reason in report.cannot_judge:
+        ET.SubElement(suite, "error", message=reason)
     for rid in checked:
         req = catalogue[rid]
         case = ET.SubElement(suite, "testcase", classname=f"lancespec.{req.area}", name=f"{rid} {req.rule}")

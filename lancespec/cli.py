@@ -195,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(func=cmd_inspect)
 
     certify = sub.add_parser("certify", help="judge a dataset against the requirement catalogue",
-                             description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable.")
+                             description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or "
+                                         "cannot judge (a feature lancespec does not know).")
     certify.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
     versions = certify.add_mutually_exclusive_group()
     versions.add_argument("--version", type=int, help="the version to certify (default: latest)")

@@ -216,7 +216,8 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
 
     Absent ``base_id``: the dataset root plus the kind's standard subdirectory. Present: the base with
     that id; a dataset-root base adds the standard subdirectory, a non-root base is the directory
-    itself. Deletion files may only live in dataset roots (pylance refuses a non-root base for them).
+    itself, for every kind (the Storage Layout's two-step resolution). The Lance readers refuse a deletion
+    file in a non-root base (spec/findings.md F-032); that is BASE-005's SHOULD, not a resolution error.
     """
     if base_id is None:
         return join(root, kind.value)
@@ -226,10 +227,6 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
         raise UnresolvableFile(f"base_id {base_id} names no base path (defined ids: {known})", where or None)
     if base.is_dataset_root:
         return join(base.path, kind.value)
-    if kind is FileKind.DELETION:
-        raise UnresolvableFile(
-            f"deletion file refers to base {base_id} ({base.path}), which is not a dataset root", where or None
-        )
     return base.path.rstrip("/")
 
 

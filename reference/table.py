@@ -130,7 +130,7 @@ class Snapshot:
         yield from self.index_files
 
     def problems(self) -> list[LanceSpecError]:
-        """Resolution problems (a base_id with no base, a deletion file in a non-root base)."""
+        """Resolution problems (a base_id with no base)."""
         return [f.problem for f in self.files() if f.problem is not None]
 
 

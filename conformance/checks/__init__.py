@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.store import Storage
 from lancespec.reference.table import Dataset, Snapshot
 
@@ -59,10 +60,34 @@ class VersionContext(_Context):
 
 @dataclass
 class DatasetContext(_Context):
-    """One root, with the versions selected for certification (all attached versions with --all-versions)."""
+    """One root, with the versions selected for certification (all attached versions with --all-versions).
+
+    ``history()`` is the view cross-version rules need (ids never reused, counters that never decrease,
+    clones faithful to their source): every attached version, certified or not, loaded once per root
+    (``attached`` is shared by the dataset checks of one root)."""
 
     versions: list[int] = field(default_factory=list)
     snapshots: dict[int, Snapshot] = field(default_factory=dict)
+    attached: dict[int, Snapshot | None] = field(default_factory=dict)
+
+    def history(self) -> list[Snapshot]:
+        """Every readable attached version of the root, oldest first, up to the latest certified one.
+        Manifests that cannot be read are left out (HIST-001 reports them)."""
+        if not self.attached:
+            try:
+                entries = self.dataset.version_entries(allow_mixed=True)
+            except LanceSpecError:
+                entries = []
+            for entry in entries:
+                found = self.snapshots.get(entry.version)
+                if found is None:
+                    try:
+                        found = self.dataset.snapshot(entry.version, strict=False)
+                    except LanceSpecError:
+                        found = None
+                self.attached[entry.version] = found
+        last = max(self.snapshots, default=None)
+        return [s for v, s in sorted(self.attached.items()) if s is not None and (last is None or v <= last)]
 
 
 VersionCheck = Callable[[VersionContext], None]

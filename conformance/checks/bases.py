@@ -157,8 +157,9 @@ def entries(ctx: VersionContext) -> None:
 @version_check("bases.references", "BASE-003", "BASE-005")
 def references(ctx: VersionContext) -> None:
     """Every base_id a data file, deletion file or index records names a base path entry of the same
-    manifest (BASE-003); a deletion file's base, when it has one, is a dataset root (BASE-005). These are
-    the resolution problems of the snapshot; the checks that follow files skip such files."""
+    manifest (BASE-003), the snapshot's resolution problems, which the checks that follow files skip.
+    SHOULD: a deletion file's base, when it has one, is a dataset root (BASE-005): the Storage Layout's
+    resolution allows a non-root base, but the Lance readers refuse a deletion file there (F-032)."""
     manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
     by_id: dict[int, list[Base]] = {}
     for base in ctx.snap.bases:
@@ -177,7 +178,8 @@ def references(ctx: VersionContext) -> None:
                             f"(defined: {known})")
             elif not any(b.is_dataset_root for b in by_id[base_id]):
                 ctx.finding("BASE-005", spot, f"deletion file lives in {_describe(by_id[base_id][0])}, which is not "
-                            "a dataset root (is_dataset_root = false): deletion files live only in dataset roots")
+                            "a dataset root (is_dataset_root = false): the Lance readers refuse deletion files "
+                            "there (F-032)")
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         if index.HasField("base_id") and index.base_id not in by_id:

@@ -229,3 +229,94 @@ def source_protected(ctx: DatasetContext) -> None:
     ctx.finding("CLONE-005", found.snapshot.manifest_uri,
                 f"no tag of the source {source_main} names version {clone.ref_version} on {on}: cleanup of the "
                 "source may delete files this shallow clone reads")
+
+
+def _source_snapshot(ctx: DatasetContext, found: _Lineage) -> Snapshot | None:
+    """The source version the clone was made from, while it can still be read (else None)."""
+    source = _current_source_path(ctx, found)
+    if not source:
+        return None
+    try:
+        return Dataset(source, ctx.storage).snapshot(found.clone.ref_version, strict=False)
+    except LanceSpecError:
+        return None
+
+
+def _fragments(snapshot: Snapshot) -> dict[int, tuple[object, ...]]:
+    out: dict[int, tuple[object, ...]] = {}
+    for f in snapshot.manifest.fragments:
+        files = tuple((d.path, d.file_size_bytes, tuple(d.fields)) for d in f.files)
+        deletion = ((f.deletion_file.file_type, f.deletion_file.read_version, f.deletion_file.id,
+                     f.deletion_file.num_deleted_rows) if f.HasField("deletion_file") else None)
+        out[f.id] = (f.physical_rows, files, deletion)
+    return out
+
+
+def _indices(snapshot: Snapshot) -> dict[bytes, tuple[object, ...]]:
+    section = snapshot.manifest_file.index_section
+    if section is None:
+        return {}
+    return {i.uuid.uuid: (i.name, tuple(i.fields), i.fragment_bitmap, i.dataset_version) for i in section.indices}
+
+
+def _differences(clone: Snapshot, source: Snapshot) -> list[str]:
+    out = []
+    mine, theirs = _fragments(clone), _fragments(source)
+    if set(mine) != set(theirs):
+        out.append(f"fragment ids {sorted(mine)} differ from the source's {sorted(theirs)}")
+    changed = sorted(i for i in set(mine) & set(theirs) if mine[i] != theirs[i])
+    if changed:
+        out.append(f"fragment(s) {changed} differ from the source's (rows, data files or deletion file)")
+    fields = [(f.id, f.name, f.logical_type, f.parent_id, f.nullable) for f in clone.manifest.fields]
+    if fields != [(f.id, f.name, f.logical_type, f.parent_id, f.nullable) for f in source.manifest.fields]:
+        out.append("the schema differs from the source's")
+    if _indices(clone) != _indices(source):
+        out.append(f"the indices differ from the source's ({len(_indices(clone))} here, {len(_indices(source))} "
+                   "there, or their names, fields or covered fragments)")
+    return out
+
+
+@dataset_check("clones.faithful", "CLONE-006")
+def faithful(ctx: DatasetContext) -> None:
+    """A clone's first version equals the source version it was cloned from in fragments (ids, rows, data
+    file paths, sizes and fields, deletion files), schema and indices (uuid, name, fields, covered
+    fragments); base ids may differ (CLONE-006). Checked only while the source version can be read."""
+    found = _lineage(ctx)
+    source = _source_snapshot(ctx, found) if found is not None else None
+    if found is None or source is None:
+        return
+    for difference in _differences(found.snapshot, source):
+        ctx.finding_at(found.first, "CLONE-006", found.snapshot.manifest_uri,
+                       f"the clone of {source.root} version {source.version}: {difference}")
+
+
+#: Files up to this size are compared byte for byte by ``deep_copies_identical``; larger ones by size.
+MAX_COMPARED_BYTES = 16 * 1024 * 1024
+
+
+@dataset_check("clones.deep_copies_identical", "CLONE-007")
+def deep_copies_identical(ctx: DatasetContext) -> None:
+    """Every file a deep clone's first version holds is byte-identical to the source version's file of
+    the same kind and path (by size above MAX_COMPARED_BYTES), while the source is there (CLONE-007).
+    Missing files are BASE-004's and DEL-001's findings."""
+    found = _lineage(ctx)
+    if found is None or found.clone.is_shallow:
+        return
+    source = _source_snapshot(ctx, found)
+    if source is None:
+        return
+    originals = {(f.kind, f.path): f.uri for f in source.files() if f.uri is not None}
+    for copy in found.snapshot.files():
+        original = originals.get((copy.kind, copy.path))
+        if copy.uri is None or original is None:
+            continue
+        try:
+            mine, theirs = ctx.storage.head(copy.uri).size, ctx.storage.head(original).size
+            same = mine == theirs and (mine > MAX_COMPARED_BYTES
+                                       or ctx.storage.get(copy.uri) == ctx.storage.get(original))
+        except LanceSpecError:
+            continue
+        if not same:
+            ctx.finding_at(found.first, "CLONE-007", _where(found.snapshot, copy),
+                           f"the deep copy {copy.uri} ({mine} bytes) differs from the source's {original} "
+                           f"({theirs} bytes)")

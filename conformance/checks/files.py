@@ -197,14 +197,14 @@ class _Deletions:
 
     exists: bool
     offsets: tuple[int, ...] = ()
-    arrow_type: str | None = None
+    arrow_schema: str | None = None
     problem: str | None = None
 
 
 def _decode_arrow(data: bytes) -> _Deletions:
-    """Lenient reading of an ``.arrow`` deletion file by DEL-002's rule (one record batch, one non-null
-    integer column): the codec insists on pylance's ``row_id: uint32``, but the specification says
-    Int32, so the column's type is DEL-005's matter, not a format error."""
+    """Lenient reading of an ``.arrow`` deletion file by DEL-002's rule (one record batch, one column of
+    integers, no nulls), so that a column other than the readers' ``row_id: uint32 not null`` is reported
+    as DEL-005 with its offsets still judged by DEL-003 and DEL-004."""
     try:
         reader = ipc.open_file(pa.BufferReader(data))
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
@@ -220,7 +220,9 @@ def _decode_arrow(data: bytes) -> _Deletions:
         return _Deletions(True, problem=f"has a column of type {column.type}, not of integers")
     if column.null_count:
         return _Deletions(True, problem=f"has {column.null_count} null offset(s)")
-    return _Deletions(True, tuple(int(v) for v in column.to_pylist()), str(column.type))
+    field = batch.schema.field(0)
+    schema = f"{field.name}: {field.type}{'' if field.nullable else ' not null'}"
+    return _Deletions(True, tuple(int(v) for v in column.to_pylist()), schema)
 
 
 def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
@@ -239,6 +241,10 @@ def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
         raise AssertionError(f"deletion file type {file_type} is checked before reading")
 
     return run_cached(storage, ("deletions", uri, str(file_type)), compute)
+
+
+#: The schema of an ``.arrow`` deletion file's one column that the Lance readers accept (DEL-005).
+DELETION_ARROW_SCHEMA = "row_id: uint32 not null"
 
 
 def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
@@ -262,8 +268,8 @@ def deletion_files(ctx: VersionContext) -> None:
     .{arrow|bin}`` of the root it resolves to (DEL-001); its content matches its type, ``.arrow`` an
     Arrow IPC file of one record batch with one non-null integer column, ``.bin`` a portable 32-bit
     roaring bitmap (DEL-002); it holds exactly num_deleted_rows distinct offsets (DEL-003), each below
-    physical_rows (DEL-004). SHOULD: the ``.arrow`` column is Int32 as the specification describes
-    (DEL-005); pylance 14.0.2 writes UInt32 (spec/findings.md F-002), so this fires on its datasets."""
+    physical_rows (DEL-004); the ``.arrow`` column is ``row_id: uint32 not null``, the only schema the
+    Lance readers accept, though the Table Format text says Int32 (DEL-005, spec/findings.md F-002)."""
     unusable = unusable_base_ids(ctx.snap)
     for fragment in ctx.snap.fragments:
         deletion = fragment.deletion
@@ -293,6 +299,6 @@ def deletion_files(ctx: VersionContext) -> None:
             shown = ", ".join(map(str, outside[:5])) + (" …" if len(outside) > 5 else "")
             ctx.finding("DEL-004", where, f"{len(outside)} deleted offset(s) are not below physical_rows = "
                         f"{fragment.physical_rows}: {shown}")
-        if found.arrow_type is not None and found.arrow_type != "int32":
-            ctx.finding("DEL-005", where, f"the offsets column is {found.arrow_type}, not Int32 as the "
-                        "specification describes")
+        if found.arrow_schema is not None and found.arrow_schema != DELETION_ARROW_SCHEMA:
+            ctx.finding("DEL-005", where, f"the offsets column is `{found.arrow_schema}`, not "
+                        f"`{DELETION_ARROW_SCHEMA}`, the only one the Lance readers accept")

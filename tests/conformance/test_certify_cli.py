@@ -108,3 +108,37 @@ def test_plugin_items_and_fixture(pytester: pytest.Pytester, clean: str, breache
     result = pytester.runpytest("-p", "no:cacheprovider", "--lance-certify", clean, "--lance-certify", breached)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*lance-certify*breached*", "*MAN-001*"])
+
+
+def _set_latest(uri: str, edit: object) -> None:
+    snapshot = Dataset.open(uri).snapshot()
+    manifest_file = decode_manifest_file(Path(snapshot.manifest_uri).read_bytes())
+    edit(manifest_file.manifest)  # type: ignore[operator]
+    Path(snapshot.manifest_uri).write_bytes(encode_manifest_file(manifest_file.manifest,
+                                                                 manifest_file.transaction_bytes))
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    (lambda m: setattr(m, "reader_feature_flags", m.reader_feature_flags | 1 << 40), "bit(s) 1099511627776"),
+    (lambda m: setattr(m.data_format, "version", "9.9"), "'9.9'"),
+], ids=["unknown-reader-flag", "unknown-data-format"])
+def test_what_certify_does_not_know_it_cannot_judge(clean: str, edit: object, named: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """MAN-011: a reader flag (or data format version) lancespec does not know is no breach: certify
+    declines to judge, exit 2, "cannot judge: ..." naming what it does not know, and no MUST finding."""
+    _set_latest(clean, edit)
+    assert main(["certify", clean]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("CANNOT JUDGE") and "cannot judge:" in out and named in out
+    assert main(["certify", clean, "--format", "json"]) == 2
+    document = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, SCHEMA)
+    assert document["conformant"] is False and document["readable"] is True
+    assert len(document["cannot_judge"]) == 1 and named in document["cannot_judge"][0]
+    assert document["summary"]["must"] == 0
+
+
+def test_an_unknown_writer_flag_does_not_stop_judgement(clean: str) -> None:
+    """Writer flags bind writers (MAN-020), not readers: certify still judges the dataset."""
+    _set_latest(clean, lambda m: setattr(m, "writer_feature_flags", m.writer_feature_flags | 1 << 40))
+    assert main(["certify", clean]) == 0

@@ -1,8 +1,8 @@
 """Negative tests of the layout, bases, files and portability checks: every test builds a clean dataset
 with the reference writer (asserted free of MUST findings), changes exactly one thing on storage, and
 asserts that certify reports the requirement that thing breaches and, for a MUST, that no unrelated MUST
-requirement fires. A last test certifies every pylance shape and expects none of these requirements but
-DEL-005 (pylance writes UInt32 deletion offsets, spec/findings.md F-002)."""
+requirement fires. A last test certifies every pylance shape and expects none of these requirements
+(BASE-005 and DEL-005 have their own tests in test_negative_history_and_ids.py)."""
 
 from __future__ import annotations
 
@@ -83,10 +83,14 @@ def _add_base(path: str, base_id: int = 9, *, is_dataset_root: bool = False,
 
 def _arrow_bytes(values: list[int | None] | list[str], type_: pa.DataType | None = None, *, batches: int = 1,
                  extra_column: bool = False) -> bytes:
-    columns = {"row_id": pa.array(values, type_ or pa.uint32())}
+    """An .arrow deletion file; ``row_id`` is declared non-null, as the readers want, unless it holds a null."""
+    column = pa.array(values, type_ or pa.uint32())
+    fields = [pa.field("row_id", column.type, nullable=column.null_count > 0)]
+    arrays = [column]
     if extra_column:
-        columns["other"] = pa.array([0] * len(values), pa.int64())
-    table = pa.table(columns)
+        fields.append(pa.field("other", pa.int64()))
+        arrays.append(pa.array([0] * len(values), pa.int64()))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, table.schema) as writer:
         for _ in range(batches):
@@ -284,13 +288,6 @@ def test_clone_own_data_file_missing_is_base004(clean_dataset: Build) -> None:
     assert_only(certify_findings(uri), "BASE-004")
 
 
-def test_base005_deletion_file_in_a_non_root_base(clean_dataset: Build) -> None:
-    uri = clean_dataset(bases=True, deletions=("arrow",))
-    plain = _base_id(uri, PLAIN_BASE)
-    _latest(uri, lambda m: setattr(m.fragments[0].deletion_file, "base_id", plain))
-    assert_only(certify_findings(uri), "BASE-005")
-
-
 def test_base006_duplicate_base_name(clean_dataset: Build) -> None:
     uri = clean_dataset(bases=True)
     rootlike = _base_id(uri, ROOT_BASE)
@@ -438,16 +435,6 @@ def test_del004_offset_out_of_range_in_a_bitmap(clean_dataset: Build) -> None:
     assert_only(certify_findings(uri), "DEL-004")
 
 
-def test_del005_uint32_offsets_are_reported_int32_are_not(clean_dataset: Build) -> None:
-    uri = clean_dataset(deletions=("arrow", "bin"))
-    found = assert_reported(certify_findings(uri), "DEL-005")
-    assert all(f.path.endswith(".arrow") and "uint32" in f.message for f in found)
-    Path(_deletion(uri).file.uri or "").write_bytes(_arrow_bytes([1, 2], pa.int32()))
-    after = certify_findings(uri)
-    assert "DEL-005" not in _requirements(after)
-    assert not [f for f in after if f.severity == "MUST"], after
-
-
 # --- PORT ------------------------------------------------------------------------------------------------
 
 
@@ -485,7 +472,8 @@ def test_port002_base_names_the_own_root(clean_dataset: Build, where: str, is_da
 @pytest.mark.interop
 def test_pylance_shapes_breach_none_of_these_requirements(tmp_path: Path) -> None:
     """Every dataset shape pylance writes (multi-base, clones, nested branches, clones of branches,
-    deletion files, indices, blobs) passes these checks; DEL-005 is expected on every .arrow file."""
+    deletion files, indices, blobs) passes these checks, DEL-005 included: its `row_id: uint32` is what the
+    readers accept."""
     from lancespec.conformance.shapes import SHAPES
 
     for name, builder in sorted(SHAPES.items()):
@@ -495,5 +483,5 @@ def test_pylance_shapes_breach_none_of_these_requirements(tmp_path: Path) -> Non
         for root in shape.roots:
             if not Dataset(root).version_entries(allow_mixed=True):
                 continue  # a base, not a dataset
-            found = [f for f in certify_findings(root) if f.requirement in OWNED - {"DEL-005"}]
+            found = [f for f in certify_findings(root) if f.requirement in OWNED]
             assert not found, f"{name} {root}: {found}"

@@ -132,7 +132,8 @@ def test_random_mutations_never_crash(pristine: Path, tmp_path: Path) -> None:
         if report.exit_code == 0:
             assert still_decodes(target), f"seed {seed}: {target.name} is damaged yet certify found nothing"
         else:
-            assert report.findings, f"seed {seed}: exit {report.exit_code} without findings"
+            # exit 2 without a finding only when certify said what it cannot judge (a flag bit it does not know)
+            assert report.findings or report.cannot_judge, f"seed {seed}: exit {report.exit_code} without findings"
     caught = outcomes[1] + outcomes[2]
     assert caught >= 0.8 * sum(outcomes.values()), f"too few mutations caught: {outcomes}"
 

@@ -84,3 +84,22 @@ def test_f006_non_ascii_tag_breaks_tag_listing(tmp_path: Path) -> None:
         lance.dataset(tmp_path / "ds").tags.list()
     # lancespec lists it.
     assert set(Dataset.open(str(tmp_path / "ds")).tags()) == {"é"}
+
+
+def test_f032_a_deletion_file_in_a_non_root_base_is_refused(tmp_path: Path) -> None:
+    """Storage Layout Specification, two-step resolution: a file with a non-root base's id resolves
+    directly under that base, deletion files included. pylance 14.0.2 refuses to read such a dataset."""
+    from conformance_kit import rewrite_manifest
+
+    base = tmp_path / "plain"
+    base.mkdir()
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"a": list(range(10))}), uri, initial_bases=[lance.DatasetBasePath(str(base),
+                                                                                                     name="plain")])
+    lance.dataset(uri).delete("a < 3")
+    (deletion,) = (tmp_path / "ds" / "_deletions").iterdir()
+    deletion.rename(base / deletion.name)
+    version = lance.dataset(uri).version
+    rewrite_manifest(uri, version, lambda m: setattr(m.fragments[0].deletion_file, "base_id", 1))
+    with pytest.raises(Exception, match=r"(?i)dataset root"):
+        lance.dataset(uri).to_table()

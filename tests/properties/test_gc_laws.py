@@ -9,7 +9,7 @@ tags, branches, shallow clones from tags, deep clones, relocations, cleanups of 
   ``_deletions/`` and ``_indices/``: not the bases (F-007), not branches under ``tree/``, not other roots
   (GC-002);
 * an unreferenced file younger than the unverified window survives (it may belong to a commit in progress),
-  and past the retention window no unreachable file under the root remains (GC-001, GC-002).
+  (GC-003), and past the retention window no unreachable file under the root remains (GC-001, GC-002).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_gc_keeps_what_is_retained_and_removes_what_is_not(ops: list[Operation],
         before = file_digests(world)
         runner.run(final)
         check_cleanup_laws(runner, final, before)
-        assert all(p.exists() for p in young), "GC-001: a young unreferenced file (maybe in progress) was deleted"
+        assert all(p.exists() for p in young), "GC-003: a young unreferenced file (maybe in progress) was deleted"
         keep = (reachable(runner) | transactions_of(world, root) | {str(p) for p in young}
                 | {str(world / root / VERSIONS_DIR / VERSION_HINT_NAME)})
         left = sorted(own_files(world, root) - keep)

@@ -10,7 +10,6 @@ over base-path sets of every scheme, checked both on ``layout.resolve`` and on t
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -67,17 +66,13 @@ def test_every_file_resolves_to_exactly_one_uri(root: str, manifest: table_pb2.M
 def test_is_dataset_root_adds_the_subdirectory_and_nothing_else(base: Base, root: str, kind: FileKind,
                                                                 name: str, nested: str) -> None:
     """BASE-004: a dataset-root base inserts ``{subdir}/`` between its path and the file path; a non-root base
-    inserts nothing; flipping the flag changes the URI by exactly that segment. BASE-005: a deletion file
-    never resolves into a non-root base."""
+    inserts nothing; flipping the flag changes the URI by exactly that segment, for every kind (deletion
+    files too: the resolution rules allow them in a non-root base; BASE-005 only advises against it)."""
     path = nested + name
     as_root = Base(base.id, base.name, base.path, True)
     as_plain = Base(base.id, base.name, base.path, False)
     in_root = resolve(root, {base.id: as_root}, base.id, kind, path)
     assert in_root == join(base.path, kind.value, path)
-    if kind is FileKind.DELETION:
-        with pytest.raises(UnresolvableFile):
-            resolve(root, {base.id: as_plain}, base.id, kind, path)
-        return
     plain = resolve(root, {base.id: as_plain}, base.id, kind, path)
     assert plain == join(base.path, path)
     assert in_root.replace(f"/{kind.value}/", "/", 1) == plain

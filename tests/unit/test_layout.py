@@ -125,6 +125,6 @@ def test_unknown_base_id_is_an_error_naming_it() -> None:
         resolve("/r", BUCKETS, 7, FileKind.DATA, "a.lance", "manifest fragment 3")
 
 
-def test_deletion_file_in_non_root_base_is_an_error() -> None:
-    with pytest.raises(UnresolvableFile, match="not a dataset root"):
-        resolve("/r", BUCKETS, 1, FileKind.DELETION, "0-1-2.arrow")
+def test_deletion_file_in_non_root_base_resolves_directly_under_it() -> None:
+    """The Storage Layout's two-step resolution applies to deletion files too (BASE-005 is a SHOULD)."""
+    assert resolve("/r", BUCKETS, 1, FileKind.DELETION, "0-1-2.arrow") == BUCKETS[1].path + "/0-1-2.arrow"

@@ -1,0 +1,18 @@
+"""Checks of deletion file metadata that need no file read (catalogue DEL-008; the Table Format's
+DeletionFile read_version). Reading the files themselves is ``files.deletion_files``."""
+
+from __future__ import annotations
+
+from . import VersionContext, version_check
+
+
+@version_check("deletions.read_version", "DEL-008")
+def read_version(ctx: VersionContext) -> None:
+    """A deletion file's read_version, the version it was built from, is below the version whose
+    manifest records it (DEL-008)."""
+    for fragment in ctx.snap.fragments:
+        deletion = fragment.deletion
+        if deletion is not None and deletion.read_version >= ctx.snap.version:
+            ctx.finding("DEL-008", f"{ctx.snap.manifest_uri} fragment {fragment.id} deletion file {deletion.file.path}",
+                        f"read_version {deletion.read_version} is not below version {ctx.snap.version}: the "
+                        "deletion was not built from an earlier version")

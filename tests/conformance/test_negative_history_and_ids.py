@@ -1,0 +1,246 @@
+"""Negative tests of the rules the statement-by-statement audit added or restated (issue 19): ids never
+reused and counters that never decrease across versions, fragments with data files, row-id sequences,
+index directories, deletion read versions, clones faithful to their source, and the misreadings fixed
+(a dropped column's field id is legal, only -1 is not; Int32 deletion offsets are what the readers
+refuse). Each builds a clean dataset with the reference writer (or pylance where only it writes the
+thing), breaks exactly one thing and expects exactly that requirement."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+from conformance_kit import (
+    PLAIN_BASE,
+    assert_clean,
+    assert_only,
+    assert_reported,
+    build_reference_dataset,
+    certify_findings,
+    latest_version,
+    rewrite_manifest,
+    rows,
+    snapshot,
+)
+
+from lancespec.reference import clone as clone_ops
+from lancespec.reference import ops
+from lancespec.reference.proto import file_pb2, rowids_pb2, table_pb2
+from lancespec.reference.table import Dataset
+
+Build = Callable[..., str]
+
+
+def _add_field(name: str, field_id: int) -> Callable[[table_pb2.Manifest], None]:
+    def edit(m: table_pb2.Manifest) -> None:
+        m.fields.add(name=name, id=field_id, parent_id=-1, logical_type="int64", type=file_pb2.Field.LEAF,
+                     nullable=True)
+
+    return edit
+
+
+# --- MAN -------------------------------------------------------------------------------------------------
+
+
+def test_man006_a_dropped_columns_field_id_is_legal(clean_dataset: Build) -> None:
+    """The misreading fixed: a data file keeping the id of a field the schema dropped is no breach."""
+    uri = clean_dataset()
+    rewrite_manifest(uri, latest_version(uri), lambda m: m.fields.pop())
+    assert not [f for f in certify_findings(uri) if f.requirement == "MAN-006"]
+
+
+def test_man006_placeholder_id_stored(clean_dataset: Build) -> None:
+    uri = clean_dataset()
+    rewrite_manifest(uri, latest_version(uri), lambda m: m.fragments[0].files[0].fields.__setitem__(1, -1))
+    found = assert_only(certify_findings(uri), "MAN-006")
+    assert "[-1]" in found[0].message
+
+
+def test_man016_field_id_reused_after_a_drop(clean_dataset: Build) -> None:
+    """v1 has a field 'ghost' (id 5) that v2 drops; v3 gives id 5 to a new field."""
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 1, _add_field("ghost", 5))
+    rewrite_manifest(uri, 3, _add_field("other", 5))
+    found = assert_only(certify_findings(uri), "MAN-016")
+    assert found[0].version == 3 and "ghost" in found[0].message
+
+
+def test_man016_new_field_id_not_above_the_ids_used_before(clean_dataset: Build) -> None:
+    uri = clean_dataset()
+    rewrite_manifest(uri, 1, _add_field("ghost", 7))
+    rewrite_manifest(uri, 2, _add_field("late", 3))
+    found = assert_only(certify_findings(uri), "MAN-016")
+    assert "not above the highest id used before (7)" in found[0].message
+
+
+def test_man016_a_restored_field_is_no_reuse(clean_dataset: Build) -> None:
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 1, _add_field("ghost", 5))
+    rewrite_manifest(uri, 3, _add_field("ghost", 5))
+    assert not [f for f in certify_findings(uri) if f.requirement == "MAN-016"]
+
+
+def test_man017_fragment_id_reused(clean_dataset: Build) -> None:
+    """v2 drops fragment 1; v3 (latest) gives id 1 to the fragment v2 appended as 3."""
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 2, lambda m: m.fragments.pop(1))
+
+    def reuse(m: table_pb2.Manifest) -> None:
+        appended = m.fragments.pop()
+        m.fragments[1].CopyFrom(appended)
+        m.fragments[1].id = 1
+
+    rewrite_manifest(uri, 3, reuse)
+    found = assert_only(certify_findings(uri), "MAN-017")
+    assert found[0].version == 3 and "[1]" in found[0].message
+
+
+def test_man018_max_fragment_id_decreases(clean_dataset: Build) -> None:
+    """v2 claims max_fragment_id 7; v3 (a delete, no new fragment) records 3."""
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 2, lambda m: setattr(m, "max_fragment_id", 7))
+    found = assert_only(certify_findings(uri), "MAN-018")
+    assert found[0].version == 3 and "below 7" in found[0].message
+
+
+def test_man019_fragment_without_data_files(clean_dataset: Build) -> None:
+    uri = clean_dataset()
+    rewrite_manifest(uri, latest_version(uri), lambda m: m.fragments[-1].ClearField("files"))
+    assert_only(certify_findings(uri), "MAN-019")
+
+
+# --- ROW -------------------------------------------------------------------------------------------------
+
+
+def _sequence(start: int, end: int) -> bytes:
+    seq = rowids_pb2.RowIdSequence()
+    seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=start, end=end))
+    return seq.SerializeToString()
+
+
+@pytest.fixture
+def stable(tmp_path: Path) -> str:
+    """pylance writes stable row ids (the reference writer does not): two fragments of 4 rows, ids 0..7."""
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "stable")
+    lance.write_dataset(rows(0, 4), uri, enable_stable_row_ids=True)
+    lance.write_dataset(rows(4, 4), uri, mode="append")
+    assert_clean(certify_findings(uri))
+    return uri
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("sequence", "said"), [
+    ((0, 3), "3 ids for 4 physical rows"),
+    ((0, 4), "also held by fragment 0"),
+    ((6, 10), "not below next_row_id 8"),
+], ids=["short", "duplicate", "beyond-next-row-id"])
+def test_row001_sequence_broken(stable: str, sequence: tuple[int, int], said: str) -> None:
+    rewrite_manifest(stable, 2, lambda m: setattr(m.fragments[1], "inline_row_ids", _sequence(*sequence)))
+    found = assert_only(certify_findings(stable), "ROW-001")
+    assert said in found[0].message
+
+
+@pytest.mark.interop
+def test_row002_next_row_id_decreases(stable: str) -> None:
+    rewrite_manifest(stable, 1, lambda m: setattr(m, "next_row_id", 100))
+    found = assert_only(certify_findings(stable), "ROW-002")
+    assert found[0].version == 2
+
+
+# --- IDX -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> str:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "indexed")
+    lance.write_dataset(rows(0, 10), uri, max_rows_per_file=5).create_scalar_index("id", "BTREE")
+    assert_clean(certify_findings(uri))
+    return uri
+
+
+@pytest.mark.interop
+def test_idx001_index_directory_removed(indexed: str) -> None:
+    shutil.rmtree(Path(indexed, "_indices"))
+    found = assert_only(certify_findings(indexed), "IDX-001")
+    assert "holds nothing" in found[0].message
+
+
+@pytest.mark.interop
+def test_idx001_index_file_truncated(indexed: str) -> None:
+    listed = next(p for p in Path(indexed, "_indices").rglob("*") if p.is_file())
+    listed.write_bytes(listed.read_bytes()[:-1])
+    assert_only(certify_findings(indexed), "IDX-001")
+
+
+# --- DEL -------------------------------------------------------------------------------------------------
+
+
+def test_del005_int32_offsets_are_what_the_readers_refuse(clean_dataset: Build) -> None:
+    """The misreading fixed: pylance's `row_id: uint32 not null` is clean (the fixture asserts it); the
+    Int32Array the Table Format names is reported."""
+    uri = clean_dataset(deletions=("arrow",))
+    deletion = next(f.deletion for f in snapshot(uri).fragments if f.deletion is not None)
+    schema = pa.schema([pa.field("row_id", pa.int32(), nullable=False)])
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array([1, 2], pa.int32())], schema=schema))
+    Path(deletion.file.uri or "").write_bytes(sink.getvalue().to_pybytes())
+    found = assert_only(certify_findings(uri), "DEL-005")
+    assert "row_id: int32 not null" in found[0].message
+
+
+def test_del008_read_version_not_earlier(clean_dataset: Build) -> None:
+    uri = clean_dataset(deletions=("arrow",))
+    version = latest_version(uri)
+    deletion = next(f.deletion for f in snapshot(uri).fragments if f.deletion is not None)
+    old = Path(deletion.file.uri or "")
+    rewrite_manifest(uri, version, lambda m: setattr(m.fragments[0].deletion_file, "read_version", version))
+    old.rename(old.with_name(old.name.replace(f"-{deletion.read_version}-", f"-{version}-")))
+    found = assert_only(certify_findings(uri), "DEL-008")
+    assert f"read_version {version}" in found[0].message
+
+
+# --- BASE-005 (a SHOULD since the resolution rules allow it) -----------------------------------------------
+
+
+def test_base005_deletion_file_in_a_non_root_base_resolves_there(clean_dataset: Build, tmp_path: Path) -> None:
+    uri = clean_dataset(bases=True, deletions=("arrow",))
+    plain = next(b for b in snapshot(uri).bases if b.name == PLAIN_BASE)
+    deletion = next(f.deletion for f in snapshot(uri).fragments if f.deletion is not None)
+    shutil.move(deletion.file.uri or "", Path(plain.path, deletion.file.path))
+    rewrite_manifest(uri, latest_version(uri), lambda m: setattr(m.fragments[0].deletion_file, "base_id", plain.id))
+    findings = certify_findings(uri)
+    assert not [f for f in findings if f.severity == "MUST"], findings
+    assert {f.severity for f in assert_reported(findings, "BASE-005")} == {"SHOULD"}
+
+
+# --- CLONE -----------------------------------------------------------------------------------------------
+
+
+def test_clone006_clone_differs_from_its_source(clean_dataset: Build) -> None:
+    uri = clean_dataset(clone=True)
+    first = Dataset(uri).versions()[0]
+    rewrite_manifest(uri, first, lambda m: setattr(m.fragments[0], "physical_rows", m.fragments[0].physical_rows))
+    assert not [f for f in certify_findings(uri) if f.requirement == "CLONE-006"]
+    rewrite_manifest(uri, first, lambda m: m.fields[-1].__setattr__("name", "renamed"))
+    found = assert_only(certify_findings(uri), "CLONE-006")
+    assert "schema differs" in found[0].message
+
+
+def test_clone007_deep_copy_differs(tmp_path: Path) -> None:
+    uri = build_reference_dataset(tmp_path)
+    target = clone_ops.deep_clone(Dataset(uri), 2, str(tmp_path / "deep"))
+    assert_clean(certify_findings(target.uri))
+    copy = Path(snapshot(target.uri).fragments[0].files[0].uri or "")
+    data = bytearray(copy.read_bytes())
+    data[10] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    found = assert_only(certify_findings(target.uri), "CLONE-007")
+    assert "differs from the source's" in found[0].message
+    assert ops  # the reference writer built both
