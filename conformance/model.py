@@ -27,7 +27,9 @@ class Report:
     """The outcome of certifying one dataset.
 
     ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
-    certify then exits 2. ``checks_run`` lists the checks that ran; ``requirements_checked`` the
+    certify then exits 2. ``internal_error`` says which check failed by a lancespec bug, and where in the
+    code (exit 3; the findings are those of everything checked before). ``checks_run`` lists the checks
+    that ran; ``requirements_checked`` the
     requirement ids they cover (the basis of the JUnit report: a requirement passes when it was checked
     and has no finding).
     """
@@ -38,6 +40,7 @@ class Report:
     checks_run: list[str] = field(default_factory=list)
     requirements_checked: list[str] = field(default_factory=list)
     readable: bool = True
+    internal_error: str | None = None
 
     @property
     def must_findings(self) -> list[Finding]:
@@ -45,10 +48,12 @@ class Report:
 
     @property
     def conformant(self) -> bool:
-        return self.readable and not self.must_findings
+        return self.readable and self.internal_error is None and not self.must_findings
 
     @property
     def exit_code(self) -> int:
+        if self.internal_error is not None:
+            return 3
         if not self.readable:
             return 2
         return 1 if self.must_findings else 0

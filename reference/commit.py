@@ -35,6 +35,7 @@ from .layout import (
     VERSION_HINT_NAME,
     VERSIONS_DIR,
     ManifestNaming,
+    bare_name_escape,
     manifest_name,
     transaction_file_name,
 )
@@ -77,7 +78,7 @@ def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transact
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
-    if not name:
+    if not name or bare_name_escape(name) is not None:  # a name that could leave _transactions/ is not read
         return None
     uri = join(dataset.uri, TRANSACTIONS_DIR, name)
     try:

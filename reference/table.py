@@ -208,9 +208,11 @@ class Dataset:
         self.branch_name = branch
 
     @classmethod
-    def open(cls, uri: str, storage_options: Mapping[str, str] | None = None) -> Dataset:
-        """Open the dataset at ``uri``; raise DatasetNotFound when ``_versions/`` holds no manifest."""
-        dataset = cls(uri, open_store(storage_options))
+    def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
+             storage: Storage | None = None) -> Dataset:
+        """Open the dataset at ``uri`` (on ``storage``, else a store made from ``storage_options``); raise
+        DatasetNotFound when ``_versions/`` holds no manifest."""
+        dataset = cls(uri, storage if storage is not None else open_store(storage_options))
         if not dataset.version_entries():
             raise DatasetNotFound("no dataset here: _versions/ holds no manifest", dataset.uri)
         return dataset
