@@ -50,6 +50,7 @@ import pyarrow as pa
 from google.protobuf.message import DecodeError
 
 from .codec import decode_deletions
+from .codec.wire import iter_fields, varint
 from .errors import FormatError, LanceSpecError, ObjectNotFound, ValidationError
 from .layout import Base, sidecar_relative_path
 from .proto import file_pb2
@@ -629,42 +630,6 @@ class FetchCounter:
 _FOOTER = struct.Struct("<QQQIIHH4s")
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if i >= len(buf):
-            raise FormatError("truncated varint in column metadata")
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, i
-
-
-def _proto_fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
-    """``(field number, wire type, value)`` of a protobuf message (enough for ColumnMetadata)."""
-    out: list[tuple[int, int, int | bytes]] = []
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 1:
-            value, i = buf[i:i + 8], i + 8
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            value, i = buf[i:i + n], i + n
-        elif wire == 5:
-            value, i = buf[i:i + 4], i + 4
-        else:
-            raise FormatError(f"unsupported protobuf wire type {wire} in column metadata")
-        out.append((number, wire, value))
-    return out
-
-
 def _uints(values: Iterable[tuple[int, int | bytes]]) -> list[int]:
     out: list[int] = []
     for wire, value in values:
@@ -673,16 +638,16 @@ def _uints(values: Iterable[tuple[int, int | bytes]]) -> list[int]:
         elif wire == 2 and isinstance(value, bytes):
             i = 0
             while i < len(value):
-                v, i = _varint(value, i)
+                v, i = varint(value, i)
                 out.append(v)
     return out
 
 
 def _deferred(encoding: bytes) -> list[tuple[int, int]]:
     """The buffer an ``Encoding{indirect: DeferredEncoding{location, length}}`` points at, if any."""
-    for number, _, value in _proto_fields(encoding):
+    for number, _, value in iter_fields(encoding):
         if number == 1 and isinstance(value, bytes):
-            parts = {n: v for n, _, v in _proto_fields(value)}
+            parts = {n: v for n, _, v in iter_fields(value)}
             location, length = parts.get(1, 0), parts.get(2, 0)
             if isinstance(location, int) and isinstance(length, int) and length:
                 return [(location, length)]
@@ -695,13 +660,13 @@ def _column_ranges(column_metadata: bytes) -> list[tuple[int, int]]:
     ranges: list[tuple[int, int]] = []
     column_offsets: list[tuple[int, int | bytes]] = []
     column_sizes: list[tuple[int, int | bytes]] = []
-    for number, wire, value in _proto_fields(column_metadata):
+    for number, wire, value in iter_fields(column_metadata):
         if number == 1 and isinstance(value, bytes):
             ranges += _deferred(value)
         elif number == 2 and isinstance(value, bytes):
             offsets: list[tuple[int, int | bytes]] = []
             sizes: list[tuple[int, int | bytes]] = []
-            for n2, w2, v2 in _proto_fields(value):
+            for n2, w2, v2 in iter_fields(value):
                 if n2 == 1:
                     offsets.append((w2, v2))
                 elif n2 == 2:
@@ -1083,7 +1048,7 @@ class BlobReader:
         uri = view.deletion.file.uri
         if uri is None:
             raise view.deletion.file.problem or BlobReadError("unresolvable deletion file")
-        deleted = set(decode_deletions(self.storage.get(uri), view.deletion.file_type, uri))
+        deleted = set(decode_deletions(self.storage.get(uri), view.deletion.file_type, uri, view.physical_rows))
         return [i for i in range(view.physical_rows) if i not in deleted]
 
     def take_blobs(self, column: str, indices: Sequence[int]) -> list[BlobFile | None]:

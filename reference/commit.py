@@ -74,7 +74,7 @@ def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transact
     found = dataset._find_manifest(version)
     if found is None:
         return None
-    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0])
+    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0], dataset.storage.limits.max_fragments)
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file

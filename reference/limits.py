@@ -20,19 +20,22 @@ MIB = 1 << 20
 class Limits:
     """``max_object_bytes``: the largest object read whole (manifests, deletion, transaction and ref
     files, a data file's metadata tail). ``max_fragments``: the most fragments one manifest may hold
-    (a snapshot keeps about 700 bytes per fragment, so the default bounds one at about 0.7 GB).
-    ``max_json_depth``: the deepest nesting of a ref or hint JSON document."""
+    (refused before decoding; decoded, a fragment costs about 130 bytes of protobuf and 700 bytes of
+    snapshot, so the default bounds one manifest at about 0.85 GB)."""
 
     max_object_bytes: int = 256 * MIB
     max_fragments: int = 1_000_000
-    max_json_depth: int = 64
 
     def check(self, name: str, value: int, where: str, what: str) -> None:
         """Raise LimitExceeded when ``value`` (of ``what`` at ``where``) is above the limit ``name``."""
-        limit: int = getattr(self, name)
-        if value > limit:
-            option = "--" + name.replace("_", "-")
-            raise LimitExceeded(f"{what} is {value}, above the limit of {limit} (raise it with {option})", where)
+        check_limit(name, getattr(self, name), value, where, what)
+
+
+def check_limit(name: str, limit: int, value: int, where: str, what: str) -> None:
+    """Raise LimitExceeded naming ``where``, ``what``, the limit and its option when ``value > limit``."""
+    if value > limit:
+        option = "--" + name.replace("_", "-")
+        raise LimitExceeded(f"{what} is {value}, above the limit of {limit} (raise it with {option})", where)
 
 
 DEFAULT_LIMITS = Limits()
@@ -40,6 +43,5 @@ DEFAULT_LIMITS = Limits()
 #: The command-line options of each limit, with their help (lancespec.cli adds them to certify and inspect).
 LIMIT_OPTIONS = {
     "max_object_bytes": "the largest object read whole: manifests, deletion, transaction and ref files",
-    "max_fragments": "the most fragments one manifest may hold (about 700 bytes of memory each)",
-    "max_json_depth": "the deepest nesting of a ref or version-hint JSON document",
+    "max_fragments": "the most fragments one manifest may hold (about 830 bytes of memory each)",
 }

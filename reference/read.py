@@ -31,7 +31,7 @@ def deleted_offsets(storage: Storage, fragment: FragmentView) -> list[int]:
     uri = fragment.deletion.file.uri
     if uri is None:
         raise fragment.deletion.file.problem or LanceSpecError("unresolvable deletion file")
-    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri)
+    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri, fragment.physical_rows)
 
 
 def _top_level_owner(fields: list[file_pb2.Field]) -> dict[int, int]:

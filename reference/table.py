@@ -295,7 +295,7 @@ class Dataset:
         if found is None:
             raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
         uri, naming = found
-        manifest_file = decode_manifest_file(self.storage.get(uri), uri)
+        manifest_file = decode_manifest_file(self.storage.get(uri), uri, self.storage.limits.max_fragments)
         if manifest_file.manifest.version != version:
             raise FormatError(
                 f"manifest records version {manifest_file.manifest.version} but its name says {version}", uri

@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from lancespec.reference.codec import decode_deletions, parse_footer
+from lancespec.reference.codec import parse_footer
 from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE, DataFileFooter, read_row_count
+from lancespec.reference.codec.deletion import deserialize_bitmap
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
@@ -175,16 +177,23 @@ def physical_rows(ctx: VersionContext) -> None:
 
 @dataclass(frozen=True)
 class _Deletions:
-    """A deletion file as found: absent, not of its type (``problem``), or its offsets with, for
-    ``.arrow``, the Arrow type of the column."""
+    """A deletion file as found: absent, not of its type (``problem``), or what its offsets say against
+    the fragment's physical_rows: how many are distinct, how many are not below it and the first few of
+    those, and for ``.arrow`` the Arrow type of the column. Offsets are counted where they lie (Arrow
+    compute, roaring rank and select), never expanded into a list: a 14 KB bitmap can hold 2^26 of them."""
 
     exists: bool
-    offsets: tuple[int, ...] = ()
+    distinct: int = 0
+    outside: int = 0
+    first_outside: tuple[int, ...] = ()
     arrow_type: str | None = None
     problem: str | None = None
 
 
-def _decode_arrow(data: bytes) -> _Deletions:
+_SHOWN_OFFSETS = 5
+
+
+def _decode_arrow(data: bytes, physical_rows: int) -> _Deletions:
     """Lenient reading of an ``.arrow`` deletion file by DEL-002's rule (one record batch, one non-null
     integer column): the codec insists on pylance's ``row_id: uint32``, but the specification says
     Int32, so the column's type is DEL-005's matter, not a format error."""
@@ -203,25 +212,38 @@ def _decode_arrow(data: bytes) -> _Deletions:
         return _Deletions(True, problem=f"has a column of type {column.type}, not of integers")
     if column.null_count:
         return _Deletions(True, problem=f"has {column.null_count} null offset(s)")
-    return _Deletions(True, tuple(int(v) for v in column.to_pylist()), str(column.type))
+    outside = pc.unique(pc.filter(column, pc.or_(pc.less(column, 0), pc.greater_equal(column, physical_rows))))
+    first = pc.sort_indices(outside)[:_SHOWN_OFFSETS]
+    return _Deletions(True, pc.count_distinct(column).as_py(), len(outside),
+                      tuple(int(outside[i].as_py()) for i in first.to_pylist()), str(column.type))
 
 
-def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
+def _decode_bitmap(data: bytes, physical_rows: int, uri: str) -> _Deletions:
+    try:
+        bitmap = deserialize_bitmap(data, uri)
+    except FormatError as exc:
+        return _Deletions(True, problem=exc.message)
+    below = bitmap.rank(physical_rows - 1) if physical_rows > 0 else 0
+    outside = len(bitmap) - below
+    return _Deletions(True, len(bitmap), outside,
+                      tuple(bitmap[below + k] for k in range(min(outside, _SHOWN_OFFSETS))))
+
+
+def _deletions(storage: Storage, uri: str, file_type: int, physical_rows: int) -> _Deletions:
     def compute() -> _Deletions:
         try:
             data = storage.get(uri)
         except ObjectNotFound:
             return _Deletions(False)
+        except LanceSpecError as exc:  # not a regular file, too large, unreadable
+            return _Deletions(True, problem=f"cannot be read: {exc.message}")
         if file_type == DELETION_ARROW:
-            return _decode_arrow(data)
+            return _decode_arrow(data, physical_rows)
         if file_type == DELETION_BITMAP:
-            try:
-                return _Deletions(True, tuple(decode_deletions(data, file_type, uri)))
-            except FormatError as exc:
-                return _Deletions(True, problem=exc.message)
+            return _decode_bitmap(data, physical_rows, uri)
         raise AssertionError(f"deletion file type {file_type} is checked before reading")
 
-    return run_cached(storage, ("deletions", uri, str(file_type)), compute)
+    return run_cached(storage, ("deletions", uri, str(file_type), str(physical_rows)), compute)
 
 
 @version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005")
@@ -245,21 +267,19 @@ def deletion_files(ctx: VersionContext) -> None:
         if not _followable(deletion.file, unusable):
             continue
         assert deletion.file.uri is not None
-        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type)
+        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type, fragment.physical_rows)
         if not found.exists:
             ctx.finding("DEL-001", where, f"deletion file {deletion.file.uri} does not exist")
             continue
         if found.problem is not None:
             ctx.finding("DEL-002", where, f"deletion file {deletion.file.uri} {found.problem}")
             continue
-        distinct = set(found.offsets)
-        if len(distinct) != deletion.num_deleted_rows:
-            ctx.finding("DEL-003", where, f"deletion file holds {len(distinct)} distinct offsets, the manifest "
+        if found.distinct != deletion.num_deleted_rows:
+            ctx.finding("DEL-003", where, f"deletion file holds {found.distinct} distinct offsets, the manifest "
                         f"records num_deleted_rows = {deletion.num_deleted_rows}")
-        outside = sorted(o for o in distinct if o < 0 or o >= fragment.physical_rows)
-        if outside:
-            shown = ", ".join(map(str, outside[:5])) + (" …" if len(outside) > 5 else "")
-            ctx.finding("DEL-004", where, f"{len(outside)} deleted offset(s) are not below physical_rows = "
+        if found.outside:
+            shown = ", ".join(map(str, found.first_outside)) + (" …" if found.outside > _SHOWN_OFFSETS else "")
+            ctx.finding("DEL-004", where, f"{found.outside} deleted offset(s) are not below physical_rows = "
                         f"{fragment.physical_rows}: {shown}")
         if found.arrow_type is not None and found.arrow_type != "int32":
             ctx.finding("DEL-005", where, f"the offsets column is {found.arrow_type}, not Int32 as the "

@@ -20,6 +20,8 @@ __all__ = ["ObjectInfo", "ObjectStore", "Storage", "open_store"]
 class Storage(ObjectStore):
     """Routes every call to the store for its URI's scheme; backends are created on first use."""
 
+    limits: Limits = DEFAULT_LIMITS
+
     def __init__(self, storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.storage_options: dict[str, str] = dict(storage_options or {})
         self.limits = limits

@@ -73,6 +73,8 @@ class LocalStore(ObjectStore):
     link (the last component), never block (a FIFO is refused, not waited on) and check the size before
     reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory."""
 
+    limits: Limits = DEFAULT_LIMITS
+
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
