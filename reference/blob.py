@@ -29,7 +29,7 @@ field id -1 and parent -1, so ``LanceFileReader`` cannot decode a blob column on
 layer supplies the ids from the manifest). ``read_descriptor_columns`` therefore fetches the file's tail
 and the pages of the wanted columns only, gives the children ids in a copy of the file schema, lays the
 fetched ranges out at their original offsets in a sparse temporary file and decodes it with
-``LanceFileReader``. ``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was
+``LanceFileReader`` in a child process (``reference.isolated``: a codec crash is a FormatError). ``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was
 asked: inline through the data file, packed/dedicated through the sidecar next to the data file (in
 whichever base holds it, so shallow clones and multi-base datasets work), external through the base or
 the absolute URI (a whole-object reference stores size 0; its size is the object's).
@@ -52,6 +52,7 @@ from google.protobuf.message import DecodeError
 from .codec import decode_deletions
 from .codec.wire import iter_fields, varint
 from .errors import FormatError, LanceSpecError, ObjectNotFound, ValidationError
+from .isolated import decode_data_file
 from .layout import Base, sidecar_relative_path
 from .proto import file_pb2
 from .store import Storage, open_store
@@ -779,25 +780,12 @@ def _write_readable_copy(storage: Storage, uri: str, file_size: int | None, colu
         out.truncate(new_schema_pos + len(tail))
 
 
-def _decode(path: str, names: Sequence[str] | None, uri: str) -> pa.Table:
-    """Decode the readable copy at ``path`` of the data file ``uri`` with the file codec."""
-    from lance.file import LanceFileReader
-
-    try:
-        reader = LanceFileReader(path, columns=list(names) if names is not None else None)
-        return reader.read_all().to_table()
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # the codec's errors, pyo3 panics included (they derive BaseException)
-        raise FormatError(f"the file codec cannot decode the data file: {type(exc).__name__}: {exc}", uri) from exc
-
-
 def read_blob_data_file(storage: Storage, uri: str, file_size: int | None = None) -> pa.Table:
     """Every column of a data file that holds blob v2 columns (blob columns as stored descriptors)."""
     with tempfile.TemporaryDirectory(prefix="lancespec-blob-") as tmp:
         path = os.path.join(tmp, "file.lance")
         _readable_copy(storage, uri, file_size, None, path)
-        return _decode(path, None, uri)
+        return decode_data_file(path, None, uri, limits=storage.limits)
 
 
 def _descriptor(value: Mapping[str, Any] | None) -> BlobDescriptor | None:
@@ -815,7 +803,7 @@ def read_descriptor_columns(storage: Storage, uri: str, columns: Mapping[str, in
     with tempfile.TemporaryDirectory(prefix="lancespec-blob-") as tmp:
         path = os.path.join(tmp, "file.lance")
         _readable_copy(storage, uri, file_size, sorted(set(columns.values())), path, counter)
-        table = _decode(path, list(columns), uri)
+        table = decode_data_file(path, list(columns), uri, limits=storage.limits)
     out: dict[str, list[BlobDescriptor | None]] = {}
     for name in columns:
         column = table.column(name)

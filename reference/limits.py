@@ -21,10 +21,14 @@ class Limits:
     """``max_object_bytes``: the largest object read whole (manifests, deletion, transaction and ref
     files, a data file's metadata tail). ``max_fragments``: the most fragments one manifest may hold
     (refused before decoding; decoded, a fragment costs about 130 bytes of protobuf and 700 bytes of
-    snapshot, so the default bounds one manifest at about 0.85 GB)."""
+    snapshot, so the default bounds one manifest at about 0.85 GB). ``codec_memory_bytes`` and
+    ``codec_seconds``: the address space and the time per data file of the child process that runs the
+    Lance file codec (``reference.isolated``)."""
 
     max_object_bytes: int = 256 * MIB
     max_fragments: int = 1_000_000
+    codec_memory_bytes: int = 4096 * MIB
+    codec_seconds: int = 120
 
     def check(self, name: str, value: int, where: str, what: str) -> None:
         """Raise LimitExceeded when ``value`` (of ``what`` at ``where``) is above the limit ``name``."""
@@ -44,4 +48,6 @@ DEFAULT_LIMITS = Limits()
 LIMIT_OPTIONS = {
     "max_object_bytes": "the largest object read whole: manifests, deletion, transaction and ref files",
     "max_fragments": "the most fragments one manifest may hold (about 830 bytes of memory each)",
+    "codec_memory_bytes": "the address space of the child process that decodes data files",
+    "codec_seconds": "the time the child process may take to decode one data file",
 }
