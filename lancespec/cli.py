@@ -192,7 +192,7 @@ def cmd_certify_writer(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     """``fixtures build|verify`` and ``certify-writer`` (golden fixtures and writer certification)."""
     fixtures = sub.add_parser("fixtures", help="build or verify the golden fixture corpus (docs/fixtures.md)")
     fixtures_sub = fixtures.add_subparsers(dest="action", required=True)

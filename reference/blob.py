@@ -29,10 +29,11 @@ field id -1 and parent -1, so ``LanceFileReader`` cannot decode a blob column on
 layer supplies the ids from the manifest). ``read_descriptor_columns`` therefore fetches the file's tail
 and the pages of the wanted columns only, gives the children ids in a copy of the file schema, lays the
 fetched ranges out at their original offsets in a sparse temporary file and decodes it with
-``LanceFileReader`` in a child process (``reference.isolated``: a codec crash is a FormatError). ``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was
-asked: inline through the data file, packed/dedicated through the sidecar next to the data file (in
-whichever base holds it, so shallow clones and multi-base datasets work), external through the base or
-the absolute URI (a whole-object reference stores size 0; its size is the object's).
+``LanceFileReader`` in a child process (``reference.isolated``: a codec crash is a FormatError).
+``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was asked: inline through
+the data file, packed/dedicated through the sidecar next to the data file (in whichever base holds it,
+so shallow clones and multi-base datasets work), external through the base or the absolute URI (a whole-
+object reference stores size 0; its size is the object's).
 """
 
 from __future__ import annotations
