@@ -59,6 +59,9 @@ def _decode_request(request: Mapping[str, Any]) -> bytes:
 
 def serve(memory_bytes: int) -> None:
     """The child's loop: decode each requested file and answer, until standard input closes."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:  # a parent already limited below what was asked: keep its limit
+        memory_bytes = min(memory_bytes, hard)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C reaches it, and it closes us
