@@ -179,6 +179,7 @@ def _serve(memory_bytes: int) -> None:
         raise _CaseTimeout
 
     signal.signal(signal.SIGALRM, expire)
+    answers = sys.stdout
     for line in sys.stdin:
         case = json.loads(line)
         seen.clear()
@@ -190,7 +191,7 @@ def _serve(memory_bytes: int) -> None:
                 code = main(case["argv"])
         except _CaseTimeout:
             code = -1
-        except BaseException as exc:  # noqa: BLE001 - anything escaping main is what the fuzzer looks for
+        except BaseException as exc:
             code = -2
             err.write(f"{_TRACEBACK}\n{type(exc).__name__}: {exc}\n")
         finally:
@@ -199,8 +200,8 @@ def _serve(memory_bytes: int) -> None:
         answer = {"code": code, "seconds": time.perf_counter() - started, "outside": outside[:5],
                   "traceback": _TRACEBACK in err.getvalue(), "stderr": err.getvalue()[-2000:],
                   "verdict": _verdict(out.getvalue(), case["allowed"][0])}
-        sys.__stdout__.write(json.dumps(answer) + "\n")
-        sys.__stdout__.flush()
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
 
 
 def _verdict(report_json: str, root: str) -> str:
@@ -284,7 +285,7 @@ class FuzzResult:
 def _problem(first: dict[str, Any], second: dict[str, Any]) -> str | None:
     for answer in (first, second):
         if answer["code"] == -9:
-            return answer["died"]
+            return str(answer["died"])
         if answer["code"] == -1:
             return f"ran over {CASE_SECONDS} s"
         if answer["code"] in (-2, 3) or answer["traceback"]:
