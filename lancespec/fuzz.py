@@ -131,6 +131,23 @@ def mutation_targets(top: Path) -> list[Path]:
     return sorted(p.relative_to(top) for p in top.rglob("*") if p.is_file() and not p.name.startswith(".tmp"))
 
 
+def registered_bases(top: Path) -> list[str]:
+    """Every local base path the manifests under ``top`` register (those that still decode)."""
+    from .reference.codec import decode_manifest_file
+    from .reference.errors import LanceSpecError
+    from .reference.store.uri import local_path, scheme_of
+
+    found = set()
+    for path in top.rglob("*.manifest"):
+        try:
+            manifest = decode_manifest_file(path.read_bytes(), str(path)).manifest
+        except (LanceSpecError, OSError):
+            continue
+        found.update(os.path.normpath(local_path(b.path)) for b in manifest.base_paths
+                     if scheme_of(b.path) == "file" and b.path.startswith(("/", "file:")))
+    return sorted(found)
+
+
 # --- the worker: certify with an audit of opened paths --------------------------------------------------
 
 
@@ -315,8 +332,9 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzRe
             shutil.copytree(pristine, case_dir, symlinks=True)
             what = damage(case_dir, targets, s, outside)
             argv = ["certify", str(case_dir / "ds"), "--all-versions", "--format", "json"]
-            # the copy keeps the pristine base paths: the pristine world is the case's bases
-            allowed = [str(case_dir), str(pristine)]
+            # the copy keeps the pristine base paths (the pristine world is the case's bases), and a damaged
+            # manifest may register others: reading under a registered base is the dataset's right
+            allowed = [str(case_dir), str(pristine), *registered_bases(case_dir)]
             first = worker.run(argv, allowed)
             second = worker.run(argv, allowed)
             result.cases += 1

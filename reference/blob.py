@@ -195,9 +195,9 @@ class Thresholds:
                       where: str | None = None) -> Thresholds:
         """Thresholds from field metadata (decimal ASCII values); absent keys take the defaults."""
         text: dict[str, str] = {}
-        for key, value in (metadata or {}).items():
-            k = key.decode() if isinstance(key, bytes) else key
-            text[k] = value.decode() if isinstance(value, bytes) else str(value)
+        for key, value in (metadata or {}).items():  # undecodable bytes stay visible, and are no digits
+            k = key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else key
+            text[k] = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
         values = {}
         for name, key, default in (("inline", INLINE_SIZE_THRESHOLD_KEY, DEFAULT_INLINE_SIZE_THRESHOLD),
                                    ("dedicated", DEDICATED_SIZE_THRESHOLD_KEY, DEFAULT_DEDICATED_SIZE_THRESHOLD),
@@ -286,8 +286,8 @@ def sidecar_uri(data_file_uri: str, blob_id: int) -> str:
 
 def _metadata_text(metadata: Mapping[Any, Any] | None, key: str) -> str | None:
     for k, v in (metadata or {}).items():
-        if (k.decode() if isinstance(k, bytes) else k) == key:
-            return v.decode() if isinstance(v, bytes) else str(v)
+        if (k.decode("utf-8", "backslashreplace") if isinstance(k, bytes) else k) == key:
+            return v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
     return None
 
 

@@ -20,6 +20,13 @@ def test_a_bounded_fuzz_run_finds_nothing(tmp_path: Path) -> None:
     assert result.failures == {}, result.failures
 
 
+@pytest.mark.parametrize("seed", [1106, 1241, 1559])
+def test_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
+    """1241, 1559: a blob field's metadata that is not UTF-8 was an internal error; 1106: a damaged base
+    path names another directory, where reading is the dataset's right (the audit allows registered bases)."""
+    assert fuzz(1, seed=seed, workdir=tmp_path).failures == {}
+
+
 @pytest.mark.slow
 def test_many_fuzz_cases_find_nothing(tmp_path: Path) -> None:
     cases = int(os.environ.get("LANCESPEC_FUZZ_CASES", "2000"))
