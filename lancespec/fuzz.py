@@ -137,7 +137,7 @@ def registered_bases(top: Path) -> list[str]:
     from .reference.errors import LanceSpecError
     from .reference.store.uri import local_path, scheme_of
 
-    found = set()
+    found: set[str] = set()
     for path in top.rglob("*.manifest"):
         try:
             manifest = decode_manifest_file(path.read_bytes(), str(path)).manifest
