@@ -2,16 +2,19 @@
 
 Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
 a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge",
-``judgement``). Unreadable manifests are reported as findings too, so a person always learns what was
-wrong and where.
+``judgement``), 3 a check failed by a bug of lancespec (the report then holds what was checked before,
+and ``internal_error`` says where). Unreadable manifests are reported as findings too, so a person always
+learns what was wrong and where.
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.errors import InvalidRefName, LanceSpecError
 from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
+from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
 from lancespec.reference.table import Dataset, Snapshot
@@ -33,8 +36,23 @@ Offload = Callable[[Dataset, int, Snapshot, list[Check]], None]
 UNREADABLE_REQUIREMENT = "HIST-001"
 
 
-class CertifyError(LanceSpecError):
-    """A check failed in a way that is a bug of lancespec, not a finding about the dataset."""
+class CertifyError(Exception):
+    """A check failed in a way that is a bug of lancespec, not a finding about the dataset. Deliberately
+    no ``LanceSpecError`` (those are about the input: exit 2): the command line exits 3 with ``report``,
+    the report of everything checked before the failure, which ``certify`` attaches."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.report: Report | None = None
+
+
+def bug_site(exc: BaseException) -> str:
+    """``file:line in function`` of the innermost frame of ``exc``: where the bug is."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown place"
+    frame = frames[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
 def _run(check: Check, ctx: VersionContext | DatasetContext) -> None:
@@ -45,7 +63,9 @@ def _run(check: Check, ctx: VersionContext | DatasetContext) -> None:
         # The check met something it could not read: that is itself a breach of what it checks.
         ctx.finding(check.requirements[0], exc.where or ctx.dataset.uri, f"unreadable: {exc.message}")
     except Exception as exc:
-        raise CertifyError(f"check {check.name} failed: {type(exc).__name__}: {exc}", ctx.dataset.uri) from exc
+        at = f" v{ctx.version}" if ctx.version is not None else ""
+        raise CertifyError(f"check {check.name} failed on{at}: {type(exc).__name__}: {exc} (at {bug_site(exc)})",
+                           ctx.dataset.uri) from exc
 
 
 def _unreadable(dataset: Dataset, version: int | None, path: str, message: str) -> Finding:
@@ -65,26 +85,45 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
         if info.uri.endswith(".json")
     )
     for name in names:
-        roots.append(Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name))
+        try:
+            roots.append(Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name))
+        except InvalidRefName:
+            continue  # a name that would leave tree/: refs.branches reports it (REF-003), nothing is listed
     return roots
 
 
 def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,
-            offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False) -> Report:
+            offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
+            limits: Limits = DEFAULT_LIMITS) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
+    ``limits``: the sizes readers trust (``reference.limits``). A check that fails with anything but a
+    ``LanceSpecError`` is a lancespec bug: CertifyError, carrying the report of what was checked before.
 
     Per root, the I/O comes first and in parallel (``conformance.fetch``; ``io_parallelism`` requests at
     once): the manifests of every version selected, then every read the selected version checks declare
     (``Check.prefetch``); the checks then run one by one on what was fetched. ``lazy`` skips the plan:
     each check reads what it needs when it needs it, one request at a time, through an uncached store
     (the behaviour the plan must reproduce exactly; tests compare the two)."""
-    storage = open_store(storage_options) if lazy else RunStorage(storage_options, io_parallelism)
+    storage = (open_store(storage_options, limits) if lazy
+               else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
     report = Report(main.uri)
+    try:
+        return _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
+    except CertifyError as exc:
+        report.internal_error = str(exc)
+        report.findings = order_findings(report.findings)
+        exc.report = report
+        raise
+
+
+def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
+                  areas: Iterable[str] | None, progress: Progress | None, offload: Offload | None,
+                  offloaded: Collection[str]) -> Report:
     checks = list(select(areas))
     version_checks = [c for c in checks if c.scope == "version"]
     dataset_checks = [c for c in checks if c.scope == "dataset"]
@@ -122,7 +161,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     for root, versions in plan:
         label = root.branch_name or "main"
         snapshots: dict[int, Snapshot] = {}
-        for v, loaded in zip(versions, _load_snapshots(storage, root, versions, label, progress), strict=True):
+        for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, label, progress), strict=True):
             if not isinstance(loaded, Snapshot):
                 report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
                 if not all_versions or (root is main and v == versions[-1]):
@@ -131,7 +170,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
                 report.cannot_judge.extend(reasons)
             else:
                 snapshots[v] = loaded
-        _prefetch(storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        _prefetch(main.storage, root, snapshots, local_checks + dataset_checks, label, progress)
         for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
             if progress:
                 progress(i, len(snapshots), f"{label} v{v} checks")
@@ -212,4 +251,4 @@ def order_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(set(findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message))
 
 
-__all__ = ["CertifyError", "Offload", "Progress", "certify", "order_findings"]
+__all__ = ["CertifyError", "Offload", "Progress", "bug_site", "certify", "order_findings"]

@@ -4,9 +4,10 @@ time, before the checks judge what was fetched.
 Object stores answer each request after tens of milliseconds, so a judge that asks one question at a time
 spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
 
-* **Listings are remembered** and answer the existence and size of every object in a listed directory,
-  so a directory listed anyway (``_versions/``, a root walked for stray directories) costs no HEAD per
-  file later; a listing of a directory below one listed recursively is cut out of that listing.
+* **Listings are remembered** and, on object stores, answer the existence and size of every object in a
+  listed directory (a local stat is cheap and alone tells a FIFO from a file), so a directory listed
+  anyway (``_versions/``, a root walked for stray directories) costs no HEAD per file later; a listing of
+  a directory below one listed recursively is cut out of that listing.
 * **Small objects are remembered** (manifests, refs, transaction and deletion files; at most
   ``SMALL_OBJECT`` bytes each, ``CACHE_BUDGET`` bytes in all, least recently used dropped first), and so
   is an object found missing, so a manifest several checks read is fetched once.
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar, cast
 
 from lancespec.reference.errors import ObjectNotFound
+from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
 from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
 from lancespec.reference.store.uri import normalize, scheme_of
@@ -68,11 +70,12 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
 class RunStorage(Storage):
     """A ``Storage`` for one read-only run: listings and small objects remembered, reads run in parallel."""
 
-    def __init__(self, storage_options: Mapping[str, str] | None = None, io_parallelism: int | None = None) -> None:
+    def __init__(self, storage_options: Mapping[str, str] | None = None, io_parallelism: int | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self.io_parallelism = io_parallelism_of(storage_options, io_parallelism)
         options = dict(storage_options or {})
         options.setdefault("lancespec_io_parallelism", str(self.io_parallelism))
-        super().__init__(options)
+        super().__init__(options, limits)
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool], list[ObjectInfo]] = {}
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
@@ -127,6 +130,8 @@ class RunStorage(Storage):
         return False
 
     def head(self, uri: str) -> ObjectInfo:
+        if scheme_of(uri) == "file":  # a local stat is cheap, and it alone knows a FIFO from a file
+            return super().head(uri)
         info = self._listed_objects.get(uri)
         if info is not None:
             return info
@@ -142,7 +147,8 @@ class RunStorage(Storage):
             if data is not None:
                 self._objects.move_to_end(uri)
                 return data
-        if (uri not in self._listed_objects and self._answered_by_listing(uri)) or uri in self._absent:
+        if uri in self._absent or (scheme_of(uri) != "file" and uri not in self._listed_objects
+                                   and self._answered_by_listing(uri)):
             raise ObjectNotFound("no such object", uri)
         try:
             data = super().get(uri)

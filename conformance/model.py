@@ -28,9 +28,10 @@ class Report:
 
     ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
     ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
-    know: MAN-011); in both cases certify exits 2. ``checks_run`` lists the checks that ran;
-    ``requirements_checked`` the requirement ids they cover (the basis of the JUnit report: a requirement
-    passes when it was checked and has no finding).
+    know: MAN-011); in both cases certify exits 2. ``internal_error`` says which check failed by a
+    lancespec bug, and where in the code (exit 3; the findings are those of everything checked before).
+    ``checks_run`` lists the checks that ran; ``requirements_checked`` the requirement ids they cover (the
+    basis of the JUnit report: a requirement passes when it was checked and has no finding).
     """
 
     uri: str
@@ -40,6 +41,7 @@ class Report:
     requirements_checked: list[str] = field(default_factory=list)
     readable: bool = True
     cannot_judge: list[str] = field(default_factory=list)
+    internal_error: str | None = None
 
     @property
     def must_findings(self) -> list[Finding]:
@@ -47,10 +49,12 @@ class Report:
 
     @property
     def conformant(self) -> bool:
-        return self.readable and not self.cannot_judge and not self.must_findings
+        return self.readable and not self.cannot_judge and self.internal_error is None and not self.must_findings
 
     @property
     def exit_code(self) -> int:
+        if self.internal_error is not None:
+            return 3
         if not self.readable or self.cannot_judge:
             return 2
         return 1 if self.must_findings else 0

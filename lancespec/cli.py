@@ -1,7 +1,10 @@
 """The ``lancespec`` command line.
 
-Exit status: 0 success, 2 the input could not be read (one line on stderr naming the file and the
-problem, no traceback), 3 an internal error (a bug in lancespec; set LANCESPEC_DEBUG=1 for the traceback).
+Exit status: 0 success, 1 a breach (certify) or a failure (the other commands), 2 the input could not be
+read or the command line is wrong (one line on stderr naming the file or the option and the problem, no
+traceback), 3 an internal error (a bug in lancespec, one line saying where; certify still writes the report
+of what it checked before; set LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value
+a dataset controls is printed through ``printable`` (docs/security.md).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from rich.console import Console
 
+from .conformance.certify import CertifyError, bug_site
 from .reference.errors import LanceSpecError
+from .reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
+from .reference.printable import printable
 from .reference.table import Dataset
 
 R = TypeVar("R")
@@ -23,6 +29,47 @@ R = TypeVar("R")
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+#: The largest version number there is (versions are u64).
+MAX_VERSION = 2**64 - 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """Command-line mistakes in one line (``lancespec: error: ...``, exit 2), not the usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNREADABLE, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+
+def version_number(text: str) -> int:
+    """An argparse type: a version, a decimal integer in [0, 2^64 - 1] (checked before converting, so a
+    number of thousands of digits is refused in one line)."""
+    digits = text.strip()
+    if not digits.isdigit() or not digits.isascii() or len(digits) > len(str(MAX_VERSION)) \
+            or int(digits) > MAX_VERSION:
+        raise argparse.ArgumentTypeError(f"a version is an integer from 0 to {MAX_VERSION}, not {printable(text, 40)}")
+    return int(digits)
+
+
+def positive_count(text: str) -> int:
+    """An argparse type: a positive integer of at most 19 digits (a limit)."""
+    digits = text.strip()
+    if not digits.isdigit() or not digits.isascii() or len(digits) > 19 or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer of at most 19 digits, not {printable(text, 40)}")
+    return int(digits)
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-object-bytes``, ``--max-fragments``, ``--max-json-depth`` (reference.limits)."""
+    for name, what in LIMIT_OPTIONS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=positive_count, metavar="N",
+                            default=getattr(DEFAULT_LIMITS, name), help=f"{what} (default %(default)s)")
+
+
+def limits_of(args: argparse.Namespace) -> Limits:
+    """The limits the command line asked for."""
+    return Limits(**{name: getattr(args, name) for name in LIMIT_OPTIONS})
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, str]:
@@ -71,7 +118,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from .conformance.fetch import RunStorage
     from .inspect import inspect_report, render_text
 
-    storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism)
+    storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
     dataset = Dataset.open(args.uri, storage=storage)
     snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
     report = inspect_report(dataset, snapshot)
@@ -92,7 +139,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
-                         io_parallelism=args.io_parallelism)
+                         io_parallelism=args.io_parallelism, limits=limits_of(args))
     emit_report(report, RENDERERS, args.format, args.output)
     return report.exit_code
 
@@ -149,7 +196,7 @@ def cmd_certify_writer(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[_Parser]) -> None:
     """``fixtures build|verify`` and ``certify-writer`` (golden fixtures and writer certification)."""
     fixtures = sub.add_parser("fixtures", help="build or verify the golden fixture corpus (docs/fixtures.md)")
     fixtures_sub = fixtures.add_subparsers(dest="action", required=True)
@@ -181,25 +228,27 @@ def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[argparse.Ar
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lancespec", description="Conformance tools for the Lance table format.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="lancespec", description="Conformance tools for the Lance table format.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     inspect = sub.add_parser("inspect", help="show versions, bases, fragments and refs of a dataset")
     inspect.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
     which = inspect.add_mutually_exclusive_group()
-    which.add_argument("--version", type=int, help="a version number (default: latest)")
+    which.add_argument("--version", type=version_number, help="a version number (default: latest)")
     which.add_argument("--tag", help="the version a tag names")
     inspect.add_argument("--branch", help="a branch (with --version: that version of the branch)")
     inspect.add_argument("--json", action="store_true", help="print the JSON document (docs/inspect-json.md)")
     _add_storage_option(inspect)
+    add_limit_options(inspect)
     inspect.set_defaults(func=cmd_inspect)
 
     certify = sub.add_parser("certify", help="judge a dataset against the requirement catalogue",
                              description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or "
-                                         "cannot judge (a feature lancespec does not know).")
+                                         "cannot judge (a feature lancespec does not know), 3 a lancespec bug (the "
+                                         "report of what was checked still comes), 130 interrupted.")
     certify.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
     versions = certify.add_mutually_exclusive_group()
-    versions.add_argument("--version", type=int, help="the version to certify (default: latest)")
+    versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
     versions.add_argument("--all-versions", action="store_true",
                           help="every version of the main root and of every branch")
     certify.add_argument("--format", choices=("text", "json", "junit"), default="text")
@@ -209,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
                          "history, blobs, portability); repeat")
     _add_storage_option(certify)
+    add_limit_options(certify)
     certify.set_defaults(func=cmd_certify)
     _add_fixture_and_writer_commands(sub)
 
@@ -227,19 +277,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        args = parser.parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return _run_command(parser, func, args)
+    except KeyboardInterrupt:
+        # Children (servers, writers, Spark) are stopped by the context managers the interrupt unwound.
+        print("lancespec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int],
+                 args: argparse.Namespace) -> int:
     try:
         return func(args)
     except LanceSpecError as exc:
-        print(f"lancespec: error: {exc}", file=sys.stderr)
+        where = f"{printable(exc.where)}: " if exc.where else ""
+        print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
         return EXIT_UNREADABLE
+    except CertifyError as exc:
+        if exc.report is not None:
+            from .conformance.report import RENDERERS
+
+            emit_report(exc.report, RENDERERS, args.format, args.output)
+        if os.environ.get("LANCESPEC_DEBUG"):
+            raise
+        print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)
+        return EXIT_INTERNAL
     except ValueError as exc:
         parser.error(str(exc))
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
         if os.environ.get("LANCESPEC_DEBUG"):
             raise
-        print(f"lancespec: internal error: {type(exc).__name__}: {exc} (set LANCESPEC_DEBUG=1 for details)",
-              file=sys.stderr)
+        print(f"lancespec: internal error: {type(exc).__name__}: {printable(exc)} (at {bug_site(exc)}; "
+              "set LANCESPEC_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_INTERNAL
-    return EXIT_OK

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .conformance.fetch import RunStorage
+from .reference.errors import LanceSpecError
 from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR
+from .reference.printable import printable
 from .reference.store.uri import join
 from .reference.table import Dataset, ResolvedFile, Snapshot
 
@@ -22,6 +25,15 @@ INSPECT_FORMAT = "lancespec.inspect/1"
 
 def _file_json(f: ResolvedFile) -> dict[str, Any]:
     return {"path": f.path, "base_id": f.base_id, "uri": f.uri, "size": f.size}
+
+
+def _latest_of_branch(main: Dataset, name: str) -> int | None:
+    """The latest version of branch ``name``; None when its root holds no readable version or its name
+    would leave ``tree/`` (then nothing of it is listed: docs/security.md)."""
+    try:
+        return main.branch(name).latest_version()
+    except LanceSpecError:
+        return None
 
 
 def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
@@ -63,7 +75,7 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
         ],
         "index_files": [_file_json(f) for f in snapshot.index_files],
         "tags": {name: tag.version for name, tag in sorted(main.tags().items())},
-        "branches": {name: main.branch(name).latest_version() for name in sorted(branches)},
+        "branches": {name: _latest_of_branch(main, name) for name in sorted(branches)},
         "branch_forks": {
             name: {"parent_branch": rec.parent_branch, "parent_version": rec.parent_version}
             for name, rec in sorted(branches.items())
@@ -71,29 +83,35 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def _shown(value: object) -> str:
+    """A value of the dataset as rich prints it literally: escaped, cut, no markup (docs/security.md)."""
+    return escape(printable(value))
+
+
 def render_text(report: dict[str, Any], console: Console) -> None:
-    """Print the report for a person."""
-    branch = f" (branch {report['branch']})" if report["branch"] else ""
-    console.print(f"[bold]{report['uri']}[/bold] version {report['version']}{branch}, "
+    """Print the report for a person; every name the dataset controls goes through ``_shown``."""
+    branch = f" (branch {_shown(report['branch'])})" if report["branch"] else ""
+    console.print(f"[bold]{_shown(report['uri'])}[/bold] version {report['version']}{branch}, "
                   f"{report['num_rows']} rows, {report['naming'].upper()} manifest names")
     console.print(f"versions: {', '.join(map(str, report['versions']))}")
     if report["bases"]:
         bases = Table("id", "name", "path", "dataset root", title="bases")
         bases.columns[2].overflow = "fold"
         for b in report["bases"]:
-            bases.add_row(str(b["id"]), b["name"] or "", b["path"], "yes" if b["is_dataset_root"] else "no")
+            bases.add_row(str(b["id"]), _shown(b["name"] or ""), _shown(b["path"]),
+                          "yes" if b["is_dataset_root"] else "no")
         console.print(bases)
     frags = Table("fragment", "rows", "file", "base", "size", "deletion", title="fragments")
     for column in (frags.columns[2], frags.columns[5]):
         column.overflow = "fold"
     for frag in report["fragments"]:
         deletion = frag["deletion"]
-        deleted = "" if deletion is None else f"{deletion['num_deleted_rows']} rows: {deletion['uri']}"
+        deleted = "" if deletion is None else f"{deletion['num_deleted_rows']} rows: {_shown(deletion['uri'])}"
         for i, f in enumerate(frag["files"]):
             frags.add_row(
                 str(frag["id"]) if i == 0 else "",
                 f"{frag['num_rows']}/{frag['physical_rows']}" if i == 0 else "",
-                f["uri"] or f["path"],
+                _shown(f["uri"] or f["path"]),
                 "root" if f["base_id"] is None else str(f["base_id"]),
                 "" if f["size"] is None else str(f["size"]),
                 deleted if i == 0 else "",
@@ -101,4 +119,5 @@ def render_text(report: dict[str, Any], console: Console) -> None:
     console.print(frags)
     for kind in ("tags", "branches"):
         if report[kind]:
-            console.print(f"{kind}: " + ", ".join(f"{k} -> v{v}" for k, v in report[kind].items()))
+            console.print(f"{kind}: " + ", ".join(f"{_shown(k)} -> v{'?' if v is None else v}"
+                                                  for k, v in report[kind].items()))

@@ -7,7 +7,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .reference.printable import printable
 
 
 @contextmanager
@@ -21,6 +24,6 @@ def progress_bar(title: str) -> Iterator[Callable[[int, int, str], None]]:
         task = bar.add_task("", total=None)
 
         def update(done: int, total: int, description: str) -> None:
-            bar.update(task, completed=done, total=total, description=description)
+            bar.update(task, completed=done, total=total, description=escape(printable(description, 80)))
 
         yield update

@@ -29,10 +29,11 @@ field id -1 and parent -1, so ``LanceFileReader`` cannot decode a blob column on
 layer supplies the ids from the manifest). ``read_descriptor_columns`` therefore fetches the file's tail
 and the pages of the wanted columns only, gives the children ids in a copy of the file schema, lays the
 fetched ranges out at their original offsets in a sparse temporary file and decodes it with
-``LanceFileReader``. ``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was
-asked: inline through the data file, packed/dedicated through the sidecar next to the data file (in
-whichever base holds it, so shallow clones and multi-base datasets work), external through the base or
-the absolute URI (a whole-object reference stores size 0; its size is the object's).
+``LanceFileReader`` in a child process (``reference.isolated``: a codec crash is a FormatError).
+``BlobFile`` then reads blob bytes with ranged gets that fetch exactly what was asked: inline through
+the data file, packed/dedicated through the sidecar next to the data file (in whichever base holds it,
+so shallow clones and multi-base datasets work), external through the base or the absolute URI (a whole-
+object reference stores size 0; its size is the object's).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ import pyarrow as pa
 from google.protobuf.message import DecodeError
 
 from .codec import decode_deletions
+from .codec.wire import iter_fields, varint
 from .errors import FormatError, LanceSpecError, ObjectNotFound, ValidationError
+from .isolated import decode_data_file
 from .layout import Base, sidecar_relative_path
 from .proto import file_pb2
 from .store import Storage, open_store
@@ -192,9 +195,9 @@ class Thresholds:
                       where: str | None = None) -> Thresholds:
         """Thresholds from field metadata (decimal ASCII values); absent keys take the defaults."""
         text: dict[str, str] = {}
-        for key, value in (metadata or {}).items():
-            k = key.decode() if isinstance(key, bytes) else key
-            text[k] = value.decode() if isinstance(value, bytes) else str(value)
+        for key, value in (metadata or {}).items():  # undecodable bytes stay visible, and are no digits
+            k = key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else key
+            text[k] = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
         values = {}
         for name, key, default in (("inline", INLINE_SIZE_THRESHOLD_KEY, DEFAULT_INLINE_SIZE_THRESHOLD),
                                    ("dedicated", DEDICATED_SIZE_THRESHOLD_KEY, DEFAULT_DEDICATED_SIZE_THRESHOLD),
@@ -283,8 +286,8 @@ def sidecar_uri(data_file_uri: str, blob_id: int) -> str:
 
 def _metadata_text(metadata: Mapping[Any, Any] | None, key: str) -> str | None:
     for k, v in (metadata or {}).items():
-        if (k.decode() if isinstance(k, bytes) else k) == key:
-            return v.decode() if isinstance(v, bytes) else str(v)
+        if (k.decode("utf-8", "backslashreplace") if isinstance(k, bytes) else k) == key:
+            return v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
     return None
 
 
@@ -629,42 +632,6 @@ class FetchCounter:
 _FOOTER = struct.Struct("<QQQIIHH4s")
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if i >= len(buf):
-            raise FormatError("truncated varint in column metadata")
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, i
-
-
-def _proto_fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
-    """``(field number, wire type, value)`` of a protobuf message (enough for ColumnMetadata)."""
-    out: list[tuple[int, int, int | bytes]] = []
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 1:
-            value, i = buf[i:i + 8], i + 8
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            value, i = buf[i:i + n], i + n
-        elif wire == 5:
-            value, i = buf[i:i + 4], i + 4
-        else:
-            raise FormatError(f"unsupported protobuf wire type {wire} in column metadata")
-        out.append((number, wire, value))
-    return out
-
-
 def _uints(values: Iterable[tuple[int, int | bytes]]) -> list[int]:
     out: list[int] = []
     for wire, value in values:
@@ -673,16 +640,16 @@ def _uints(values: Iterable[tuple[int, int | bytes]]) -> list[int]:
         elif wire == 2 and isinstance(value, bytes):
             i = 0
             while i < len(value):
-                v, i = _varint(value, i)
+                v, i = varint(value, i)
                 out.append(v)
     return out
 
 
 def _deferred(encoding: bytes) -> list[tuple[int, int]]:
     """The buffer an ``Encoding{indirect: DeferredEncoding{location, length}}`` points at, if any."""
-    for number, _, value in _proto_fields(encoding):
+    for number, _, value in iter_fields(encoding):
         if number == 1 and isinstance(value, bytes):
-            parts = {n: v for n, _, v in _proto_fields(value)}
+            parts = {n: v for n, _, v in iter_fields(value)}
             location, length = parts.get(1, 0), parts.get(2, 0)
             if isinstance(location, int) and isinstance(length, int) and length:
                 return [(location, length)]
@@ -695,13 +662,13 @@ def _column_ranges(column_metadata: bytes) -> list[tuple[int, int]]:
     ranges: list[tuple[int, int]] = []
     column_offsets: list[tuple[int, int | bytes]] = []
     column_sizes: list[tuple[int, int | bytes]] = []
-    for number, wire, value in _proto_fields(column_metadata):
+    for number, wire, value in iter_fields(column_metadata):
         if number == 1 and isinstance(value, bytes):
             ranges += _deferred(value)
         elif number == 2 and isinstance(value, bytes):
             offsets: list[tuple[int, int | bytes]] = []
             sizes: list[tuple[int, int | bytes]] = []
-            for n2, w2, v2 in _proto_fields(value):
+            for n2, w2, v2 in iter_fields(value):
                 if n2 == 1:
                     offsets.append((w2, v2))
                 elif n2 == 2:
@@ -814,25 +781,12 @@ def _write_readable_copy(storage: Storage, uri: str, file_size: int | None, colu
         out.truncate(new_schema_pos + len(tail))
 
 
-def _decode(path: str, names: Sequence[str] | None, uri: str) -> pa.Table:
-    """Decode the readable copy at ``path`` of the data file ``uri`` with the file codec."""
-    from lance.file import LanceFileReader
-
-    try:
-        reader = LanceFileReader(path, columns=list(names) if names is not None else None)
-        return reader.read_all().to_table()
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # the codec's errors, pyo3 panics included (they derive BaseException)
-        raise FormatError(f"the file codec cannot decode the data file: {type(exc).__name__}: {exc}", uri) from exc
-
-
 def read_blob_data_file(storage: Storage, uri: str, file_size: int | None = None) -> pa.Table:
     """Every column of a data file that holds blob v2 columns (blob columns as stored descriptors)."""
     with tempfile.TemporaryDirectory(prefix="lancespec-blob-") as tmp:
         path = os.path.join(tmp, "file.lance")
         _readable_copy(storage, uri, file_size, None, path)
-        return _decode(path, None, uri)
+        return decode_data_file(path, None, uri, limits=storage.limits)
 
 
 def _descriptor(value: Mapping[str, Any] | None) -> BlobDescriptor | None:
@@ -850,7 +804,7 @@ def read_descriptor_columns(storage: Storage, uri: str, columns: Mapping[str, in
     with tempfile.TemporaryDirectory(prefix="lancespec-blob-") as tmp:
         path = os.path.join(tmp, "file.lance")
         _readable_copy(storage, uri, file_size, sorted(set(columns.values())), path, counter)
-        table = _decode(path, list(columns), uri)
+        table = decode_data_file(path, list(columns), uri, limits=storage.limits)
     out: dict[str, list[BlobDescriptor | None]] = {}
     for name in columns:
         column = table.column(name)
@@ -1083,7 +1037,7 @@ class BlobReader:
         uri = view.deletion.file.uri
         if uri is None:
             raise view.deletion.file.problem or BlobReadError("unresolvable deletion file")
-        deleted = set(decode_deletions(self.storage.get(uri), view.deletion.file_type, uri))
+        deleted = set(decode_deletions(self.storage.get(uri), view.deletion.file_type, uri, view.physical_rows))
         return [i for i in range(view.physical_rows) if i not in deleted]
 
     def take_blobs(self, column: str, indices: Sequence[int]) -> list[BlobFile | None]:

@@ -35,6 +35,7 @@ from .layout import (
     VERSION_HINT_NAME,
     VERSIONS_DIR,
     ManifestNaming,
+    bare_name_escape,
     manifest_name,
     transaction_file_name,
 )
@@ -73,11 +74,11 @@ def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transact
     found = dataset._find_manifest(version)
     if found is None:
         return None
-    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0])
+    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0], dataset.storage.limits.max_fragments)
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
-    if not name:
+    if not name or bare_name_escape(name) is not None:  # a name that could leave _transactions/ is not read
         return None
     uri = join(dataset.uri, TRANSACTIONS_DIR, name)
     try:

@@ -35,6 +35,16 @@ class UnsupportedURI(StorageError):
     """The URI's scheme has no store here."""
 
 
+class NotARegularFile(StorageError):
+    """The name holds something other than a regular file (a FIFO, a device, a socket, a symbolic link):
+    lancespec reads none of those, so that a dataset cannot make it block, read forever or leave its tree."""
+
+
+class LimitExceeded(LanceSpecError):
+    """Something is larger than a limit lancespec keeps (``reference.limits``); the message names the
+    limit and the option that raises it."""
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 

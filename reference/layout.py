@@ -15,8 +15,36 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from .errors import UnresolvableFile
+from .errors import InvalidRefName, UnresolvableFile
 from .store.uri import join
+
+# --- containment: names a dataset records may not leave where they are resolved ---------------------
+
+_ENCODED_SEPARATORS = ("%2f", "%5c", "%2e", "%00")
+
+
+def path_escape(path: str) -> str | None:
+    """Why a path a dataset records (a file path, a ref name, a transaction file name) could leave the
+    directory it is resolved in, or None when it cannot: a ``..`` or ``.`` segment, a backslash, a NUL,
+    or a percent-encoded separator or dot (a ``file://`` URI decodes those). Such a path is a finding
+    and is never opened or listed."""
+    if "\x00" in path:
+        return "holds a NUL byte"
+    if "\\" in path:
+        return "holds a backslash"
+    lowered = path.lower()
+    encoded = next((e for e in _ENCODED_SEPARATORS if e in lowered), None)
+    if encoded is not None:
+        return f"holds the percent-encoded {encoded.upper()}"
+    if any(segment in (".", "..") for segment in path.split("/")):
+        return "has a '.' or '..' segment"
+    return None
+
+
+def bare_name_escape(name: str) -> str | None:
+    """``path_escape`` for a name that must be a single file name (no ``/``), such as a transaction file."""
+    return "is a path, not a file name" if "/" in name else path_escape(name)
+
 
 # --- directories of a dataset root (seed 001 "Dataset Root") -------------------------------------
 
@@ -185,7 +213,13 @@ def branch_name_from_ref_file(file_name: str) -> str:
 
 
 def branch_root(main_root: str, branch: str) -> str:
-    """Where a branch's dataset lives: ``{root}/tree/{name}`` (``/`` in the name nests directories)."""
+    """Where a branch's dataset lives: ``{root}/tree/{name}`` (``/`` in the name nests directories).
+    Raises InvalidRefName for a name that would leave ``tree/`` (``path_escape``, an empty segment or a
+    leading ``/``): no such branch root is ever listed or read."""
+    reason = path_escape(branch) or ("has an empty segment" if "" in branch.split("/") else None)
+    if reason is not None:
+        raise InvalidRefName(f"branch name {branch!r} {reason}: its root would not lie under {TREE_DIR}/",
+                             join(main_root, BRANCHES_DIR))
     return join(main_root, TREE_DIR, branch)
 
 
@@ -232,7 +266,11 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
 
 def resolve(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind, path: str,
             where: str = "") -> str:
-    """The full URI of a file recorded as ``path`` with ``base_id`` (seed 001 two-step resolution)."""
+    """The full URI of a file recorded as ``path`` with ``base_id`` (seed 001 two-step resolution).
+    A path that could leave its directory (``path_escape``) resolves to nothing: UnresolvableFile."""
+    reason = path_escape(path)
+    if reason is not None:
+        raise UnresolvableFile(f"file path {path!r} {reason}; it is not followed", where or None)
     return join(base_directory(root, bases, base_id, kind, where), path)
 
 

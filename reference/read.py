@@ -1,7 +1,8 @@
 """Reading rows of a snapshot, independently of pylance's dataset layer.
 
 The reference resolves every file itself (``reference.table``), decodes each data file's columns with
-``lance.file.LanceFileReader`` (the column codec) and applies deletion files with its own codec. Rows
+``lance.file.LanceFileReader`` (the column codec, in a child process: ``reference.isolated``) and applies
+deletion files with its own codec. Rows
 come back in fragment order, then row order (seed 002 "Fragments", "Deletion Files": readers must
 filter rows whose offsets appear in the fragment's deletion file).
 """
@@ -12,11 +13,11 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from lance.file import LanceFileReader
 
 from .blob import has_blob_column, read_blob_data_file
 from .codec import decode_deletions
 from .errors import FormatError, LanceSpecError
+from .isolated import decode_data_file
 from .proto import file_pb2
 from .store import Storage
 from .table import FragmentView, Snapshot
@@ -31,7 +32,7 @@ def deleted_offsets(storage: Storage, fragment: FragmentView) -> list[int]:
     uri = fragment.deletion.file.uri
     if uri is None:
         raise fragment.deletion.file.problem or LanceSpecError("unresolvable deletion file")
-    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri)
+    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri, fragment.physical_rows)
 
 
 def _top_level_owner(fields: list[file_pb2.Field]) -> dict[int, int]:
@@ -62,7 +63,7 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
         if has_blob_column(fields, proto.fields):  # blob v2 columns read as their stored descriptors
             table = read_blob_data_file(storage, data_file.uri, proto.file_size_bytes or None)
         else:
-            table = LanceFileReader(data_file.uri, storage_options=dict(storage_options or {})).read_all().to_table()
+            table = decode_data_file(data_file.uri, None, data_file.uri, storage_options, storage.limits)
         if table.num_rows != fragment.physical_rows:
             raise FormatError(
                 f"data file holds {table.num_rows} rows, the fragment records {fragment.physical_rows}",

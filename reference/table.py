@@ -237,7 +237,7 @@ class Dataset:
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
              storage: Storage | None = None) -> Dataset:
-        """Open the dataset at ``uri`` (through ``storage``, or a store made from ``storage_options``); raise
+        """Open the dataset at ``uri`` (on ``storage``, else a store made from ``storage_options``); raise
         DatasetNotFound when ``_versions/`` holds no manifest."""
         dataset = cls(uri, storage if storage is not None else open_store(storage_options))
         if not dataset.version_entries():
@@ -322,7 +322,7 @@ class Dataset:
         if found is None:
             raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
         uri, naming = found
-        manifest_file = decode_manifest_file(self.storage.get(uri), uri)
+        manifest_file = decode_manifest_file(self.storage.get(uri), uri, self.storage.limits.max_fragments)
         if manifest_file.manifest.version != version:
             raise FormatError(
                 f"manifest records version {manifest_file.manifest.version} but its name says {version}", uri

@@ -321,6 +321,9 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
                     errors.append(f"writer {message[1]}: {message[2]}")
                 if not released:
                     start.set()
+    except KeyboardInterrupt:
+        errors.append("interrupted")  # the writers are killed at once below
+        raise
     finally:
         t_end = time.monotonic()
         for proc in procs:

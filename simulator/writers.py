@@ -15,6 +15,7 @@ while an operation is in flight; between operations it makes no request. Outcome
 from __future__ import annotations
 
 import os
+import signal
 import time
 import traceback
 from datetime import timedelta
@@ -223,7 +224,9 @@ def writer_main(writer: int, kind: str, bucket: str, storage_options: dict[str, 
     """A writer process: open the executor, report ``ready``, wait for ``start``, then run every planned
     operation, reporting ``("event", writer, type, time, op index, value)``; start no operation later than
     ``time_limit`` seconds after the start (report ``("cut", writer, op index)`` instead); always finish
-    with ``("done", writer, error or None)``."""
+    with ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so
+    a writer ignores SIGINT rather than print a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("LANCE_LOG", "error")
     error: str | None = None
     try:

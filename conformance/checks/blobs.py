@@ -203,7 +203,8 @@ def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> dict[str, d
             snapshot = ctx.snapshots.get(entry.version) if root is dataset else None
             try:
                 manifest = (snapshot.manifest if snapshot is not None
-                            else decode_manifest_file(dataset.storage.get(entry.uri), entry.uri).manifest)
+                            else decode_manifest_file(dataset.storage.get(entry.uri), entry.uri,
+                                                  dataset.storage.limits.max_fragments).manifest)
             except LanceSpecError:
                 return None
             blob_fields = blob.blob_field_ids(manifest.fields)

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from lancespec.reference.codec import decode_deletions
 from lancespec.reference.codec.datafile import (
     FOOTER_VERSION_FOR,
     DataFileFooter,
@@ -26,6 +26,7 @@ from lancespec.reference.codec.datafile import (
     read_footer,
     row_count,
 )
+from lancespec.reference.codec.deletion import deserialize_bitmap
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
@@ -192,16 +193,23 @@ def physical_rows(ctx: VersionContext) -> None:
 
 @dataclass(frozen=True)
 class _Deletions:
-    """A deletion file as found: absent, not of its type (``problem``), or its offsets with, for
-    ``.arrow``, the Arrow type of the column."""
+    """A deletion file as found: absent, not of its type (``problem``), or what its offsets say against
+    the fragment's physical_rows: how many are distinct, how many are not below it and the first few of
+    those, and for ``.arrow`` the Arrow type of the column. Offsets are counted where they lie (Arrow
+    compute, roaring rank and select), never expanded into a list: a 14 KB bitmap can hold 2^26 of them."""
 
     exists: bool
-    offsets: tuple[int, ...] = ()
+    distinct: int = 0
+    outside: int = 0
+    first_outside: tuple[int, ...] = ()
     arrow_schema: str | None = None
     problem: str | None = None
 
 
-def _decode_arrow(data: bytes) -> _Deletions:
+_SHOWN_OFFSETS = 5
+
+
+def _decode_arrow(data: bytes, physical_rows: int) -> _Deletions:
     """Lenient reading of an ``.arrow`` deletion file by DEL-002's rule (one record batch, one column of
     integers, no nulls), so that a column other than the readers' ``row_id: uint32 not null`` is reported
     as DEL-005 with its offsets still judged by DEL-003 and DEL-004."""
@@ -222,25 +230,38 @@ def _decode_arrow(data: bytes) -> _Deletions:
         return _Deletions(True, problem=f"has {column.null_count} null offset(s)")
     field = batch.schema.field(0)
     schema = f"{field.name}: {field.type}{'' if field.nullable else ' not null'}"
-    return _Deletions(True, tuple(int(v) for v in column.to_pylist()), schema)
+    outside = pc.unique(pc.filter(column, pc.or_(pc.less(column, 0), pc.greater_equal(column, physical_rows))))
+    first = pc.sort_indices(outside)[:_SHOWN_OFFSETS]
+    return _Deletions(True, pc.count_distinct(column).as_py(), len(outside),
+                      tuple(int(outside[i].as_py()) for i in first.to_pylist()), schema)
 
 
-def _deletions(storage: Storage, uri: str, file_type: int) -> _Deletions:
+def _decode_bitmap(data: bytes, physical_rows: int, uri: str) -> _Deletions:
+    try:
+        bitmap = deserialize_bitmap(data, uri)
+    except FormatError as exc:
+        return _Deletions(True, problem=exc.message)
+    below = bitmap.rank(physical_rows - 1) if physical_rows > 0 else 0
+    outside = len(bitmap) - below
+    return _Deletions(True, len(bitmap), outside,
+                      tuple(bitmap[below + k] for k in range(min(outside, _SHOWN_OFFSETS))))
+
+
+def _deletions(storage: Storage, uri: str, file_type: int, physical_rows: int) -> _Deletions:
     def compute() -> _Deletions:
         try:
             data = storage.get(uri)
         except ObjectNotFound:
             return _Deletions(False)
+        except LanceSpecError as exc:  # not a regular file, too large, unreadable
+            return _Deletions(True, problem=f"cannot be read: {exc.message}")
         if file_type == DELETION_ARROW:
-            return _decode_arrow(data)
+            return _decode_arrow(data, physical_rows)
         if file_type == DELETION_BITMAP:
-            try:
-                return _Deletions(True, tuple(decode_deletions(data, file_type, uri)))
-            except FormatError as exc:
-                return _Deletions(True, problem=exc.message)
+            return _decode_bitmap(data, physical_rows, uri)
         raise AssertionError(f"deletion file type {file_type} is checked before reading")
 
-    return run_cached(storage, ("deletions", uri, str(file_type)), compute)
+    return run_cached(storage, ("deletions", uri, str(file_type), str(physical_rows)), compute)
 
 
 #: The schema of an ``.arrow`` deletion file's one column that the Lance readers accept (DEL-005).
@@ -256,9 +277,10 @@ def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
         if deletion is None or deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
             continue
         if _followable(deletion.file, unusable):
-            uri, file_type = deletion.file.uri, deletion.file_type
+            uri, file_type, rows = deletion.file.uri, deletion.file_type, fragment.physical_rows
             assert uri is not None
-            yield ("deletions", uri, str(file_type)), lambda u=uri, t=file_type: _deletions(storage, u, t)
+            yield (("deletions", uri, str(file_type), str(rows)),
+                   lambda u=uri, t=file_type, n=rows: _deletions(storage, u, t, n))
 
 
 @version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005",
@@ -283,21 +305,19 @@ def deletion_files(ctx: VersionContext) -> None:
         if not _followable(deletion.file, unusable):
             continue
         assert deletion.file.uri is not None
-        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type)
+        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type, fragment.physical_rows)
         if not found.exists:
             ctx.finding("DEL-001", where, f"deletion file {deletion.file.uri} does not exist")
             continue
         if found.problem is not None:
             ctx.finding("DEL-002", where, f"deletion file {deletion.file.uri} {found.problem}")
             continue
-        distinct = set(found.offsets)
-        if len(distinct) != deletion.num_deleted_rows:
-            ctx.finding("DEL-003", where, f"deletion file holds {len(distinct)} distinct offsets, the manifest "
+        if found.distinct != deletion.num_deleted_rows:
+            ctx.finding("DEL-003", where, f"deletion file holds {found.distinct} distinct offsets, the manifest "
                         f"records num_deleted_rows = {deletion.num_deleted_rows}")
-        outside = sorted(o for o in distinct if o < 0 or o >= fragment.physical_rows)
-        if outside:
-            shown = ", ".join(map(str, outside[:5])) + (" …" if len(outside) > 5 else "")
-            ctx.finding("DEL-004", where, f"{len(outside)} deleted offset(s) are not below physical_rows = "
+        if found.outside:
+            shown = ", ".join(map(str, found.first_outside)) + (" …" if found.outside > _SHOWN_OFFSETS else "")
+            ctx.finding("DEL-004", where, f"{found.outside} deleted offset(s) are not below physical_rows = "
                         f"{fragment.physical_rows}: {shown}")
         if found.arrow_schema is not None and found.arrow_schema != DELETION_ARROW_SCHEMA:
             ctx.finding("DEL-005", where, f"the offsets column is `{found.arrow_schema}`, not "

@@ -11,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lancespec.reference import flags as feature_flags
 from lancespec.reference.codec import decode_manifest_file, decode_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import TRANSACTIONS_DIR
+from lancespec.reference.layout import TRANSACTIONS_DIR, bare_name_escape
 from lancespec.reference.proto import transaction_pb2
 from lancespec.reference.store.uri import join
 from lancespec.reference.table import Snapshot
@@ -37,7 +37,7 @@ def manifests_readable(ctx: DatasetContext) -> None:
         else:
             continue
         try:
-            decode_manifest_file(ctx.storage.get(entry.uri), entry.uri)
+            decode_manifest_file(ctx.storage.get(entry.uri), entry.uri, ctx.storage.limits.max_fragments)
         except FormatError as exc:
             ctx.finding_at(entry.version, "MAN-015", exc.where or entry.uri,
                            f"the manifest file is not framed as the format says: {exc.message}")
@@ -52,7 +52,7 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
     if not name:
         return None
     uri = join(ctx.dataset.uri, TRANSACTIONS_DIR, name)
-    if "\x00" in name:  # no store holds such a name (the local store would not even look)
+    if bare_name_escape(name) is not None:  # LAYOUT-004's finding; never opened (docs/security.md)
         return uri, None
     try:
         return uri, ctx.storage.get(uri)

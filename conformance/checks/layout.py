@@ -17,10 +17,12 @@ from lancespec.reference.layout import (
     VERSION_HINT_NAME,
     VERSIONS_DIR,
     ManifestNaming,
+    bare_name_escape,
     branch_root,
     is_data_file_name,
     manifest_name,
     parse_manifest_name,
+    path_escape,
 )
 from lancespec.reference.store.uri import join, relative_to
 
@@ -111,7 +113,8 @@ def transaction_file_names(ctx: VersionContext) -> None:
     where = ctx.snap.manifest_uri
     match = TRANSACTION_FILE_RE.match(name)
     if match is None:
-        hint = f" (a path, not a file in {TRANSACTIONS_DIR}/)" if "/" in name else ""
+        escape = bare_name_escape(name)
+        hint = f" (it {escape}, so it is not read; a file in {TRANSACTIONS_DIR}/ is meant)" if escape else ""
         ctx.finding("LAYOUT-004", where, f"transaction file {name!r} is not named {{read_version}}-{{uuid}}.txn{hint}")
         return
     txn = ctx.snap.manifest_file.transaction
@@ -134,6 +137,8 @@ def _nested_branch_dirs(ctx: DatasetContext) -> set[str]:
         return set()
     out = set()
     for name in names:
+        if path_escape(name) is not None:
+            continue  # refs.branches reports the name (REF-003)
         below = relative_to(branch_root(ctx.dataset.main_root, name), ctx.dataset.uri)
         if below:
             out.add(below.split("/", 1)[0])

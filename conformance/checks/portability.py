@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from urllib.parse import urlparse
 
+from lancespec.reference.layout import path_escape
 from lancespec.reference.store.uri import is_absolute
 
 from . import VersionContext, version_check
@@ -15,28 +16,39 @@ from .bases import branch_family, dataset_root_locations, relation
 
 @functools.lru_cache(maxsize=1 << 18)
 def is_relative_path(path: str) -> bool:
-    """Whether a recorded file path is relative: no scheme (``s3:``, ``file:``, a drive letter) and no
-    leading slash. Remembered: every version of a dataset asks again about the files it shares."""
-    return bool(path) and not path.startswith(("/", "\\")) and not urlparse(path).scheme
+    """Whether a recorded file path is relative to its directory and stays in it: no scheme (``s3:``,
+    ``file:``, a drive letter), no leading slash, and nothing that could leave the directory
+    (``layout.path_escape``: ``..`` segments, percent-encoded separators). Remembered: every version of a
+    dataset asks again about the files it shares."""
+    return (bool(path) and not path.startswith(("/", "\\")) and not urlparse(path).scheme
+            and path_escape(path) is None)
+
+
+def _escape_note(path: str) -> str:
+    reason = path_escape(path)
+    return f" (it {reason}; it is not followed)" if reason else ""
 
 
 @version_check("portability.relative_paths", "PORT-001")
 def relative_paths(ctx: VersionContext) -> None:
     """File paths inside the manifest are relative: every DataFile.path and every index file path has
-    no scheme and no leading slash (PORT-001). Deletion file paths are derived from numbers, so they are
+    no scheme and no leading slash, and stays in its directory (no ``..`` segment, no percent-encoded
+    separator) (PORT-001). Deletion file paths are derived from numbers, so they are
     relative by construction."""
     where = ctx.snap.manifest_uri
     for fragment in ctx.snap.manifest.fragments:
         for data_file in fragment.files:
             if not is_relative_path(data_file.path):
                 ctx.finding("PORT-001", f"{where} fragment {fragment.id} file {data_file.path}",
-                            f"data file path {data_file.path!r} is not relative to its data directory")
+                            f"data file path {data_file.path!r} is not relative to its data directory"
+                            f"{_escape_note(data_file.path)}")
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         for index_file in index.files:
             if not is_relative_path(index_file.path):
                 ctx.finding("PORT-001", f"{where} index {index.name or '(unnamed)'} file {index_file.path}",
-                            f"index file path {index_file.path!r} is not relative to its index directory")
+                            f"index file path {index_file.path!r} is not relative to its index directory"
+                            f"{_escape_note(index_file.path)}")
 
 
 @version_check("portability.self_reference", "PORT-002")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lancespec.reference.codec import decode_branch, decode_manifest_file, decode_tag
-from lancespec.reference.errors import FormatError, LanceSpecError
+from lancespec.reference.errors import InvalidRefName, LanceSpecError
 from lancespec.reference.layout import (
     BRANCHES_DIR,
     TAGS_DIR,
@@ -76,10 +76,14 @@ def tags(ctx: DatasetContext) -> None:
         name = tag_name_from_ref_file(file_name)
         try:
             record = decode_tag(ctx.storage.get(uri), uri)
-        except FormatError as exc:
+        except LanceSpecError as exc:  # a format error, or a file that is no regular file or too large
             ctx.finding("REF-001", uri, f"tag {name!r} does not parse: {exc.message}")
             continue
-        entry = roots.entries(record.branch).get(record.version)
+        try:
+            entry = roots.entries(record.branch).get(record.version)
+        except InvalidRefName as exc:
+            ctx.finding("REF-002", uri, f"tag {name!r} names branch {record.branch!r}: {exc.message}")
+            continue
         if entry is None:
             ctx.finding("REF-002", uri, f"tag {name!r} names version {record.version} of "
                         f"{_branch_label(record.branch)}, which has no manifest")
@@ -105,8 +109,13 @@ def branches(ctx: DatasetContext) -> None:
     for file_name, uri in _ref_files(ctx, BRANCHES_DIR):
         name = branch_name_from_ref_file(file_name)
         try:
+            branch_root(ctx.dataset.main_root, name)
+        except InvalidRefName as exc:
+            ctx.finding("REF-003", uri, f"{exc.message}; it is not followed")
+            continue
+        try:
             record = decode_branch(ctx.storage.get(uri), uri)
-        except FormatError as exc:
+        except LanceSpecError as exc:  # a format error, or a file that is no regular file or too large
             ctx.finding("REF-003", uri, f"branch {name!r} does not parse: {exc.message}")
         else:
             _fork_point(ctx, roots, name, uri, record.parent_branch, record.parent_version, record.manifest_size)
@@ -115,7 +124,11 @@ def branches(ctx: DatasetContext) -> None:
 
 def _fork_point(ctx: DatasetContext, roots: _Roots, name: str, uri: str, parent: str | None, version: int,
                 manifest_size: int | None) -> None:
-    entry = roots.entries(parent).get(version)
+    try:
+        entry = roots.entries(parent).get(version)
+    except InvalidRefName as exc:
+        ctx.finding("REF-004", uri, f"branch {name!r} names parent branch {parent!r}: {exc.message}")
+        return
     if entry is None:
         ctx.finding("REF-004", uri, f"branch {name!r} was forked from version {version} of "
                     f"{_branch_label(parent)}, which has no manifest")
@@ -136,7 +149,8 @@ def _branch_root(ctx: DatasetContext, roots: _Roots, name: str) -> None:
         return
     for version, entry in sorted(entries.items()):
         try:
-            manifest = decode_manifest_file(ctx.storage.get(entry.uri), entry.uri).manifest
+            manifest = decode_manifest_file(ctx.storage.get(entry.uri), entry.uri,
+                                            ctx.storage.limits.max_fragments).manifest
         except LanceSpecError:
             continue  # an unreadable manifest is history.manifests_readable's finding (HIST-001)
         recorded = manifest.branch if manifest.HasField("branch") else None

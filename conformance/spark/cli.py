@@ -15,6 +15,8 @@ EXIT_NO_SPARK = 2
 
 def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register the ``spark-certify`` subcommand on the ``lancespec`` subparsers ``sub``."""
+    from lancespec.cli import version_number
+
     parser: argparse.ArgumentParser = sub.add_parser(
         "spark-certify", help="certify with Spark: per-file checks as one job over fragments",
         description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
@@ -25,7 +27,7 @@ def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentP
                         help="Spark master URL (default local[*]: a local Spark on every core); the driver binds "
                         "to 127.0.0.1")
     versions = parser.add_mutually_exclusive_group()
-    versions.add_argument("--version", type=int, help="the version to certify (default: latest)")
+    versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
     versions.add_argument("--all-versions", action="store_true",
                           help="every version of the main root and of every branch")
     parser.add_argument("--format", choices=("text", "json", "junit"), default="text")

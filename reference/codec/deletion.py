@@ -26,16 +26,31 @@ def file_type_for(count: int) -> int:
     return DELETION_BITMAP if count >= BITMAP_THRESHOLD else DELETION_ARROW
 
 
-def decode_deletions(data: bytes, file_type: int, where: str = "") -> list[int]:
-    """The deleted row offsets, sorted ascending. Raises FormatError when the bytes are not that type."""
+def deserialize_bitmap(data: bytes, where: str = "") -> BitMap:
+    """A ``.bin`` file as a roaring bitmap, compact as stored. Raises FormatError when it is not one."""
+    try:
+        return BitMap.deserialize(data)
+    except (ValueError, OverflowError) as exc:
+        raise FormatError(f"not a portable roaring bitmap: {exc}", where) from exc
+
+
+def decode_deletions(data: bytes, file_type: int, where: str = "", physical_rows: int | None = None) -> list[int]:
+    """The deleted row offsets, sorted ascending. Raises FormatError when the bytes are not that type, or
+    (given ``physical_rows``) when an offset is not below it: a bitmap is checked before it is expanded,
+    so a small file cannot make a list of billions of offsets."""
     if file_type == DELETION_ARROW:
-        return _decode_arrow(data, where)
-    if file_type == DELETION_BITMAP:
-        try:
-            return list(BitMap.deserialize(data))
-        except (ValueError, OverflowError) as exc:
-            raise FormatError(f"not a portable roaring bitmap: {exc}", where) from exc
-    raise FormatError(f"unknown deletion file type {file_type}", where)
+        offsets = _decode_arrow(data, where)
+    elif file_type == DELETION_BITMAP:
+        bitmap = deserialize_bitmap(data, where)
+        if physical_rows is not None and bitmap and bitmap.max() >= physical_rows:
+            raise FormatError(f"deletes offset {bitmap.max()}, not below physical_rows = {physical_rows} "
+                              f"({len(bitmap)} offsets in all)", where)
+        offsets = list(bitmap)
+    else:
+        raise FormatError(f"unknown deletion file type {file_type}", where)
+    if physical_rows is not None and offsets and offsets[-1] >= physical_rows:
+        raise FormatError(f"deletes offset {offsets[-1]}, not below physical_rows = {physical_rows}", where)
+    return offsets
 
 
 def _decode_arrow(data: bytes, where: str) -> list[int]:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
+from ..limits import DEFAULT_LIMITS, check_limit
 from ..proto import table_pb2, transaction_pb2
+from .wire import count_field
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
@@ -65,12 +67,33 @@ def read_footer(data: bytes, where: str) -> int:
     return int(position)
 
 
-def decode_manifest_file(data: bytes, where: str = "") -> ManifestFile:
-    """Decode a whole ``.manifest`` file; raise FormatError naming ``where`` on any framing fault."""
+_FRAGMENTS_FIELD = table_pb2.Manifest.DESCRIPTOR.fields_by_name["fragments"].number
+_SMALLEST_FRAGMENT = 2  # bytes: the field key and a zero length
+
+
+def _check_fragment_count(section: bytes, max_fragments: int, where: str) -> None:
+    """Refuse a manifest section of more than ``max_fragments`` fragments before decoding it (decoded,
+    each fragment costs memory whatever its size on disk). Only a section of at least 2 bytes a fragment
+    can hold that many, so smaller ones are not walked; a walk stops at the first fragment too many."""
+    if len(section) <= max_fragments * _SMALLEST_FRAGMENT:
+        return
+    try:
+        count = count_field(section, _FRAGMENTS_FIELD, max_fragments + 1)
+    except FormatError:
+        return  # the decoder says what is wrong with it
+    check_limit("max_fragments", max_fragments, count, where, "the number of fragments (counted so far)")
+
+
+def decode_manifest_file(data: bytes, where: str = "", max_fragments: int = DEFAULT_LIMITS.max_fragments
+                         ) -> ManifestFile:
+    """Decode a whole ``.manifest`` file; raise FormatError naming ``where`` on any framing fault, and
+    LimitExceeded (before decoding) when it holds more than ``max_fragments`` fragments."""
     position = read_footer(data, where)
+    section = data[position + 4 : len(data) - FOOTER_SIZE]
+    _check_fragment_count(section, max_fragments, where)
     manifest = table_pb2.Manifest()
     try:
-        manifest.ParseFromString(data[position + 4 : len(data) - FOOTER_SIZE])
+        manifest.ParseFromString(section)
     except DecodeError as exc:
         raise FormatError(f"manifest section does not decode as lance.table.Manifest: {exc}", where) from exc
 

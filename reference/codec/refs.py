@@ -20,6 +20,8 @@ def _load_object(data: bytes, where: str) -> dict[str, Any]:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(f"not valid JSON: {exc}", where) from exc
+    except RecursionError as exc:  # the parser's own bound on nesting: no ref is nested that deep
+        raise FormatError("JSON nested too deeply to be a ref", where) from exc
     if not isinstance(obj, dict):
         raise FormatError(f"expected a JSON object, found {type(obj).__name__}", where)
     return obj
@@ -162,7 +164,7 @@ def decode_version_hint(data: bytes) -> int | None:
     """The hinted version, or None when the hint is unusable (a hint is never trusted as truth)."""
     try:
         obj = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     value = obj.get("version") if isinstance(obj, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ..errors import UnsupportedURI
+from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .local import LocalStore
 from .uri import scheme_of
@@ -19,8 +20,11 @@ __all__ = ["ObjectInfo", "ObjectStore", "Storage", "Tail", "open_store"]
 class Storage(ObjectStore):
     """Routes every call to the store for its URI's scheme; backends are created on first use."""
 
-    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+    limits: Limits = DEFAULT_LIMITS
+
+    def __init__(self, storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.storage_options: dict[str, str] = dict(storage_options or {})
+        self.limits = limits
         self._backends: dict[str, ObjectStore] = {}
 
     def backend(self, uri: str) -> ObjectStore:
@@ -33,7 +37,7 @@ class Storage(ObjectStore):
 
     def _create(self, scheme: str, uri: str) -> ObjectStore:
         if scheme == "file":
-            return LocalStore()
+            return LocalStore(self.limits)
         if scheme in ("s3", "s3a"):
             from .s3 import S3Store
 
@@ -71,6 +75,7 @@ class Storage(ObjectStore):
             self.backend(dst).put(dst, self.backend(src).get(src))
 
 
-def open_store(storage_options: Mapping[str, str] | None = None) -> Storage:
-    """A store for any supported URI, configured with pylance-style storage options."""
-    return Storage(storage_options)
+def open_store(storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Storage:
+    """A store for any supported URI, configured with pylance-style storage options and the size limits
+    its readers keep (``reference.limits``)."""
+    return Storage(storage_options, limits)

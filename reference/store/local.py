@@ -9,13 +9,17 @@ primitive the object_store crate uses under pylance on local disk).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import BinaryIO
 
-from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError
+from ..errors import NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
+from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .uri import join, local_path
 
@@ -24,71 +28,131 @@ def _info(uri: str, st: os.stat_result) -> ObjectInfo:
     return ObjectInfo(uri, st.st_size, datetime.fromtimestamp(st.st_mtime, tz=UTC))
 
 
+#: What a name can hold besides a regular file, as refusals say it.
+_KINDS = ((stat.S_ISLNK, "a symbolic link (lancespec follows none)"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a directory"))
+
+
+def _refuse_unless_regular(mode: int, uri: str) -> None:
+    """Raise NotARegularFile naming what ``uri`` holds unless it is a regular file."""
+    if stat.S_ISREG(mode):
+        return
+    kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    if stat.S_ISDIR(mode):
+        raise ObjectNotFound(f"no such object: it is {kind}", uri)
+    raise NotARegularFile(f"is {kind}, not a regular file; it is not read", uri)
+
+
+def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
+    """The lancespec error for an OS error on ``uri``: missing names are ObjectNotFound, a final symbolic
+    link (``O_NOFOLLOW``'s ELOOP) is NotARegularFile, anything else (ENAMETOOLONG, EACCES, ENXIO of a
+    socket, ...) a StorageError saying what the system said."""
+    if isinstance(exc, ValueError):  # a path no file can have (an embedded NUL byte)
+        return ObjectNotFound("no such object (the name holds a NUL byte)", uri)
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+        return ObjectNotFound("no such object", uri)
+    if exc.errno == errno.ELOOP:
+        return NotARegularFile("is a symbolic link (lancespec follows none), or a loop of them; it is not read",
+                               uri)
+    code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    return StorageError(f"cannot be read: {exc.strerror or exc} ({code})", uri)
+
+
+def _path(uri: str) -> str:
+    """The filesystem path of ``uri``; a path with a ``..`` segment (after a ``file://`` URI's decoding)
+    is refused, so that no name a dataset records can climb out of the directory it is joined to."""
+    path = local_path(uri)
+    if ".." in path.split("/"):
+        raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
+    return path
+
+
 class LocalStore(ObjectStore):
-    """Objects are files; directories are implicit and created on write."""
+    """Objects are regular files; directories are implicit and created on write. Reads open no symbolic
+    link (the last component), never block (a FIFO is refused, not waited on) and check the size before
+    reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory."""
+
+    limits: Limits = DEFAULT_LIMITS
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    @contextlib.contextmanager
+    def _open(self, uri: str) -> Iterator[tuple[BinaryIO, int]]:
+        """The regular file at ``uri``, opened without following a final symbolic link and without
+        blocking, with its size."""
+        try:
+            fd = os.open(_path(uri), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (OSError, ValueError) as exc:
+            raise _storage_error(exc, uri) from exc
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            _refuse_unless_regular(st.st_mode, uri)
+            yield fh, st.st_size
 
     def get(self, uri: str) -> bytes:
-        try:
-            with open(local_path(uri), "rb") as fh:
-                return fh.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
-            # ValueError: a path no file can have (an embedded NUL byte)
-            raise ObjectNotFound("no such object", uri) from exc
+        with self._open(uri) as (fh, size):
+            self.limits.check("max_object_bytes", size, uri, "the object's size in bytes")
+            return self._read(fh, size, uri)
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:
             raise StorageError(f"invalid range start={start} length={length}", uri)
+        with self._open(uri) as (fh, size):
+            fh.seek(min(start, size))
+            return self._read(fh, max(0, min(length, size - start)), uri)
+
+    @staticmethod
+    def _read(fh: BinaryIO, n: int, uri: str) -> bytes:
         try:
-            with open(local_path(uri), "rb") as fh:
-                fh.seek(start)
-                return fh.read(length)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
-            # ValueError: a path no file can have (an embedded NUL byte)
-            raise ObjectNotFound("no such object", uri) from exc
+            return fh.read(n)
+        except OSError as exc:
+            raise _storage_error(exc, uri) from exc
 
     def get_tail(self, uri: str, length: int) -> Tail:
-        try:
-            with open(local_path(uri), "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                fh.seek(max(0, size - length))
-                return Tail(fh.read(length), size)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError) as exc:
-            raise ObjectNotFound("no such object", uri) from exc
+        with self._open(uri) as (fh, size):
+            fh.seek(max(0, size - length))
+            return Tail(self._read(fh, min(length, size), uri), size)
 
     def head(self, uri: str) -> ObjectInfo:
-        path = local_path(uri)
         try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
-            raise ObjectNotFound("no such object", uri) from exc
-        if not os.path.isfile(path):
-            raise ObjectNotFound("not a file", uri)
+            st = os.stat(_path(uri), follow_symlinks=False)
+        except (OSError, ValueError) as exc:
+            raise _storage_error(exc, uri) from exc
+        _refuse_unless_regular(st.st_mode, uri)
         return _info(uri, st)
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
-        root = local_path(prefix)
+        root = _path(prefix)
         if not os.path.isdir(root):
             return iter(())
+        if recursive and os.path.islink(root):
+            raise NotARegularFile("is a symbolic link to a directory; lancespec lists nothing through links",
+                                  prefix)
         return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
-        """Entries that vanish between the directory read and the stat (another writer's staging file,
-        a concurrent delete) are skipped: a listing is a moment's view, not an error."""
+        """Every entry that is not a directory is listed (symbolic links, FIFOs and devices too, with their
+        own size, so that a reader meets the refusal and says so); only real directories are entered,
+        never a symbolic link to one, so a listing stays inside the tree. Entries that vanish between the
+        directory read and the stat (another writer's staging file, a concurrent delete) are skipped: a
+        listing is a moment's view, not an error."""
         try:
             with os.scandir(root) as entries:
                 found = list(entries)
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise _storage_error(exc, prefix) from exc
         for entry in found:
             uri = join(prefix, entry.name)
             try:
-                if entry.is_file(follow_symlinks=True):
-                    info = _info(uri, entry.stat())
-                elif recursive and entry.is_dir(follow_symlinks=True):
-                    yield from self._walk(uri, entry.path, recursive)
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive:
+                        yield from self._walk(uri, entry.path, recursive)
                     continue
-                else:
-                    continue
+                info = _info(uri, entry.stat(follow_symlinks=False))
             except FileNotFoundError:
                 continue
             yield info

@@ -40,8 +40,9 @@ def local_path(uri: str) -> str:
 
 
 def normalize(uri: str) -> str:
-    """Strip trailing slashes; make a relative local path absolute."""
-    if scheme_of(uri) == "file" and not uri.startswith("file:") and not uri.startswith("/"):
+    """Strip trailing slashes; make a relative local path absolute, and collapse ``.`` and ``..`` in a
+    local path (the local store reads nothing through ``..``)."""
+    if scheme_of(uri) == "file" and not uri.startswith("file:"):
         uri = os.path.abspath(uri)
     stripped = uri.rstrip("/")
     return stripped or "/"

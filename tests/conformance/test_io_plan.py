@@ -54,20 +54,6 @@ def _files(tmp_path: Path) -> tuple[str, list[Path]]:
     return str(directory), paths
 
 
-def test_a_listing_answers_heads_and_gets_of_what_it_does_not_hold(tmp_path: Path) -> None:
-    directory, (a, b, c) = _files(tmp_path)
-    storage = RunStorage()
-    assert [i.uri for i in storage.list(directory, recursive=False)] == [str(a), str(b)]
-    b.unlink()  # behind the run's back: the listing, not the file system, answers now
-    assert storage.head(str(b)).size == 2
-    (tmp_path / "d" / "late").write_bytes(b"new")
-    with pytest.raises(ObjectNotFound):
-        storage.head(f"{directory}/late")
-    with pytest.raises(ObjectNotFound):
-        storage.get(f"{directory}/late")
-    assert storage.head(str(c)).size == 3  # sub/ was not listed: asked of the store
-
-
 def test_listings_below_a_recursive_one_are_cut_out_of_it(tmp_path: Path) -> None:
     directory, (_, _, c) = _files(tmp_path)
     storage = RunStorage()

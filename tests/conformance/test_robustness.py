@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from lancespec.conformance.certify import certify
+from lancespec.fuzz import mutate
 from lancespec.reference import clone, ops, refs
 from lancespec.reference.codec import decode_branch, decode_manifest_file, decode_tag
 from lancespec.reference.errors import LanceSpecError
@@ -52,31 +53,6 @@ def _targets(top: Path) -> list[Path]:
     files = sorted((top / "ds").rglob("*.manifest")) + sorted((top / "ds" / "_refs").rglob("*.json"))
     assert len(files) >= 6
     return files
-
-
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One random byte-level damage: flips, overwrites, truncation, insertion or deletion."""
-    if not data:
-        return bytes([rng.randrange(256)])
-    kind = rng.choice(["flip", "overwrite", "truncate", "insert", "delete", "zero_run"])
-    pos = rng.randrange(len(data))
-    if kind == "flip":
-        out = bytearray(data)
-        for _ in range(rng.randint(1, 4)):
-            i = rng.randrange(len(out))
-            out[i] ^= 1 << rng.randrange(8)
-        return bytes(out)
-    if kind == "overwrite":
-        n = rng.randint(1, 16)
-        return data[:pos] + bytes(rng.randrange(256) for _ in range(n)) + data[pos + n:]
-    if kind == "truncate":
-        return data[:pos]
-    if kind == "insert":
-        return data[:pos] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 8))) + data[pos:]
-    if kind == "delete":
-        return data[:pos] + data[pos + rng.randint(1, 8):]
-    n = rng.randint(2, 32)
-    return data[:pos] + bytes(n) + data[pos + n:]
 
 
 def still_decodes(path: Path) -> bool:

@@ -16,7 +16,9 @@ import pyarrow as pa
 import pytest
 
 from lancespec.conformance.certify import certify
+from lancespec.conformance.fetch import RunStorage
 from lancespec.conformance.model import Report
+from lancespec.reference.errors import ObjectNotFound
 from lancespec.simulator.faults import PROFILES
 from lancespec.simulator.proxy import FaultProxy
 from lancespec.simulator.s3 import EmbeddedS3Server
@@ -64,6 +66,24 @@ def test_failed_and_dropped_requests_change_no_verdict(s3_server: EmbeddedS3Serv
     report, proxy = _through(s3_server, uri, profile)
     assert proxy.fault_counts()[profile.removeprefix("only-")] > 0  # the store did misbehave
     assert report == lazy
+
+
+def test_a_listing_answers_heads_and_gets_of_what_it_does_not_hold(s3_server: EmbeddedS3Server,
+                                                                  bucket: str) -> None:
+    root = f"s3://{bucket}/d"
+    writer = RunStorage(s3_server.storage_options())
+    for name, size in (("a", 1), ("b", 2), ("sub/c", 3)):
+        writer.put(f"{root}/{name}", b"x" * size)
+    storage = RunStorage(s3_server.storage_options())
+    assert [i.uri for i in storage.list(root, recursive=False)] == [f"{root}/a", f"{root}/b"]
+    writer.delete(f"{root}/b")  # behind the run's back: the listing, not the store, answers now
+    assert storage.head(f"{root}/b").size == 2
+    writer.put(f"{root}/late", b"new")
+    with pytest.raises(ObjectNotFound):
+        storage.head(f"{root}/late")
+    with pytest.raises(ObjectNotFound):
+        storage.get(f"{root}/late")
+    assert storage.head(f"{root}/sub/c").size == 3  # sub/ was not listed: asked of the store
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""The protobuf wire format, read field by field without decoding a message: for metadata that must be
+looked at before it is trusted (a data file's column metadata, the fragment count of a manifest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..errors import FormatError
+
+
+def varint(buf: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``buf[i:]`` and the offset after it. Raises FormatError when it is cut short."""
+    result = shift = 0
+    while True:
+        if i >= len(buf):
+            raise FormatError("truncated protobuf varint")
+        byte = buf[i]
+        i += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return result, i
+
+
+def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """``(field number, wire type, value)`` of each top-level field of a protobuf message, in order."""
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        number, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value, i = varint(buf, i)
+        elif wire == 1:
+            value, i = buf[i:i + 8], i + 8
+        elif wire == 2:
+            n, i = varint(buf, i)
+            value, i = buf[i:i + n], i + n
+        elif wire == 5:
+            value, i = buf[i:i + 4], i + 4
+        else:
+            raise FormatError(f"unsupported protobuf wire type {wire}")
+        yield number, wire, value
+
+
+def count_field(buf: bytes, number: int, stop: int) -> int:
+    """How many times field ``number`` occurs at the top level of ``buf``, counting no further than
+    ``stop`` (a bound is all a caller needs). Nothing is copied; a malformed tail ends the count."""
+    count, i, end = 0, 0, len(buf)
+    while i < end and count < stop:
+        key = buf[i]
+        i += 1
+        if key >= 0x80:
+            key, i = varint(buf, i - 1)
+        wire = key & 7
+        if wire == 2:
+            length = buf[i] if i < end else 0
+            if length < 0x80:
+                i += 1 + length
+            else:
+                length, i = varint(buf, i)
+                i += length
+            count += key >> 3 == number
+        elif wire == 0:
+            _, i = varint(buf, i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            break
+    return count
