@@ -229,7 +229,8 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
         assert check.prefetch is not None
         contexts: list[VersionContext | DatasetContext] = (
             [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()]
-            if check.scope == "version" else [DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots)])
+            if check.scope == "version"
+            else [DatasetContext(root, versions=sorted(snapshots), snapshots=dict(snapshots))])
         for ctx in contexts:
             for key, job in check.prefetch(ctx):
                 jobs.setdefault(key, job)

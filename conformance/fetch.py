@@ -24,6 +24,8 @@ backoff are the backend's (``lancespec.reference.store.s3``).
 
 from __future__ import annotations
 
+import builtins
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -77,7 +79,7 @@ class RunStorage(Storage):
         options.setdefault("lancespec_io_parallelism", str(self.io_parallelism))
         super().__init__(options, limits)
         self._lock = threading.Lock()
-        self._listings: dict[tuple[str, bool], list[ObjectInfo]] = {}
+        self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
         self._listed_objects: dict[str, ObjectInfo] = {}
         self._objects: OrderedDict[str, bytes] = OrderedDict()
@@ -105,7 +107,7 @@ class RunStorage(Storage):
                 self._listed_objects.update((info.uri, info) for info in found)
         return iter(found)
 
-    def _from_ancestor(self, directory: str, recursive: bool) -> list[ObjectInfo] | None:
+    def _from_ancestor(self, directory: str, recursive: bool) -> builtins.list[ObjectInfo] | None:
         above = directory
         while True:
             listing = self._listings.get((above, True))
@@ -175,10 +177,10 @@ class RunStorage(Storage):
     def prefetch_directory(self, directory: str) -> None:
         """List ``directory`` (not recursively) and read every object in it at once (refs, for example)."""
         uris = [info.uri for info in self.list(directory, recursive=False) if info.size <= SMALL_OBJECT]
-        self.fetch_all([lambda u=u: self.get(u) for u in uris], remote=scheme_of(directory) != "file")
+        self.fetch_all([functools.partial(self.get, u) for u in uris], remote=scheme_of(directory) != "file")
 
     def fetch_all(self, jobs: Sequence[Callable[[], R]], *, remote: bool = True,
-                  progress: FetchProgress | None = None) -> list[R]:
+                  progress: FetchProgress | None = None) -> builtins.list[R]:
         """Run ``jobs`` (reads whose results the caller keeps, or that fill the run's cache) at most
         ``io_parallelism`` at a time (``LOCAL_PARALLELISM`` when nothing is ``remote``); results in the
         jobs' order. An exception a job raises is raised here, after the other jobs finished."""
@@ -186,14 +188,14 @@ class RunStorage(Storage):
             return []
         workers = self.io_parallelism if remote else min(self.io_parallelism, LOCAL_PARALLELISM)
         if workers == 1 or len(jobs) == 1:
-            results = []
+            in_order: builtins.list[R] = []
             for i, job in enumerate(jobs):
-                results.append(job())
+                in_order.append(job())
                 if progress:
                     progress(i + 1, len(jobs))
-            return results
-        results: list[R | None] = [None] * len(jobs)
-        failures: list[BaseException] = []
+            return in_order
+        results: builtins.list[R | None] = [None] * len(jobs)
+        failures: builtins.list[BaseException] = []
         cursor = iter(range(len(jobs)))
         lock = threading.Lock()
         done = 0
@@ -222,4 +224,4 @@ class RunStorage(Storage):
             thread.join()
         if failures:
             raise failures[0]
-        return cast(list[R], results)
+        return cast("builtins.list[R]", results)

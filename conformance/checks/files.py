@@ -12,6 +12,7 @@ once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -126,7 +127,7 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
             if _followable(resolved, unusable):
                 uri = resolved.uri
                 assert uri is not None
-                yield ("data-file", uri), lambda u=uri: _data_file_state(storage, u)
+                yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
 
 
 @version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads)
@@ -279,8 +280,8 @@ def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
         if _followable(deletion.file, unusable):
             uri, file_type, rows = deletion.file.uri, deletion.file_type, fragment.physical_rows
             assert uri is not None
-            yield (("deletions", uri, str(file_type), str(rows)),
-                   lambda u=uri, t=file_type, n=rows: _deletions(storage, u, t, n))
+            yield ("deletions", uri, str(file_type), str(rows)), functools.partial(_deletions, storage, uri, file_type,
+                                                                                     rows)
 
 
 @version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005",

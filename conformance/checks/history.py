@@ -4,6 +4,7 @@ made the versions, and the commit timestamps (catalogue areas HIST and MAN-015; 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -63,7 +64,7 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
 def _transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
     """The transaction file of every certified version."""
     for snapshot in ctx.snapshots.values():
-        yield ("transaction", snapshot.manifest_uri), lambda s=snapshot: _transaction_file(ctx, s)
+        yield ("transaction", snapshot.manifest_uri), functools.partial(_transaction_file, ctx, snapshot)
 
 
 @dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004", prefetch=_transaction_reads)

@@ -192,11 +192,12 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     started, cpu = time.perf_counter(), time.process_time()
     storage.fetch_all(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
     reads = (time.perf_counter() - started, time.process_time() - cpu)
-    for work, start, stop, part in parts:  # then the checks, on what was read
+    for work, start, stop, piece in parts:  # then the checks, on what was read
         started, cpu = time.perf_counter(), time.process_time()
         try:
-            if isinstance(part, str):
-                raise CertifyError(part, work.root)
+            if isinstance(piece, str):
+                raise CertifyError(piece, work.root)
+            part = piece
             dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
             for name in work.checks:
                 ctx = VersionContext(dataset, version=work.version, snapshot=part)

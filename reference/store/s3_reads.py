@@ -101,7 +101,7 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     else jittered exponential backoff."""
     if retry_after is not None:
         return min(retry_after, 4 * _BACKOFF_MAX_S)
-    return min(_BACKOFF_MAX_S, _BACKOFF_S * 2 ** (attempt - 1)) * (0.5 + random.random())
+    return min(_BACKOFF_MAX_S, _BACKOFF_S * (1 << (attempt - 1))) * (0.5 + random.random())
 
 
 def _code(body: bytes) -> str:
