@@ -239,7 +239,7 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
         if progress:
             progress(done, total, f"{label}: reading {total:,} file(s)")
 
-    storage.fetch_all(list(jobs.values()), remote=_remote(root), progress=tick)
+    storage.prefetch(list(jobs.values()), remote=_remote(root), progress=tick)
 
 
 def _remote(root: Dataset) -> bool:

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar, cast
 
-from lancespec.reference.errors import ObjectNotFound
+from lancespec.reference.errors import LanceSpecError, ObjectNotFound
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
 from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
@@ -177,7 +177,23 @@ class RunStorage(Storage):
     def prefetch_directory(self, directory: str) -> None:
         """List ``directory`` (not recursively) and read every object in it at once (refs, for example)."""
         uris = [info.uri for info in self.list(directory, recursive=False) if info.size <= SMALL_OBJECT]
-        self.fetch_all([functools.partial(self.get, u) for u in uris], remote=scheme_of(directory) != "file")
+        self.prefetch([functools.partial(self.get, u) for u in uris], remote=scheme_of(directory) != "file")
+
+    def prefetch(self, jobs: Sequence[Callable[[], object]], *, remote: bool = True,
+                 progress: FetchProgress | None = None) -> None:
+        """``fetch_all`` for jobs that only warm the run's cache: a job that fails with a LanceSpecError is
+        left alone, since the check that needs the object reads it again and reports what it meets."""
+
+        def quietly(job: Callable[[], object]) -> Callable[[], object]:
+            def run() -> object:
+                try:
+                    return job()
+                except LanceSpecError:
+                    return None
+
+            return run
+
+        self.fetch_all([quietly(job) for job in jobs], remote=remote, progress=progress)
 
     def fetch_all(self, jobs: Sequence[Callable[[], R]], *, remote: bool = True,
                   progress: FetchProgress | None = None) -> builtins.list[R]:

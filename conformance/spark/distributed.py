@@ -190,7 +190,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
             continue
         parts.append((work, start, stop, part))
     started, cpu = time.perf_counter(), time.process_time()
-    storage.fetch_all(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
+    storage.prefetch(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
     reads = (time.perf_counter() - started, time.process_time() - cpu)
     for work, start, stop, piece in parts:  # then the checks, on what was read
         started, cpu = time.perf_counter(), time.process_time()
