@@ -34,7 +34,6 @@ import argparse
 import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +41,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness import BestAndMedian
 
 from lancespec.simulator.faults import FaultProfile  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.proxy import FaultProxy  # type: ignore[import-not-found, unused-ignore]
@@ -51,21 +52,13 @@ LANCESPEC, PYLANCE_WALK, PYLANCE_VALIDATE, CHILD = 0, 1, 2, 3
 
 
 @dataclass
-class Side:
+class Side(BestAndMedian):
     name: str
     runs: list[float] = field(default_factory=list)
     requests: int = 0
     objects: int = 0
     peak_rss_mb: float | None = None
     note: str = ""
-
-    @property
-    def best(self) -> float:
-        return min(self.runs)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.runs)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "runs": self.runs, "best": self.best, "median": self.median,

@@ -36,24 +36,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import BestAndMedian
+
 MARKER = ".bench-complete.json"
 
 
 @dataclass
-class Measured:
+class Measured(BestAndMedian):
     name: str
     files: int
     runs: list[float] = field(default_factory=list)
     job_runs: list[float] = field(default_factory=list)
     cpu_runs: list[float] = field(default_factory=list)
-
-    @property
-    def best(self) -> float:
-        return min(self.runs)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.runs)
 
     @property
     def files_per_second(self) -> float:

@@ -146,6 +146,20 @@ class Timing:
     runs: tuple[float, ...]
 
 
+class BestAndMedian:
+    """``best`` and ``median`` of a ``runs`` list of seconds, for the scripts that time things themselves."""
+
+    runs: list[float]
+
+    @property
+    def best(self) -> float:
+        return min(self.runs)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+
 @dataclass
 class Result:
     name: str
