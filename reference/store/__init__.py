@@ -41,7 +41,7 @@ class Storage(ObjectStore):
         if scheme in ("s3", "s3a"):
             from .s3 import S3Store
 
-            return S3Store(self.storage_options)
+            return S3Store(self.storage_options, self.limits)
         raise UnsupportedURI(f"no store for scheme {scheme!r} (supported: local paths, file://, s3://)", uri)
 
     def get(self, uri: str) -> bytes:

@@ -47,6 +47,7 @@ from botocore.config import Config  # type: ignore[import-untyped, unused-ignore
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped, unused-ignore]
 
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
+from ..limits import DEFAULT_LIMITS, Limits
 from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_reads import SignedReader
 
@@ -198,8 +199,9 @@ class S3Store(ObjectStore):
     (directory markers some tools create) are never listed as objects.
     """
 
-    def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.config = S3Config(storage_options)
+        self.limits = limits
         self._client: Any = self.config.client()
         self._reader = self.config.reader()
 
@@ -207,7 +209,7 @@ class S3Store(ObjectStore):
 
     def get(self, uri: str) -> bytes:
         bucket, key = _object(uri)
-        response = self._reader.get(bucket, key, uri)
+        response = self._reader.get(bucket, key, uri, max_bytes=self.limits.max_object_bytes)
         if response.status == 416:  # an empty object some stores answer so
             return b""
         return response.body

@@ -28,6 +28,7 @@ from botocore.auth import S3SigV4Auth  # type: ignore[import-untyped, unused-ign
 from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped, unused-ignore]
 
 from ..errors import ObjectNotFound, StorageError
+from ..limits import check_limit
 
 __all__ = ["Response", "SignedReader"]
 
@@ -61,8 +62,11 @@ class SignedReader:
             timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
         )
 
-    def get(self, bucket: str, key: str, uri: str, byte_range: str | None = None) -> Response:
-        """``GET /bucket/key`` (with ``Range: byte_range``); 416 comes back as a Response for the caller."""
+    def get(self, bucket: str, key: str, uri: str, byte_range: str | None = None,
+            max_bytes: int | None = None) -> Response:
+        """``GET /bucket/key`` (with ``Range: byte_range``); 416 comes back as a Response for the caller.
+        With ``max_bytes``, a body the store announces as larger is refused before it is read
+        (LimitExceeded naming the option that raises it)."""
         url = f"{self.endpoint}/{quote(bucket, safe='')}/{quote(key, safe='/~')}"
         headers = {"Range": byte_range} if byte_range else {}
         problem, retry_after = "", None
@@ -70,8 +74,15 @@ class SignedReader:
             if attempt:
                 time.sleep(_backoff(attempt, retry_after))
             try:
-                answer = self._pool.request("GET", url, headers=self._signed(url, headers), preload_content=True,
+                answer = self._pool.request("GET", url, headers=self._signed(url, headers), preload_content=False,
                                             redirect=False)
+                length = answer.headers.get("Content-Length", "")
+                if (max_bytes is not None and answer.status in (200, 206) and length.isdigit()
+                        and int(length) > max_bytes):
+                    answer.close()  # the connection goes with the unread body
+                    check_limit("max_object_bytes", max_bytes, int(length), uri, "the object's size in bytes")
+                answer.read(cache_content=True)
+                answer.release_conn()
             except urllib3.exceptions.HTTPError as exc:  # connect or read failure, reset, timeout
                 problem, retry_after = f"{type(exc).__name__}: {exc}", None
                 continue

@@ -18,7 +18,9 @@ import pytest
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fetch import RunStorage
 from lancespec.conformance.model import Report
-from lancespec.reference.errors import ObjectNotFound
+from lancespec.reference.errors import LimitExceeded, ObjectNotFound
+from lancespec.reference.limits import Limits
+from lancespec.reference.store import open_store
 from lancespec.simulator.faults import PROFILES
 from lancespec.simulator.proxy import FaultProxy
 from lancespec.simulator.s3 import EmbeddedS3Server
@@ -84,6 +86,17 @@ def test_a_listing_answers_heads_and_gets_of_what_it_does_not_hold(s3_server: Em
     with pytest.raises(ObjectNotFound):
         storage.get(f"{root}/late")
     assert storage.head(f"{root}/sub/c").size == 3  # sub/ was not listed: asked of the store
+
+
+def test_an_object_larger_than_the_limit_is_refused_before_its_body_is_read(s3_server: EmbeddedS3Server,
+                                                                          bucket: str) -> None:
+    store = open_store(s3_server.storage_options(), Limits(max_object_bytes=1000))
+    store.put(f"s3://{bucket}/big", b"x" * 5000)
+    store.put(f"s3://{bucket}/small", b"x" * 10)
+    assert store.get(f"s3://{bucket}/small") == b"x" * 10
+    with pytest.raises(LimitExceeded, match="--max-object-bytes"):
+        store.get(f"s3://{bucket}/big")
+    assert store.get(f"s3://{bucket}/small") == b"x" * 10  # the pool still serves
 
 
 @pytest.fixture
