@@ -139,6 +139,8 @@ def registered_bases(top: Path) -> list[str]:
 
     found: set[str] = set()
     for path in top.rglob("*.manifest"):
+        if path.is_symlink() or not path.is_file():  # a FIFO or a link put there by a mutation
+            continue
         try:
             manifest = decode_manifest_file(path.read_bytes(), str(path)).manifest
         except (LanceSpecError, OSError):
