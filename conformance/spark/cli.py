@@ -54,11 +54,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NO_SPARK
     from pyspark.sql import SparkSession
 
+    options = parse_storage_options(args.storage_option)
+    if args.io_parallelism is not None:  # the driver's and every executor's reads
+        options["lancespec_io_parallelism"] = str(args.io_parallelism)
     existing = SparkSession.getActiveSession()
     spark = spark_session(args.master, app_name="lancespec spark-certify")
     try:
         result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
-                                    areas=args.only, storage_options=parse_storage_options(args.storage_option),
+                                    areas=args.only, storage_options=options,
                                     fragments_per_task=args.fragments_per_task)
     finally:
         if existing is None:  # a session this command started; one the caller had stays up

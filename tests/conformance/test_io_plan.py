@@ -102,3 +102,15 @@ def test_io_parallelism_comes_from_the_flag_then_the_option() -> None:
     for bad in ("0", "-2", "many"):
         with pytest.raises(ValueError, match="positive integer"):
             io_parallelism_of({"lancespec_io_parallelism": bad})
+
+
+def test_the_io_parallelism_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lancespec.cli import main
+
+    uri = build_reference_dataset(tmp_path, deletions=["arrow"])
+    assert main(["certify", uri, "--all-versions", "--io-parallelism", "3"]) == 0
+    assert main(["inspect", uri, "--io-parallelism", "1", "--json"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["certify", uri, "--io-parallelism", "0"])
+    assert refused.value.code == 2 and "positive integer" in capsys.readouterr().err
