@@ -42,7 +42,7 @@ def run_cached(storage: Storage, key: tuple[str, ...], compute: Callable[[], T])
     owner, cache = _LAST_RUN
     if owner is None or owner() is not storage:
         cache = _RUN_CACHES.setdefault(storage, {})
-        _LAST_RUN = (weakref.ref(storage), cache)
+        _LAST_RUN = (weakref.ref(storage, _forget_last_run), cache)
     found = cache.get(key, _MISSING)
     if found is _MISSING:
         found = cache[key] = compute()
@@ -50,6 +50,12 @@ def run_cached(storage: Storage, key: tuple[str, ...], compute: Callable[[], T])
 
 
 _MISSING = object()
+
+
+def _forget_last_run(_: weakref.ref[Storage]) -> None:
+    """Drop the cache kept at hand once its run's storage is gone."""
+    global _LAST_RUN
+    _LAST_RUN = (None, {})
 
 
 # --- bases a file may be resolved through -------------------------------------------------------------
