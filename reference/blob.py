@@ -969,7 +969,8 @@ class BlobReader:
                 if resolved.uri is None:
                     raise resolved.problem or BlobReadError("unresolvable data file", resolved.path)
                 indices = list(proto.column_indices)
-                index = indices[list(proto.fields).index(field_id)] if indices else -1
+                position = list(proto.fields).index(field_id)
+                index = indices[position] if position < len(indices) else -1  # fewer indices: MAN-008's finding
                 if index < 0:
                     raise BlobReadError(f"data file records no column index for blob field {column!r}", resolved.uri)
                 return BlobLocation(resolved.uri, index, proto.file_size_bytes or None)

@@ -30,7 +30,7 @@ def deserialize_bitmap(data: bytes, where: str = "") -> BitMap:
     """A ``.bin`` file as a roaring bitmap, compact as stored. Raises FormatError when it is not one."""
     try:
         return BitMap.deserialize(data)
-    except (ValueError, OverflowError) as exc:
+    except (ValueError, OverflowError, IndexError) as exc:  # IndexError: pyroaring on some truncated runs
         raise FormatError(f"not a portable roaring bitmap: {exc}", where) from exc
 
 
