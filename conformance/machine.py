@@ -4,7 +4,7 @@
 Two *worlds*, two scratch folders with the same layout (``ds`` the first dataset, ``ds/tree/f1`` a branch,
 ``c2`` a clone, ``bases/b3`` a base), receive the same operations: one through the reference writer
 (``lancespec.reference.api``), one through pylance 14.0.2. ``Relocate`` is done by the reference in both
-worlds (pylance has no API for it, lance-format.md §10.4), after the base directories are copied. After every
+worlds (pylance has no API for it, docs/lance-format.md §10.4), after the base directories are copied. After every
 operation the touched roots are compared three ways:
 
 * **rows**: the model's rows == each world read by its own reader == each world read by the other reader
@@ -209,7 +209,7 @@ class World:
                     shutil.copytree(self.uri(old), self.uri(new))
                 else:  # nothing was ever written to the base
                     os.makedirs(self.uri(new))
-            # pylance 14.0.2 cannot rewrite base paths (lance-format.md §10.4): the reference relocates the
+            # pylance 14.0.2 cannot rewrite base paths (docs/lance-format.md §10.4): the reference relocates the
             # dataset pylance wrote, as an operator would.
             head = model.roots[op.root].head
             relocate(Dataset(self.uri(op.root)),
@@ -238,7 +238,7 @@ class World:
 
     def layout(self, root: str, version: int) -> Layout:
         """The version's structure, read through the reference's resolution (which the resolution laws
-        hold to seed 001)."""
+        hold to Storage Layout spec)."""
         snap = Dataset(self.uri(root)).snapshot(version)
         bases = tuple(sorted(((b.name, b.is_dataset_root, _rel(self.dir, b.path), b.path.startswith("file://"))
                               for b in snap.bases), key=repr))

@@ -134,7 +134,7 @@ class Branch:
 @dataclass(frozen=True)
 class ShallowClone:
     """``shallow_clone(target, tag)`` from the main root ``family``: always from a tag, so that the source's
-    cleanup keeps the files the clone depends on (seed 003 "Stability with Tags"; CLONE-005)."""
+    cleanup keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005)."""
 
     family: str
     tag: str
@@ -154,7 +154,7 @@ class DeepClone:
 @dataclass(frozen=True)
 class Relocate:
     """Copy each base directory ``old`` to ``new`` and relocate ``root``'s bases onto the copies
-    (``reference.relocate``; pylance 14.0.2 has no API for it, lance-format.md §10.4)."""
+    (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4)."""
 
     root: str
     moves: tuple[tuple[str, str], ...]
@@ -346,7 +346,7 @@ class Model:
 
     def descendants(self, root: RootModel) -> list[tuple[str, int]]:
         """``(branch, version of ``root`` it depends on)`` for every branch below ``root``: a branch forked from
-        it depends on its fork version, a branch of that branch on the same version (lance-format.md §11.2,
+        it depends on its fork version, a branch of that branch on the same version (docs/lance-format.md §11.2,
         §13 "referenced_branches")."""
         own = self.lineage(root.family, root.branch) if root.branch else []
         found = []
@@ -384,7 +384,7 @@ class Model:
 
     @staticmethod
     def home(root: str, base: BaseModel | None) -> str:
-        """The directory a data file written for ``base`` lives in (seed 001 two-step resolution)."""
+        """The directory a data file written for ``base`` lives in (Storage Layout spec two-step resolution)."""
         if base is None:
             return f"{root}/data"
         return f"{base.dir}/data" if base.is_dataset_root else base.dir
@@ -589,7 +589,7 @@ class Model:
         return bool(unread - kept)
 
     def _apply_cleanup(self, op: Cleanup) -> Outcome:
-        """lance-format.md §13, as pylance 14.0.2 does it: old versions (all, with ``older_than=0``; those
+        """docs/lance-format.md §13, as pylance 14.0.2 does it: old versions (all, with ``older_than=0``; those
         below the n-th newest, with ``retain_versions=n``) go, except the latest, tagged versions of this
         root's branch and fork points that a descendant branch still reads files of (GC-001)."""
         root = self.roots[op.root]

@@ -2,7 +2,7 @@
 
 Each builder is a function ``(workdir) -> Shape``: it writes one small, deterministic dataset (a few rows,
 a few fragments; only file names and UUIDs are random) into ``workdir`` and describes what it wrote.
-``SHAPES`` maps every shape name to its builder. The pylance calls are those of lance-format.md §16;
+``SHAPES`` maps every shape name to its builder. The pylance calls are those of docs/lance-format.md §16;
 which part of the format each shape exercises is said in the builder's docstring.
 
 A Shape names the dataset root to open (``uri``), which snapshot of it to look at (``open_kwargs``, the

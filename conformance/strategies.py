@@ -1,12 +1,12 @@
 """Hypothesis strategies for the Lance table format, reusable by any property test
 (``from lancespec.conformance.strategies import ...``):
 
-* **Base paths** (seed 001 "Base Path System"): ``root_uris`` (local paths, ``file://``, ``s3://``, ``gs://``,
+* **Base paths** (Storage Layout spec "Base Path System"): ``root_uris`` (local paths, ``file://``, ``s3://``, ``gs://``,
   ``az://``, ``memory://``), ``base_sets`` (unique ids, unique or absent names, ``is_dataset_root``, paths that
   never overlap, optionally below one root).
-* **Files and manifests** (seed 002 "Fragments"): ``data_file_names``, ``fragments`` (data files and deletion
+* **Files and manifests** (Table Format spec "Fragments"): ``data_file_names``, ``fragments`` (data files and deletion
   files carrying ``base_id`` or not), ``manifests`` (a ``Manifest`` holding bases and fragments).
-* **Blobs** (seed 004 "Thresholds"): ``thresholds``, ``sizes_around``, ``blob_payloads``, ``blob_columns``.
+* **Blobs** (the Blob v2 post "Thresholds"): ``thresholds``, ``sizes_around``, ``blob_payloads``, ``blob_columns``.
 * **Operation sequences** over the language and model of ``lancespec.conformance.operations``:
   ``operation_sequences`` draws a ``Create`` then operations the model calls valid; ``draw_operation`` draws
   one operation for a given model (the stateful machine in ``lancespec.conformance.machine`` uses it rule by
@@ -68,7 +68,7 @@ __all__ = [
 # --- URIs and base-path sets -------------------------------------------------------------------------
 
 SCHEMES = ("local", "file", "s3", "gs", "az", "memory")
-"""Location styles: a bare absolute path, a ``file://`` URI and object-store URIs (lance-format.md §10.1)."""
+"""Location styles: a bare absolute path, a ``file://`` URI and object-store URIs (docs/lance-format.md §10.1)."""
 
 _SEGMENT_ALPHABET = string.ascii_lowercase + string.digits + "-"
 
@@ -95,7 +95,7 @@ def root_uris(draw: st.DrawFn, schemes: Sequence[str] = SCHEMES) -> str:
 def base_sets(draw: st.DrawFn, min_size: int = 0, max_size: int = 5, schemes: Sequence[str] = SCHEMES,
               ids: st.SearchStrategy[int] | None = None, allow_unnamed: bool = True,
               root_fraction: float | None = None) -> list[Base]:
-    """Base-path entries as a manifest may hold them (seed 001 "BasePath Message"): unique ids (0 allowed: it
+    """Base-path entries as a manifest may hold them (Storage Layout spec "BasePath Message"): unique ids (0 allowed: it
     is what clones register, F-003), unique names or none, either kind. Paths never equal, contain or lie
     inside one another (BASE-007): each ends in its own ``b_{i}`` segment, a name no other segment can have.
     ``ids`` draws the ids (default 0..300); ``root_fraction`` fixes the share of dataset-root bases roughly
@@ -118,7 +118,7 @@ def base_sets(draw: st.DrawFn, min_size: int = 0, max_size: int = 5, schemes: Se
 
 
 def data_file_names() -> st.SearchStrategy[str]:
-    """``{50-character stem}.lance`` from 16 random bytes (seed 001 "Data Files")."""
+    """``{50-character stem}.lance`` from 16 random bytes (Storage Layout spec "Data Files")."""
     return st.binary(min_size=16, max_size=16).map(lambda raw: data_file_stem(raw) + ".lance")
 
 
@@ -189,8 +189,8 @@ def manifests(draw: st.DrawFn, bases: st.SearchStrategy[list[Base]] | None = Non
 
 @st.composite
 def thresholds(draw: st.DrawFn, max_threshold: int = 3000) -> Thresholds:
-    """Small routing thresholds (seed 004 "Thresholds"), so that every kind is cheap to produce; the
-    dedicated threshold may lie below the inline one (dedicated is checked first, lance-format.md §14.4)."""
+    """Small routing thresholds (the Blob v2 post "Thresholds"), so that every kind is cheap to produce; the
+    dedicated threshold may lie below the inline one (dedicated is checked first, docs/lance-format.md §14.4)."""
     inline = draw(st.integers(0, max_threshold))
     dedicated = draw(st.one_of(st.integers(inline + 1, inline + max_threshold), st.integers(1, max_threshold)))
     pack_file = draw(st.integers(1, 4 * max_threshold))
@@ -314,7 +314,7 @@ def draw_branch(draw: Draw, model: Model) -> Branch:
     version = draw(st.sampled_from(sorted(parent.versions)))
     name = model.fresh("f")
     if parent.branch is not None and draw(st.booleans()):
-        name = f"{parent.branch}/{name}"  # nested names make nested tree/ directories (lance-format.md §11.2)
+        name = f"{parent.branch}/{name}"  # nested names make nested tree/ directories (docs/lance-format.md §11.2)
     return Branch(family, name, parent.branch, version)
 
 
@@ -371,7 +371,8 @@ def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None)
 
     Known divergences the model does not express are never drawn: tag names are ASCII (F-006); base paths are
     absolute (F-012); a delete always matches a live row (F-022); a shallow clone is always made from a
-    tag (CLONE-005), because cleaning an untagged source may legitimately break the clone (seed 003)."""
+    tag (CLONE-005), because cleaning an untagged source may legitimately break the clone (the clone-primitives
+    post)."""
     if root is not None and kind in ROOTED_KINDS:
         return DRAWERS[kind](draw, model, root)
     return DRAWERS[kind](draw, model)

@@ -5,7 +5,7 @@
                            target_bases=["b"])
     ds.delete("id < 3"); ds.tags.create("v2"); clone = ds.shallow_clone("/tmp/c", "v2")
 
-Names and signatures follow pylance 14.0.2 (lance-format.md §16) where the concept is the same;
+Names and signatures follow pylance 14.0.2 (docs/lance-format.md §16) where the concept is the same;
 ``relocate`` and ``cleanup_old_versions`` return lancespec's own result types.
 """
 

@@ -1,7 +1,7 @@
 """How a transaction turns the previous manifest into the next one (pure; no I/O).
 
-Rules: seed 002 "Manifest" (full fragment list per version, max_fragment_id, feature flags),
-lance-format.md §3.5 (ids in Append/Overwrite fragments are assigned at commit; UpdateBases ids of 0 are
+Rules: Table Format spec "Manifest" (full fragment list per version, max_fragment_id, feature flags),
+docs/lance-format.md §3.5 (ids in Append/Overwrite fragments are assigned at commit; UpdateBases ids of 0 are
 assigned at commit as max(existing)+1 in order; Overwrite keeps the previous bases and max_fragment_id)
 and §15 (flags recomputed on every commit).
 """

@@ -1,4 +1,4 @@
-"""Blob v2: routing, sidecars, descriptors and reading (seed 004 "Lance Blob V2"; lance-format.md §14).
+"""Blob v2: routing, sidecars, descriptors and reading (the Blob v2 post "Lance Blob V2"; docs/lance-format.md §14).
 
 Writing. A blob column holds, per row, bytes, an external URI (optionally a ``(position, size)`` range of
 it) or null. ``route`` sends bytes by size to one of three *managed* kinds, dedicated checked first::
@@ -98,7 +98,7 @@ __all__ = [
     "thresholds_of",
 ]
 
-# --- constants (lance-format.md §14.1, §14.4) --------------------------------------------------------
+# --- constants (docs/lance-format.md §14.1, §14.4) --------------------------------------------------------
 
 BLOB_V2_EXTENSION = "lance.blob.v2"
 EXTENSION_NAME_KEY = "ARROW:extension:name"
@@ -134,7 +134,7 @@ DESCRIPTOR_FIELDS = ("kind", "position", "size", "blob_id", "blob_uri")
 
 
 class BlobKind(enum.IntEnum):
-    """Storage semantics of one blob (seed 004 "Unified Blob Type Representation")."""
+    """Storage semantics of one blob (the Blob v2 post "Unified Blob Type Representation")."""
 
     INLINE = 0
     PACKED = 1
@@ -217,7 +217,7 @@ class Thresholds:
 
 def route(size: int, thresholds: Thresholds) -> BlobKind:
     """The kind a managed blob of ``size`` bytes gets: dedicated above the dedicated threshold, else
-    packed above the inline threshold, else inline (lance-format.md §14.4: dedicated is checked first,
+    packed above the inline threshold, else inline (docs/lance-format.md §14.4: dedicated is checked first,
     so with dedicated < inline every size above the dedicated threshold is dedicated)."""
     if size < 0:
         raise ValueError(f"blob size {size} is negative")
@@ -247,7 +247,7 @@ def plan_placements(sizes: Sequence[int | None],
     none or the blob would take it past the threshold. A pack holds one blob larger than the threshold
     on its own. ``thresholds`` is one value for all items or one per item (several blob columns of one
     data file share the id sequence, and columns with equal pack thresholds share a pack: pylance
-    14.0.2's allocation, lance-format.md §14.4-14.5)."""
+    14.0.2's allocation, docs/lance-format.md §14.4-14.5)."""
     per_item = [thresholds] * len(sizes) if isinstance(thresholds, Thresholds) else list(thresholds)
     if len(per_item) != len(sizes):
         raise ValueError(f"{len(per_item)} thresholds for {len(sizes)} sizes")
@@ -276,7 +276,7 @@ def plan_placements(sizes: Sequence[int | None],
 
 def sidecar_uri(data_file_uri: str, blob_id: int) -> str:
     """The sidecar ``blob_id`` of the data file at ``data_file_uri``: next to it, in a directory named
-    after it (seed 004 "Blob file naming"; lance-format.md §14.5)."""
+    after it (the Blob v2 post "Blob file naming"; docs/lance-format.md §14.5)."""
     directory, _, name = data_file_uri.rpartition("/")
     return f"{directory}/{sidecar_relative_path(name, blob_id)}"
 
@@ -348,7 +348,7 @@ def _has_scheme(uri: str) -> bool:
 
 
 def map_external_uri(uri: str, bases: Sequence[Base], allow_outside_bases: bool = False) -> tuple[int, str]:
-    """``(blob_id, blob_uri)`` to store for an external reference (seed 004 "External"; lance-format.md
+    """``(blob_id, blob_uri)`` to store for an external reference (the Blob v2 post "External"; docs/lance-format.md
     §14.6): the URI relative to the registered *non-root* base containing it (the most specific one when
     bases nest) with that base's id; outside every such base it is refused, unless
     ``allow_outside_bases``, and then stored as given with id 0, which requires an absolute URI with a
@@ -602,7 +602,7 @@ def check_blob_table(storage: Storage, table: pa.Table, fields: Sequence[file_pb
 
 @dataclass(frozen=True)
 class BlobDescriptor:
-    """One stored descriptor (seed 004 "Unified Blob Type Representation"; lance-format.md §14.2)."""
+    """One stored descriptor (the Blob v2 post "Unified Blob Type Representation"; docs/lance-format.md §14.2)."""
 
     kind: int
     position: int

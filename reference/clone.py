@@ -1,5 +1,6 @@
-"""Shallow and deep clones (seed 003 "shallow_clone", "deep_clone"; seed 001 "Shallow Clone";
-lance-format.md §12 for pylance 14.0.2's exact algorithm).
+"""Shallow and deep clones (the clone-primitives post "shallow_clone", "deep_clone"; Storage Layout spec "Shallow
+Clone";
+docs/lance-format.md §12 for pylance 14.0.2's exact algorithm).
 
 A shallow clone is metadata only: the target's first manifest copies the source version's (same version
 number, schema, fragments, indices) and registers the source root as a dataset-root base; every file that
@@ -105,7 +106,7 @@ def deep_clone(source: Dataset, version: int, target_uri: str) -> Dataset:
     manifest = table_pb2.Manifest()
     manifest.CopyFrom(snapshot.manifest)
     # Dataset-root bases (clone sources, parents of branches) go: every file they held is copied. Non-root
-    # bases stay registered: external blobs are stored relative to them (seed 004 "External"), and the
+    # bases stay registered: external blobs are stored relative to them (the Blob v2 post "External"), and the
     # objects there are the user's, not the dataset's, so "sharing nothing" never meant copying them.
     kept = [b for b in manifest.base_paths if not b.is_dataset_root]
     del manifest.base_paths[:]

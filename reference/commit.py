@@ -1,6 +1,6 @@
 """The commit protocol: make a transaction the next version, or fail cleanly.
 
-Rules (lance-format.md §7, seed 002 "Manifest.transaction_file", seed 001 "Transaction Files"):
+Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", Storage Layout spec "Transaction Files"):
 
 1. Data, deletion and sidecar files are written before the commit; nothing is visible until the
    manifest exists.
@@ -92,7 +92,7 @@ MAX_BACKOFF_SLOTS = 128
 
 
 def _backoff(attempt: int, unit: float) -> None:
-    """Slot backoff after the ``attempt``-th lost race (lance-format.md §7.2 step 5): wait a random whole
+    """Slot backoff after the ``attempt``-th lost race (docs/lance-format.md §7.2 step 5): wait a random whole
     number of slots out of 4, 8, 16, ... (at most ``MAX_BACKOFF_SLOTS``), a slot lasting ``unit`` seconds
     (1.1 x the first attempt's duration), so that colliding writers spread over as many attempt-long slots
     as there are of them, however slow the store is."""

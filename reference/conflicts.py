@@ -2,7 +2,7 @@
 
 When a writer commits a transaction built at ``read_version`` and finds that other versions have landed
 since, it checks its own transaction (the *committing* one, a row of the matrix) against the transaction of
-each of those versions (the *concurrent* one, a column) in ascending order (lance-format.md §7.2 step 3).
+each of those versions (the *concurrent* one, a column) in ascending order (docs/lance-format.md §7.2 step 3).
 :func:`judge` answers one such check:
 
 * :attr:`Resolution.COMPATIBLE` -- no conflict, commit on top of the new version as is;
@@ -11,7 +11,7 @@ each of those versions (the *concurrent* one, a column) in ascending order (lanc
 * :attr:`Resolution.RETRYABLE` -- the caller must rebuild its transaction from the new version;
 * :attr:`Resolution.INCOMPATIBLE` -- the transaction fails for good.
 
-The rules are those of the matrix in lance-format.md §7.3 (the fact base). Where a cell says "on overlapping
+The rules are those of the matrix in docs/lance-format.md §7.3 (the fact base). Where a cell says "on overlapping
 fragments", overlap means the existing fragment ids both transactions modify or remove
 (:func:`touched_fragments`); for an index it means the fragments its ``fragment_bitmap`` covers. Anything the
 matrix does not list is COMPATIBLE.
@@ -52,7 +52,7 @@ __all__ = [
 
 
 class Resolution(enum.Enum):
-    """How a committing transaction fares against one concurrent transaction (lance-format.md §7.3)."""
+    """How a committing transaction fares against one concurrent transaction (docs/lance-format.md §7.3)."""
 
     COMPATIBLE = "compatible"
     REBASE = "rebase"
@@ -495,7 +495,7 @@ _ROWS: dict[str, _Rule] = {
 
 def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.Transaction, *,
           concurrent_version: int | None = None) -> Verdict:
-    """Judge ``committing`` (a row of lance-format.md §7.3) against ``concurrent`` (a column), the
+    """Judge ``committing`` (a row of docs/lance-format.md §7.3) against ``concurrent`` (a column), the
     transaction of a version that landed after ``committing.read_version``.
 
     ``concurrent_version``, when given, is the version ``concurrent`` produced; it only appears in the reason.

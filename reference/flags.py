@@ -1,5 +1,5 @@
-"""Manifest feature flags (seed 002 Manifest.reader_feature_flags / writer_feature_flags; bit meanings
-from lance-format.md §15). A reader must refuse a dataset whose reader flags hold a bit it does not
+"""Manifest feature flags (Table Format spec Manifest.reader_feature_flags / writer_feature_flags; bit meanings
+from docs/lance-format.md §15). A reader must refuse a dataset whose reader flags hold a bit it does not
 implement; flags are recomputed from the manifest's content on every commit."""
 
 from __future__ import annotations

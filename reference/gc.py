@@ -1,8 +1,8 @@
 """Cleanup (garbage collection) of one dataset root: decide, then delete, what old versions leave behind.
 
-Rules: shared/docs/lance-format.md §13 (which versions are old, the retained working set, which
+Rules: docs/lance-format.md §13 (which versions are old, the retained working set, which
 directories are listed, the per-file rules, the unverified threshold, CleanupStats), §11 (tags and
-branches), §12 and seed 003 (a shallow clone made from a *tagged* version stays readable because cleanup
+branches), §12 and clone-primitives post (a shallow clone made from a *tagged* version stays readable because cleanup
 never removes the files of tagged versions), §14.5 (blob sidecars ``data/{stem}/{id}.blob`` live and die
 with ``data/{stem}.lance``). Where those documents leave a detail open, the behaviour of pylance 14.0.2's
 ``explain_cleanup_old_versions`` is followed and the rule is stated where it is implemented.
@@ -18,7 +18,7 @@ Vocabulary used throughout:
 * *fork point*: an old version that a descendant branch was forked from. It is kept (its manifest is
   not deleted) while some manifest of that branch still references files of this root; it is not part
   of the working set, so only the files the branch references are protected, and its transaction file
-  is removed (pylance 14.0.2, lance-format.md §13 "Transaction files").
+  is removed (pylance 14.0.2, docs/lance-format.md §13 "Transaction files").
 * *verified* garbage: a file referenced only by manifests that are being removed (so it is certainly
   not part of a commit in progress).
 * *maybe in progress*: an unreferenced, unverified file modified less than ``unverified_threshold``
@@ -94,7 +94,7 @@ class CleanupError(LanceSpecError):
 
 @dataclass(frozen=True)
 class CleanupPolicy:
-    """What to clean. Mirrors ``LanceDataset.cleanup_old_versions`` (lance-format.md §13, §16.5).
+    """What to clean. Mirrors ``LanceDataset.cleanup_old_versions`` (docs/lance-format.md §13, §16.5).
 
     * ``older_than``: a version is old only if its manifest timestamp is before ``now - older_than``.
     * ``retain_versions=n``: a version is old only if it is older than the n-th newest version of this
@@ -489,7 +489,7 @@ class _Rules:
 
 
 def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
-    """Decide what a cleanup of ``dataset``'s own root removes; delete nothing (lance-format.md §13).
+    """Decide what a cleanup of ``dataset``'s own root removes; delete nothing (docs/lance-format.md §13).
 
     1. Versions: every manifest of this root is read. The working set is the latest version, every
        version the policy does not select, and every version tagged on this root's branch (tags whose
@@ -512,7 +512,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
        fork-point) manifest is newer than that one (then nothing is skipped).
     4. Manifests of old versions that are neither tagged, latest nor kept fork points are candidates.
 
-    Seed 003: a shallow clone made from a tagged version keeps working, because the tagged version's
+    the clone-primitives post: a shallow clone made from a tagged version keeps working, because the tagged version's
     files are referenced by the working set.
     """
     now = policy.now if policy.now is not None else datetime.now(UTC)

@@ -1,9 +1,9 @@
 """Pure rules of where Lance files live and what they are called (no I/O).
 
-Sources: the Storage Layout Specification (seed 001: "Dataset Root", "Base Path System", "File Naming
-Conventions"), the Table Format specification (seed 002: Manifest.transaction_file, DataFile.base_id),
-the Blob v2 post (seed 004: sidecar naming) and pylance 14.0.2 behaviour recorded in
-shared/docs/lance-format.md (manifest naming V1/V2, detached versions, refs).
+Sources: the Lance Storage Layout Specification ("Dataset Root", "Base Path System", "File Naming Conventions"),
+the Lance Table Format specification (Manifest.transaction_file, DataFile.base_id), the Lance blog post on
+Blob v2 (sidecar naming) and pylance 14.0.2 behaviour recorded in
+docs/lance-format.md (manifest naming V1/V2, detached versions, refs).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def bare_name_escape(name: str) -> str | None:
     return "is a path, not a file name" if "/" in name else path_escape(name)
 
 
-# --- directories of a dataset root (seed 001 "Dataset Root") -------------------------------------
+# --- directories of a dataset root (Storage Layout spec "Dataset Root") -------------------------------------
 
 DATA_DIR = "data"
 VERSIONS_DIR = "_versions"
@@ -114,7 +114,7 @@ def parse_manifest_name(name: str) -> ManifestName | None:
     return ManifestName(number, ManifestNaming.V1)
 
 
-# --- data files (seed 001 "File Naming Conventions / Data Files") ----------------------------------
+# --- data files (Storage Layout spec "File Naming Conventions / Data Files") ----------------------------------
 
 DATA_FILE_STEM_RE = re.compile(r"^[01]{24}[0-9a-f]{26}$")
 
@@ -136,7 +136,7 @@ def is_data_file_name(name: str) -> bool:
     return name.endswith(".lance") and bool(DATA_FILE_STEM_RE.match(name[: -len(".lance")]))
 
 
-# --- deletion files (seed 001 "Deletion Files") ------------------------------------------------------
+# --- deletion files (Storage Layout spec "Deletion Files") ------------------------------------------------------
 
 DELETION_ARROW = 0  # DeletionFile.DeletionFileType.ARROW_ARRAY
 DELETION_BITMAP = 1  # DeletionFile.DeletionFileType.BITMAP
@@ -149,7 +149,7 @@ def deletion_file_name(fragment_id: int, read_version: int, file_id: int, file_t
     return f"{fragment_id}-{read_version}-{file_id}.{DELETION_EXTENSIONS[file_type]}"
 
 
-# --- transaction files (seed 001 "Transaction Files") -----------------------------------------------
+# --- transaction files (Storage Layout spec "Transaction Files") -----------------------------------------------
 
 TRANSACTION_FILE_RE = re.compile(
     r"^(\d+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.txn$"
@@ -161,7 +161,7 @@ def transaction_file_name(read_version: int, txn_uuid: str) -> str:
     return f"{read_version}-{txn_uuid}.txn"
 
 
-# --- blob v2 sidecars (seed 004 "File and Table Format Integration") -------------------------------
+# --- blob v2 sidecars (the Blob v2 post "File and Table Format Integration") -------------------------------
 
 SIDECAR_NAME_RE = re.compile(r"^[01]{32}\.blob$")
 
@@ -223,7 +223,7 @@ def branch_root(main_root: str, branch: str) -> str:
     return join(main_root, TREE_DIR, branch)
 
 
-# --- base-path resolution (seed 001 "File Metadata Base References") --------------------------------
+# --- base-path resolution (Storage Layout spec "File Metadata Base References") --------------------------------
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,7 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
 
 def resolve(root: str, bases: Mapping[int, Base], base_id: int | None, kind: FileKind, path: str,
             where: str = "") -> str:
-    """The full URI of a file recorded as ``path`` with ``base_id`` (seed 001 two-step resolution).
+    """The full URI of a file recorded as ``path`` with ``base_id`` (Storage Layout spec two-step resolution).
     A path that could leave its directory (``path_escape``) resolves to nothing: UnresolvableFile."""
     reason = path_escape(path)
     if reason is not None:

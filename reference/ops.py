@@ -3,8 +3,9 @@ and add_bases. (Refs, clones and relocation live in ``refs``, ``clone`` and ``re
 
 Every operation validates its input before writing anything (a refused operation leaves storage
 unchanged), writes its data or deletion files, then commits through ``reference.commit``. Rules cite
-seed 000 (multi-base writes), seed 001 (layout, base paths), seed 002 (manifest, fragments, deletion
-files) and lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
+the multi-base post (multi-base writes), Storage Layout spec (layout, base paths), Table Format spec (manifest,
+fragments, deletion
+files) and docs/lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class DatasetBasePath:
 
 def validate_new_bases(existing: Sequence[table_pb2.BasePath], new: Sequence[DatasetBasePath], where: str) -> None:
     """Refuse bases whose path is not an absolute URI, or whose id, name or path duplicates another's
-    (seed 001 "BasePath Message": unique ids, absolute paths; names and paths must be unique so that
+    (Storage Layout spec "BasePath Message": unique ids, absolute paths; names and paths must be unique so that
     ``target_bases`` can find a base by either)."""
     seen_ids = {b.id for b in existing}
     seen_names = {b.name for b in existing if b.HasField("name")}
@@ -108,7 +109,7 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
            data_storage_version: str | None = None, enable_v2_manifest_paths: bool = True,
            allow_external_blob_outside_bases: bool = False) -> CommitResult:
     """Create a dataset at ``uri``: version 1, an Overwrite transaction carrying the schema, the
-    fragments and the initial bases with their ids assigned (lance-format.md §3.5, §10.2).
+    fragments and the initial bases with their ids assigned (docs/lance-format.md §3.5, §10.2).
     ``allow_external_blob_outside_bases``: store blob URIs outside every registered base as absolute
     URIs instead of refusing them (``reference.blob``)."""
     storage = storage or open_store()

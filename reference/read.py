@@ -3,7 +3,7 @@
 The reference resolves every file itself (``reference.table``), decodes each data file's columns with
 ``lance.file.LanceFileReader`` (the column codec, in a child process: ``reference.isolated``) and applies
 deletion files with its own codec. Rows
-come back in fragment order, then row order (seed 002 "Fragments", "Deletion Files": readers must
+come back in fragment order, then row order (Table Format spec "Fragments", "Deletion Files": readers must
 filter rows whose offsets appear in the fragment's deletion file).
 """
 

@@ -1,4 +1,4 @@
-"""Tags and branches: named references to versions (lance-format.md §11; seed 003 "In practice:
+"""Tags and branches: named references to versions (docs/lance-format.md §11; clone-primitives post "In practice:
 Stability with Tags" for why tags matter: cleanup keeps tagged versions).
 
 Tags are JSON files at the main root, ``_refs/tags/{name}.json``. A branch is a shallow clone of its

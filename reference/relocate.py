@@ -1,5 +1,5 @@
-"""Relocation: move bases by rewriting only their paths (seed 000 "change 5 strings, not 10 million";
-seed 001 "Dataset Portability": copy bases to a new place and update the manifest's base_paths, no
+"""Relocation: move bases by rewriting only their paths (the multi-base post "change 5 strings, not 10 million";
+Storage Layout spec "Dataset Portability": copy bases to a new place and update the manifest's base_paths, no
 other metadata or data file changes).
 
 A relocation is one commit whose manifest differs from the latest only in ``base_paths`` entries' paths.

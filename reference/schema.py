@@ -1,6 +1,6 @@
 """Arrow schemas <-> the manifest's flattened ``lance.file.Field`` list.
 
-Rules (seed 002 "Schema & Fields"): every field, nested ones included, has a unique id; ids are
+Rules (Table Format spec "Schema & Fields"): every field, nested ones included, has a unique id; ids are
 assigned depth-first at creation; ``parent_id = -1`` marks a top-level field; PARENT fields are structs,
 REPEATED fields are lists, the rest are LEAF. Logical-type strings are those pylance 14.0.2 writes
 (the seed's ``time:{unit}`` is written ``time32:``/``time64:``, ``timestamp`` gains a timezone part,
@@ -133,7 +133,7 @@ def schema_metadata(schema: pa.Schema) -> dict[str, bytes]:
 def column_field_ids(fields: Sequence[file_pb2.Field]) -> list[int]:
     """The ids of fields that hold a column of their own in a v2 data file: the fields without
     children, in depth-first order (pylance 14.0.2: structs and lists list only their leaves), except
-    that a blob v2 field is one column and its children none (lance-format.md §14.1)."""
+    that a blob v2 field is one column and its children none (docs/lance-format.md §14.1)."""
     blobs = {f.id for f in fields if f.extension_name == BLOB_V2_EXTENSION}
     parents = {f.parent_id for f in fields}
     return [f.id for f in fields if (f.id not in parents or f.id in blobs) and f.parent_id not in blobs]

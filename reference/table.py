@@ -1,7 +1,8 @@
 """Open a dataset at a version, tag or branch into an immutable Snapshot with every file resolved.
 
-Reading rules: seed 001 (base-path resolution), seed 002 (manifest, fragments, data and deletion files),
-lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
+Reading rules: Storage Layout spec (base-path resolution), Table Format spec (manifest, fragments, data and deletion
+files),
+docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Writing data files and describing them as fragments.
 
 Column data is encoded by pylance's ``lance.file.LanceFileWriter`` (the codec); everything else is ours:
-file names (seed 001 "Data Files"), placement over bases (seed 000 "round-robin across the set of data
-buckets"; lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (seed 002
+file names (Storage Layout spec "Data Files"), placement over bases (the multi-base post "round-robin across the set
+of data
+buckets"; docs/lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (Table Format spec
 "Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
 """
 
@@ -48,7 +49,7 @@ def placement_targets(bases: Sequence[Base], target_bases: Sequence[str] | None,
     ``target_bases`` entries name a base by name first, then by exact path. ``target_all_bases=True``
     rotates over the root then every base by ascending id; ``False`` over the registered bases only; in both,
     base id 0 (a clone's or branch's source) stands for the root. Neither given: the root alone.
-    (lance-format.md §10.3; F-027.) ``where``: the dataset written to (named by the errors).
+    (docs/lance-format.md §10.3; F-027.) ``where``: the dataset written to (named by the errors).
     """
     if target_bases and target_all_bases is not None:
         raise ValidationError("target_all_bases cannot be combined with target_bases", where)

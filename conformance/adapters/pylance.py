@@ -1,7 +1,7 @@
 """pylance behind the writer contract (in process).
 
 pylance's refusals are ``OSError``/``ValueError`` whose message names the problem; ``error_kind`` maps
-the message to a contract kind (lance-format.md §16.8: messages end with a Rust source location).
+the message to a contract kind (docs/lance-format.md §16.8: messages end with a Rust source location).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Checks of a manifest's base paths: the entries themselves, the base ids files record, overlapping
-locations and bases declared as dataset roots (catalogue area BASE; seed 001 "Base Path System", "File
-Metadata Base References"; seed 000 "Reflections on the Design"; lance-format.md §10).
+locations and bases declared as dataset roots (catalogue area BASE; Storage Layout spec "Base Path System", "File
+Metadata Base References"; multi-base post "Reflections on the Design"; docs/lance-format.md §10).
 
 Also the helpers the file and portability checks share: which bases a file may be resolved through
 (ids that are unique and paths that are absolute; anything else is reported here and skipped there),

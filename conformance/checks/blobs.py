@@ -1,4 +1,4 @@
-"""Checks of blob v2 columns (catalogue area BLOB; seed 004 "Lance Blob V2"; lance-format.md §14, §17.10).
+"""Checks of blob v2 columns (catalogue area BLOB; Blob v2 post "Lance Blob V2"; docs/lance-format.md §14, §17.10).
 
 The version checks read the stored descriptors of every data file that holds a blob column, with the
 reference's reader (``lancespec.reference.blob``: the file's tail and that column's pages only), once per
@@ -27,7 +27,7 @@ from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import run_cached
 
 MANAGED_BLOB_FLAG = 16384
-"""Feature flag of pylance's opt-in managed blobs (kind 4), set in both words (lance-format.md §15)."""
+"""Feature flag of pylance's opt-in managed blobs (kind 4), set in both words (docs/lance-format.md §15)."""
 
 _SHOWN = 5
 

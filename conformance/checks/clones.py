@@ -1,7 +1,7 @@
 """Checks of a clone's lineage: a root whose first version was committed by a Clone transaction, shallow
 (files inherited through a base registered for the source) or deep (files copied into its own root).
 Branch roots are shallow clones of their parent with ``branch_name`` set; the same rules apply to them
-(catalogue area CLONE; seeds 001 "Shallow Clone" and 003; lance-format.md §12).
+(catalogue area CLONE; Storage Layout spec "Shallow Clone" and 003; docs/lance-format.md §12).
 
 A root's first attached version is the clone, if any: once cleanup has removed it the lineage is no
 longer recorded and nothing is checked. A first manifest or transaction that cannot be read is
@@ -124,7 +124,7 @@ def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
 
 def _current_source_path(ctx: DatasetContext, found: _Lineage) -> str:
     """Where the clone's source lives now: ``ref_path``, unless the base that registered it has since been
-    relocated (seed 001 "Dataset Portability"), in which case the newest certified version's path for it."""
+    relocated (Storage Layout spec "Dataset Portability"), in which case the newest certified version's path for it."""
     ref_path = found.clone.ref_path
     if not ref_path or not ctx.snapshots:
         return ref_path

@@ -1,7 +1,7 @@
 """Checks of the files a version references: data files exist with their recorded size and a valid
 footer, hold physical_rows rows, and deletion files exist and say what the manifest says (catalogue
-areas BASE, CLONE, MAN, DEL; seed 001 "File Metadata Base References"; seed 002 "Data Files",
-"Deletion Files"; lance-format.md §5.2, §9, §17 items 6-7).
+areas BASE, CLONE, MAN, DEL; Storage Layout spec "File Metadata Base References"; Table Format spec "Data Files",
+"Deletion Files"; docs/lance-format.md §5.2, §9, §17 items 6-7).
 
 Files are skipped here when another check owns what is wrong with them: an unresolvable base_id or a
 deletion file in a non-root base (``bases.references``), a base id used twice or a base path that is

@@ -1,5 +1,5 @@
 """Checks of a root's history: every attached manifest readable and well framed, the transactions that
-made the versions, and the commit timestamps (catalogue areas HIST and MAN-015; lance-format.md §4, §8).
+made the versions, and the commit timestamps (catalogue areas HIST and MAN-015; docs/lance-format.md §4, §8).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Checks of a version's indices: the index directory each resolves to exists and holds the files its
 metadata lists (catalogue IDX-001; the Storage Layout's Basic Layout ``_indices/{UUID}/`` and two-step
-resolution; lance-format.md §3.3). A base_id naming no base (BASE-003), an unusable base (BASE-001,
+resolution; docs/lance-format.md §3.3). A base_id naming no base (BASE-003), an unusable base (BASE-001,
 BASE-002) or an absolute file path (PORT-001) is another check's finding, and the index is skipped.
 """
 

@@ -1,6 +1,6 @@
 """Checks of names and places: manifest names in ``_versions/``, data file names, transaction file names
-and the directories of a dataset root (catalogue area LAYOUT; seed 001 "Basic Layout", "File Naming
-Conventions"; lance-format.md §2, §5.1, §6)."""
+and the directories of a dataset root (catalogue area LAYOUT; Storage Layout spec "Basic Layout", "File Naming
+Conventions"; docs/lance-format.md §2, §5.1, §6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Checks that a dataset can be copied: relative file paths, and no absolute base naming the dataset's
-own root (catalogue area PORT; seed 001 "Dataset Portability"; seed 000 "Strict Portability";
-lance-format.md §10.4)."""
+own root (catalogue area PORT; Storage Layout spec "Dataset Portability"; multi-base post "Strict Portability";
+docs/lance-format.md §10.4)."""
 
 from __future__ import annotations
 

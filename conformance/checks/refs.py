@@ -1,5 +1,5 @@
 """Checks of the refs a main root keeps: tag and branch JSON under ``_refs/``, the versions they name and
-the branch roots under ``tree/`` (catalogue area REF; lance-format.md §11).
+the branch roots under ``tree/`` (catalogue area REF; docs/lance-format.md §11).
 
 Refs live only at the main root, so both checks run once, on the main root's context, and look at every
 branch root themselves. Each JSON file is decoded on its own: one bad file never hides the others.

@@ -1,6 +1,6 @@
 """Checks of stable row ids: the row-id sequences of a version's fragments against its next_row_id
 (catalogue ROW-001; the Table Format's Manifest next_row_id and DataFragment row_id_sequence;
-lance-format.md §3.6 for the RowIdSequence encoding, except that pylance 14.0.2 writes a
+docs/lance-format.md §3.6 for the RowIdSequence encoding, except that pylance 14.0.2 writes a
 RangeWithBitmap's bits least significant first: after deleting the second of rows 0..3 the bitmap is 0x0d).
 
 Only inline sequences are decoded; a fragment whose sequence is stored in an external file is counted

@@ -1,4 +1,4 @@
-"""Data-file footers, validated without decoding any column (lance-format.md §5.2), and the
+"""Data-file footers, validated without decoding any column (docs/lance-format.md §5.2), and the
 row count read from the file's FileDescriptor (``row_count``), both from one suffix read where it
 reaches back far enough (``TailedObject``).
 
@@ -120,7 +120,7 @@ def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
 
 
 def row_count(obj: TailedObject, footer: DataFileFooter) -> int:
-    """The row count of a v2 data file from its parsed footer (lance-format.md §5.2): entry 0 of the
+    """The row count of a v2 data file from its parsed footer (docs/lance-format.md §5.2): entry 0 of the
     global-buffer offset table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``)
     locates global buffer 0, the ``lance.file.FileDescriptor`` whose ``length`` is the number of rows.
     Both come from the fetched tail when it reaches back far enough. Raises FormatError when the table

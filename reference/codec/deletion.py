@@ -1,6 +1,6 @@
 """Deletion files: the row offsets of a fragment that are deleted.
 
-Two encodings (seed 002 "Deletion Files"; lance-format.md §9 for what pylance 14.0.2 writes):
+Two encodings (Table Format spec "Deletion Files"; docs/lance-format.md §9 for what pylance 14.0.2 writes):
 ``.arrow`` is an Arrow IPC *file* with exactly one record batch of one non-null ``row_id: uint32``
 column (the seed says Int32Array; pylance writes and requires UInt32); ``.bin`` is a 32-bit roaring
 bitmap in the portable serialization. Writers choose ``.bin`` from 5000 deleted rows up.

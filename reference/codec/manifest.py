@@ -1,6 +1,6 @@
 """The ``.manifest`` file: framing around the protobuf sections, and the footer.
 
-Layout (shared/docs/lance-format.md §4, verified against pylance 14.0.2 files): every protobuf section is
+Layout (docs/lance-format.md §4, verified against pylance 14.0.2 files): every protobuf section is
 a little-endian u32 length followed by the message. In order: the IndexSection (only when the version
 has indices), the inline Transaction, then the Manifest at offset P; the file ends with a 16-byte footer
 ``u64 P | u16 major (0) | u16 minor (2) | b"LANC"``. The Manifest records the offsets of the other two

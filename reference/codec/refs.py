@@ -1,6 +1,6 @@
 """Tag and branch JSON (``_refs/tags/{tag}.json``, ``_refs/branches/{name}.json``) and the version hint.
 
-The key spellings and formatting are those pylance 14.0.2 writes (lance-format.md §11): camelCase keys,
+The key spellings and formatting are those pylance 14.0.2 writes (docs/lance-format.md §11): camelCase keys,
 two-space indentation, no trailing newline; tags carry RFC 3339 ``createdAt``/``updatedAt`` strings,
 branches an integer ``createAt`` in Unix seconds and a ``identifier.version_mapping`` lineage.
 """

@@ -1,5 +1,5 @@
 """Transaction files: ``_transactions/{read_version}-{uuid}.txn`` hold the raw Transaction protobuf
-(no length prefix, no footer), byte-identical to the manifest's inline copy (lance-format.md §8)."""
+(no length prefix, no footer), byte-identical to the manifest's inline copy (docs/lance-format.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Blob v2 between the reference and pylance 14.0.2 (seed 004; lance-format.md §14).
+"""Blob v2 between the reference and pylance 14.0.2 (the Blob v2 post; docs/lance-format.md §14).
 
 * A mixed column (inline, packed, dedicated, external whole file, external range, empty, null) written by
   either side reads back byte-identical through the other side's reader, with seek/tell/read_range, and
@@ -454,7 +454,7 @@ def test_cleanup_never_removes_a_referenced_sidecar(tmp_path: Path) -> None:
 
 
 def test_sidecars_in_a_non_root_base_are_never_cleaned(tmp_path: Path) -> None:
-    """Cleanup lists only the cleaned root (lance-format.md §13): orphaned sidecars of data files in a
+    """Cleanup lists only the cleaned root (docs/lance-format.md §13): orphaned sidecars of data files in a
     registered base stay, with pylance's cleanup as with the reference's."""
     base = tmp_path / "plain"
     for name, cleaner in (("ref", "ref"), ("pyl", "pyl")):
@@ -493,7 +493,7 @@ def test_pylance_blob_shape_certifies_without_blob_findings(build_shape: Callabl
 
 
 
-# --- pylance 14.0.2 against seed 004: each test expects pylance's behaviour ----------------------------
+# --- pylance 14.0.2 against the Blob v2 post: each test expects pylance's behaviour ----------------------------
 
 
 def test_divergence_whole_object_external_stores_size_zero(tmp_path: Path, ext: Path) -> None:
@@ -564,7 +564,9 @@ def test_divergence_thresholds_are_field_metadata_not_schema_metadata(tmp_path: 
 
 
 def test_divergence_deep_clone_drops_the_bases_of_external_blobs(tmp_path: Path, ext: Path) -> None:
-    """Seed 003: a deep clone is fully independent, and external blobs stay readable per seed 004. pylance
+    """The clone-primitives post: a deep clone is fully independent, and external blobs stay readable per the Blob v2
+    post.
+    pylance
     14.0.2's deep clone registers no base at all, so an external blob stored relative to base 1 cannot be
     read from the clone ("Dataset base path with ID 1 not found"). (F-019)"""
     source = write_pylance(blob_table([str(ext / "whole.bin"), b"x"]), tmp_path / "src", [("external", ext)])

@@ -1,4 +1,4 @@
-"""Concurrent commits through the reference's real commit path (lance-format.md §7), checked by pylance.
+"""Concurrent commits through the reference's real commit path (docs/lance-format.md §7), checked by pylance.
 
 * Many writers: 8 processes ('spawn', each with its own store) append one-row fragments to one dataset
   the reference created; afterwards the history must be versions 1..N with no gap and no repeat (every
@@ -500,7 +500,7 @@ def test_append_vs_delete_both_land(base_dataset: str) -> None:
 
 def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer at read_version 1 judges v2 once; a competitor takes v3 between its judgement and its
-    put_if_absent; the retry judges v3 only (lance-format.md §7.2 step 3: manifests newer than the one in
+    put_if_absent; the retry judges v3 only (docs/lance-format.md §7.2 step 3: manifests newer than the one in
     hand), then lands as v4."""
     assert ops.append(Dataset(base_dataset), ten_rows(100, 1)).version == 2
     loaded: list[int] = []

@@ -14,9 +14,9 @@ The protos judged are the real ones: the winners' transactions are read back fro
 checked byte-identical to ``_transactions/*.txn``); the loser's attempted transaction is captured by
 running the very same loser action on a copy of the dataset taken before the winner committed, where it
 lands unopposed. judge() is then applied to the attempted transaction against each landed one in
-ascending order, as the commit loop does (lance-format.md §7.2 step 3).
+ascending order, as the commit loop does (docs/lance-format.md §7.2 step 3).
 
-Where pylance disagrees with the matrix of lance-format.md §7.3, judge() is not bent: the test asserts
+Where pylance disagrees with the matrix of docs/lance-format.md §7.3, judge() is not bent: the test asserts
 pylance's actual behaviour and is named ``test_finding_*`` (see the docstrings for the reproduction).
 """
 
@@ -67,7 +67,7 @@ def transaction_at(uri: str, version: int) -> Transaction:
             decoded = decode_manifest_file(entry.read_bytes(), str(entry))
             assert decoded.transaction is not None and decoded.transaction_bytes is not None
             txn_file = Path(uri) / "_transactions" / decoded.manifest.transaction_file
-            assert txn_file.read_bytes() == decoded.transaction_bytes  # lance-format.md §8
+            assert txn_file.read_bytes() == decoded.transaction_bytes  # docs/lance-format.md §8
             assert decode_transaction(txn_file.read_bytes()) == decoded.transaction
             return decoded.transaction
     raise AssertionError(f"no manifest of version {version} under {versions}")

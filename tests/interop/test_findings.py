@@ -17,7 +17,7 @@ pytestmark = pytest.mark.interop
 
 
 def test_f001_inline_transaction_offset_is_field_23(tmp_path: Path) -> None:
-    """seed 002 "Manifest": transaction_section is field 21; pylance 14.0.2 writes field 23 instead."""
+    """Table Format spec "Manifest": transaction_section is field 21; pylance 14.0.2 writes field 23 instead."""
     lance.write_dataset(pa.table({"a": [1]}), tmp_path / "ds")
     manifest = Dataset.open(str(tmp_path / "ds")).snapshot().manifest
     assert manifest.HasField("transaction_section")  # field 23
@@ -25,7 +25,7 @@ def test_f001_inline_transaction_offset_is_field_23(tmp_path: Path) -> None:
 
 
 def test_f002_arrow_deletion_files_hold_uint32(tmp_path: Path) -> None:
-    """seed 002 "Deletion Files": a flat Int32Array; pylance 14.0.2 writes (and requires) UInt32."""
+    """Table Format spec "Deletion Files": a flat Int32Array; pylance 14.0.2 writes (and requires) UInt32."""
     ds = lance.write_dataset(pa.table({"a": list(range(10))}), tmp_path / "ds")
     ds.delete("a < 3")
     (deletion,) = (tmp_path / "ds" / "_deletions").iterdir()
@@ -34,7 +34,7 @@ def test_f002_arrow_deletion_files_hold_uint32(tmp_path: Path) -> None:
 
 
 def test_f003_shallow_clone_registers_source_not_own_root(tmp_path: Path) -> None:
-    """seed 001 "Shallow Clone" example: id 0 is the clone's own root and the source base is named after
+    """Storage Layout spec "Shallow Clone" example: id 0 is the clone's own root and the source base is named after
     the tag (``name: "v1.0"``). pylance 14.0.2 registers only the source, with id 0 and no name, and
     the clone's own files carry no base_id."""
     src = lance.write_dataset(pa.table({"a": [1, 2]}), tmp_path / "src")
@@ -50,7 +50,7 @@ def test_f003_shallow_clone_registers_source_not_own_root(tmp_path: Path) -> Non
 
 
 def test_f004_field_type_is_always_parent(tmp_path: Path) -> None:
-    """seed 002 "Field": Type is PARENT for structs, REPEATED for lists, LEAF otherwise. pylance 14.0.2
+    """Table Format spec "Field": Type is PARENT for structs, REPEATED for lists, LEAF otherwise. pylance 14.0.2
     writes 0 (PARENT) for every field, leaves included."""
     schema = pa.schema([("i", pa.int64()), ("st", pa.struct([("x", pa.int32())])), ("l", pa.list_(pa.int8()))])
     lance.write_dataset(pa.table({"i": [1], "st": [{"x": 1}], "l": [[1]]}, schema=schema), tmp_path / "ds")
@@ -59,7 +59,7 @@ def test_f004_field_type_is_always_parent(tmp_path: Path) -> None:
 
 
 def test_f005_logical_types_outside_the_seed_list(tmp_path: Path) -> None:
-    """seed 002 "Field" lists ``time:{unit}`` and ``timestamp:{unit}`` and no fixed-size types. pylance
+    """Table Format spec "Field" lists ``time:{unit}`` and ``timestamp:{unit}`` and no fixed-size types. pylance
     14.0.2 writes ``time64:ns``, ``timestamp:us:-`` (with a timezone part) and
     ``fixed_size_list:float:2``."""
     table = pa.table({

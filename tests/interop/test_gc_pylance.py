@@ -1,5 +1,6 @@
 """lancespec's cleanup plan against pylance 14.0.2's ``explain_cleanup_old_versions`` and
-``cleanup_old_versions`` on datasets pylance wrote (lance-format.md §13; seed 003 for tags protecting the
+``cleanup_old_versions`` on datasets pylance wrote (docs/lance-format.md §13; clone-primitives post for tags
+protecting the
 source of a shallow clone).
 
 Every scenario is built once under ``{work}/src``. Plans are compared on that original (neither side
@@ -90,7 +91,7 @@ def build_strays(work: Path, tag: bool = True) -> Scenario:
 
     With the tag, removed versions are newer than the earliest retained one (v2), so every file is
     listed; without it, fresh leftovers in ``_versions/``, ``_transactions/`` and ``_deletions/`` are
-    newer than the earliest retained manifest and are not even listed (lance-format.md §13)."""
+    newer than the earliest retained manifest and are not even listed (docs/lance-format.md §13)."""
     root = work / "src" / "ds"
     _worked_example(root, tag)
     stale = timedelta(days=10)
@@ -330,7 +331,7 @@ def test_tagged_old_version_is_refused_by_both(scenario_cache: Callable[[str], S
 
 def test_referenced_branches_and_fork_point(scenario_cache: Callable[[str], Scenario]) -> None:
     """Main's v3 (the fork point of ``feat``, and through it of ``sub``) stays, but, as pylance does, its
-    own transaction file is removed (lance-format.md §13 "Transaction files")."""
+    own transaction file is removed (docs/lance-format.md §13 "Transaction files")."""
     root = scenario_cache("branch").root()
     plan = planned(root, POLICIES["older0"])
     assert plan.fork_points == (3,)
@@ -367,12 +368,13 @@ def test_execution_matches_pylance(scenario_cache: Callable[[str], Scenario], sc
             assert read_version(scenario.root(copy), version, scenario.blob_column) == seen
         for branch, rows in branches_before.items():
             assert read_latest(f"{scenario.root(copy)}/tree/{branch}") == rows
-        if scenario.tagged_clone:  # seed 003: a clone made from a tagged version survives
+        if scenario.tagged_clone:  # clone-primitives post: a clone made from a tagged version survives
             assert read_latest(str(scenario.work / copy / scenario.tagged_clone)) == clone_before
 
 
 def test_untagged_clone_source_is_not_protected(scenario_cache: Callable[[str], Scenario]) -> None:
-    """Seed 003: cleaning the source "may delete files the clone references" unless the clone was made from a
+    """The clone-primitives post: cleaning the source "may delete files the clone references" unless the clone was made
+    from a
     tagged version. The clone of untagged v3 needs v3's deletion file, which both implementations remove."""
     scenario = scenario_cache("clone")
     for copy in ("pyl", "lsp"):
@@ -390,8 +392,8 @@ def test_untagged_clone_source_is_not_protected(scenario_cache: Callable[[str], 
 
 
 def test_finding_orphans_in_registered_bases_are_never_collected(scenario_cache: Callable[[str], Scenario]) -> None:
-    """Seed 000 ("Operational clarity"): with explicit bases, garbage collection can "iterate the base
-    paths". pylance 14.0.2 never lists a registered base (lance-format.md §13), so data files of removed
+    """The multi-base post ("Operational clarity"): with explicit bases, garbage collection can "iterate the base
+    paths". pylance 14.0.2 never lists a registered base (docs/lance-format.md §13), so data files of removed
     versions that live in a base stay forever; lancespec follows pylance (it never touches bases)."""
     scenario = scenario_cache("multibase")
     pyl = copy_scenario(scenario, "pyl")
@@ -405,7 +407,7 @@ def test_finding_orphans_in_registered_bases_are_never_collected(scenario_cache:
 
 
 def test_finding_stray_sidecar_in_a_live_sidecar_directory_is_kept(scenario_cache: Callable[[str], Scenario]) -> None:
-    """Seed 004 ("Fragment -> Blob mapping"): each fragment records which blob_id values it references,
+    """The Blob v2 post ("Fragment -> Blob mapping"): each fragment records which blob_id values it references,
     enabling version-based garbage collection of sidecars. pylance 14.0.2 records no such mapping and keeps
     a sidecar iff its data file is referenced, so an unreferenced 10-day-old ``.blob`` next to a live data
     file survives even with delete_unverified; lancespec does the same."""
@@ -421,7 +423,7 @@ def test_finding_stray_sidecar_in_a_live_sidecar_directory_is_kept(scenario_cach
 
 
 def test_finding_temporary_manifest_kind(scenario_cache: Callable[[str], Scenario]) -> None:
-    """lance-format.md §13 lists five candidate kinds; pylance 14.0.2 reports leftover ``_versions/.tmp*``
+    """docs/lance-format.md §13 lists five candidate kinds; pylance 14.0.2 reports leftover ``_versions/.tmp*``
     files with a sixth, ``temporary_manifest``, counted in bytes_removed only."""
     _, theirs = explained(scenario_cache("strays").root(), POLICIES["older0"])
     assert {p for k, p, _ in theirs if k == "temporary_manifest"} == {"_versions/.tmp_2"}

@@ -198,9 +198,9 @@ def test_reference_bases_on_pylance_dataset(tmp_path: Path) -> None:
 
 
 def test_pylance_cannot_deep_clone_files_in_a_non_root_base(tmp_path: Path) -> None:
-    """Divergence from seed 003 ("A deep clone is a full physical copy of a specific version of a dataset,
-    including all its data, index, and deletion files"), seed 001 (a non-root base's files are at
-    ``{base}/{path}``, no ``data/``) and lance-format.md §12.2: pylance 14.0.2's deep_clone looks for a
+    """Divergence from clone-primitives post ("A deep clone is a full physical copy of a specific version of a dataset,
+    including all its data, index, and deletion files"), Storage Layout spec (a non-root base's files are at
+    ``{base}/{path}``, no ``data/``) and docs/lance-format.md §12.2: pylance 14.0.2's deep_clone looks for a
     non-root base's data files under ``{base}/data/`` and fails; it writes nothing. (Files in the root
     or in a dataset-root base clone fine.) The reference deep-clones the same pylance dataset."""
     src, base = str(tmp_path / "src"), str(tmp_path / "b")

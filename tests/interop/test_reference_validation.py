@@ -4,8 +4,8 @@ For each refused operation: every file and directory under the dataset root, its
 and the clone targets is listed (with a hash of each file's content) before and after, and the two
 listings must be identical; the exception is the documented LanceSpecError subclass, its message names
 what was wrong and its ``where`` names the location the operation was about. pylance 14.0.2 then still
-reads the untouched dataset. Rules: seed 001 "BasePath Message" (unique ids, absolute paths),
-lance-format.md §10.2 (bases), §10.3 (targets), §11 (ref names, ref deletion), §12 (clone targets),
+reads the untouched dataset. Rules: Storage Layout spec "BasePath Message" (unique ids, absolute paths),
+docs/lance-format.md §10.2 (bases), §10.3 (targets), §11 (ref names, ref deletion), §12 (clone targets),
 ``reference.refs`` for the ASCII-only tag rule (spec/findings.md F-006).
 """
 
@@ -307,8 +307,8 @@ def test_every_case_is_a_validation_error() -> None:
 
 
 def test_pylance_accepts_a_relative_base_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Divergence from seed 001 "BasePath Message" ("The path field specifies an absolute path
-    interpretable by the object store"; also lance-format.md §10.1): pylance 14.0.2 accepts a relative
+    """Divergence from Storage Layout spec "BasePath Message" ("The path field specifies an absolute path
+    interpretable by the object store"; also docs/lance-format.md §10.1): pylance 14.0.2 accepts a relative
     base path, at create and in add_bases, records it verbatim and resolves it against the process's
     working directory, at write time and at read time: the dataset reads only from the directory it was
     written from. The reference refuses it before writing (cases create-relative-base-path and
@@ -331,7 +331,7 @@ def test_pylance_accepts_a_relative_base_path(tmp_path: Path, monkeypatch: pytes
 
 def test_pylance_accepts_duplicate_base_paths_at_create(tmp_path: Path) -> None:
     """Not a seed rule, a difference to know: pylance 14.0.2 refuses a duplicate path in add_bases
-    (lance-format.md §10.2) but accepts one at create, also as ``/x`` beside ``file:///x``; and add_bases
+    (docs/lance-format.md §10.2) but accepts one at create, also as ``/x`` beside ``file:///x``; and add_bases
     compares path strings, so ``file:///x`` beside ``/x`` passes there too. The reference refuses all of
     them (cases create-duplicate-base-paths, create-duplicate-paths-plain-vs-file-uri,
     add-bases-existing-path-as-file-uri)."""

@@ -5,7 +5,7 @@ own expectation: a python list of the ids alive at every version of every datase
 other columns follow from the id, see ``shapes.rows``). At the end, for EVERY version of every root,
 three readings must agree: the model, pylance (``lance.dataset(uri, version=v).to_table()``, and for
 branches also ``checkout_version((branch, v))``) and the reference's own ``read_snapshot``; and
-pylance's ``validate()`` passes. Layout rules checked along the way: lance-format.md §9 (deletion
+pylance's ``validate()`` passes. Layout rules checked along the way: docs/lance-format.md §9 (deletion
 files), §10 (bases, placement), §11 (tags, branches), §12 (clones), §6 (manifest names).
 """
 
@@ -697,7 +697,7 @@ def test_manifest_naming(tmp_path: Path, model: Model, v2: bool) -> None:
 
 def test_clone_and_branch_of_v1_dataset_naming(tmp_path: Path, model: Model) -> None:
     """A clone or branch is a new dataset: the reference keeps its source's scheme (V1 here), while
-    pylance 14.0.2 always names a new clone's or branch's manifests V2 (lance-format.md §6 and §12 say
+    pylance 14.0.2 always names a new clone's or branch's manifests V2 (docs/lance-format.md §6 and §12 say
     nothing on this). Both are readable by pylance and each root stays unmixed."""
     root = str(tmp_path / "ds")
     model.record(root, ops.create(root, rows(0, 2), enable_v2_manifest_paths=False).version, range(2))
@@ -764,10 +764,10 @@ def _place(writer: str, work: Path) -> list[int | None]:
 def test_placement_matches_pylance(tmp_path: Path) -> None:
     """The same write calls place every file on the same base with both writers.
 
-    Divergence from seed 000 ("as new data is appended, the system cycles through bucket-1, bucket-2, …,
+    Divergence from multi-base post ("as new data is appended, the system cycles through bucket-1, bucket-2, …,
     bucket-N to distribute files evenly"; "all bases are used in a round-robin fashion"): pylance 14.0.2
     restarts the rotation at the first target on every write call, so successive one-file appends over
-    [b1, b2, b3] all land on b1 (lance-format.md §10.3). The reference does the same, deliberately.
+    [b1, b2, b3] all land on b1 (docs/lance-format.md §10.3). The reference does the same, deliberately.
     """
     by_pylance = _place("pylance", tmp_path / "pylance")
     by_reference = _place("reference", tmp_path / "reference")
@@ -875,7 +875,7 @@ def test_clones_and_branches_match_pylance(tmp_path: Path) -> None:
 
 
 def test_nested_types_and_field_types_read_by_pylance(tmp_path: Path) -> None:
-    """The reference writes Field.type as seed 002 describes (LEAF 2, REPEATED 1, PARENT 0; pylance
+    """The reference writes Field.type as Table Format spec describes (LEAF 2, REPEATED 1, PARENT 0; pylance
     writes 0 everywhere, finding F-004) and pylance reads the schema and values back unchanged."""
     table = pa.table({
         "id": pa.array([1, 2], pa.int64()),

@@ -1,5 +1,5 @@
-"""Relocation: "change 5 strings, not 10 million" (seed 000; seed 001 "Dataset Portability";
-lance-format.md §10.4).
+"""Relocation: "change 5 strings, not 10 million" (the multi-base post; Storage Layout spec "Dataset Portability";
+docs/lance-format.md §10.4).
 
 A multi-base dataset (the root, three non-root bases and one dataset-root base; several versions, a
 deletion, a tag), written once by the reference and once by pylance 14.0.2, is copied base by base to
@@ -328,11 +328,11 @@ def test_adopt_copied_root_with_branches(tmp_path: Path, writer: str) -> None:
 
 
 def test_copied_root_with_branches_keeps_reading_the_original(tmp_path: Path) -> None:
-    """Divergence from seed 001 "Dataset Portability" ("To port a dataset to a new location, simply copy
+    """Divergence from Storage Layout spec "Dataset Portability" ("To port a dataset to a new location, simply copy
     all contents from the dataset root directory. The copied dataset will function immediately at the new
     location without any manifest updates"): pylance 14.0.2 records a branch's main root as an absolute
     base path (id 0), so the branches of a copied root silently read the ORIGINAL directory and fail once
-    it is gone; main is fine (lance-format.md §10.4). ``relocate(branch, adopt_from=old)`` repairs the
+    it is gone; main is fine (docs/lance-format.md §10.4). ``relocate(branch, adopt_from=old)`` repairs the
     copy (test_adopt_copied_root_with_branches)."""
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
     lance.write_dataset(rows(0, 2), old).create_branch("feat")

@@ -1,5 +1,5 @@
-"""Blob routing laws (seed 004 "Thresholds for Different Storage Semantics", "File and Table Format
-Integration"; lance-format.md §14.4-14.5), with sizes drawn at and around the thresholds:
+"""Blob routing laws (the Blob v2 post "Thresholds for Different Storage Semantics", "File and Table Format
+Integration"; docs/lance-format.md §14.4-14.5), with sizes drawn at and around the thresholds:
 
 * the kind is a function of size and thresholds: what the reference writes (read back from the stored
   descriptors) is ``route(size, thresholds)`` for every value, and pylance writing the same column chooses

@@ -1,4 +1,5 @@
-"""Clone laws (seed 003 "shallow_clone", "deep_clone"; seed 001 "Shallow Clone"; lance-format.md §12), on the
+"""Clone laws (the clone-primitives post "shallow_clone", "deep_clone"; Storage Layout spec "Shallow Clone";
+docs/lance-format.md §12), on the
 reference writer, over random source histories (appends to target bases, deletes, bases, relocations):
 
 * a shallow clone at version v reads the source's rows at v, starting at version v (CLONE-001, CLONE-002),

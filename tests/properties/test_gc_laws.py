@@ -1,4 +1,5 @@
-"""Garbage-collection laws (lance-format.md §13; seed 003 "Stability with Tags"), on the reference writer,
+"""Garbage-collection laws (docs/lance-format.md §13; clone-primitives post "Stability with Tags"), on the reference
+writer,
 after any sequence of operations with cleanups interleaved (appends to target bases, deletes, bases,
 tags, branches, shallow clones from tags, deep clones, relocations, cleanups of any root):
 

@@ -90,7 +90,8 @@ def test_f027_targeting_base_zero_by_path(tmp_path: Path) -> None:
 
 
 def test_f028_a_second_unnamed_base_is_refused(tmp_path: Path) -> None:
-    """F-028: names are optional (seed 001 "BasePath Message"); pylance compares them as optionals, so a second
+    """F-028: names are optional (Storage Layout spec "BasePath Message"); pylance compares them as optionals, so a
+    second
     unnamed base "conflicts" with the first, and the refusal leaves a transaction file behind (F-020)."""
     root = tmp_path / "pyl"
     lance.write_dataset(rows(0, 1), str(root), initial_bases=[lance.DatasetBasePath(str(tmp_path / "b1"))])

@@ -1,5 +1,5 @@
-"""Relocation laws (seed 000 "change 5 strings, not 10 million"; seed 001 "Dataset Portability";
-lance-format.md §10.4), on the reference writer:
+"""Relocation laws (the multi-base post "change 5 strings, not 10 million"; Storage Layout spec "Dataset Portability";
+docs/lance-format.md §10.4), on the reference writer:
 
 * moving any subset of bases and rewriting only their paths keeps every version's rows: old versions read
   through the original locations, the new version through the copies, also once the originals are gone

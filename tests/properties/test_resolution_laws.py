@@ -1,4 +1,5 @@
-"""Resolution laws (seed 001 "File Metadata Base References": two-step resolution; lance-format.md §10.1),
+"""Resolution laws (Storage Layout spec "File Metadata Base References": two-step resolution; docs/lance-format.md
+§10.1),
 over base-path sets of every scheme, checked both on ``layout.resolve`` and on the table layer's
 ``build_snapshot`` (what every reader of lancespec goes through).
 
@@ -30,7 +31,8 @@ def snapshot_of(root: str, manifest: table_pb2.Manifest) -> Snapshot:
 
 
 def directory_for(root: str, bases: dict[int, Base], base_id: int | None, kind: FileKind) -> str:
-    """Seed 001, written out once more: absent -> root/{subdir}; root base -> base/{subdir}; other -> base."""
+    """Storage Layout spec, written out once more: absent -> root/{subdir}; root base -> base/{subdir}; other ->
+    base."""
     if base_id is None:
         return f"{root.rstrip('/')}/{kind.value}"
     base = bases[base_id]

@@ -1,6 +1,6 @@
 """Blob v2 routing, sidecar allocation, names and external-URI mapping: pure functions of
-``lancespec.reference.blob`` (seed 004 "Thresholds for Different Storage Semantics", "Blob file naming",
-"External"; lance-format.md §14.4-14.6)."""
+``lancespec.reference.blob`` (the Blob v2 post "Thresholds for Different Storage Semantics", "Blob file naming",
+"External"; docs/lance-format.md §14.4-14.6)."""
 
 from __future__ import annotations
 

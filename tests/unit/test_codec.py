@@ -1,5 +1,5 @@
 """Byte-level codecs: manifest framing, deletion files, refs, data-file footers. Layouts under test are
-the ones described in lance-format.md §4, §5.2, §9 and §11 (facts from the Lance source and pylance)."""
+the ones described in docs/lance-format.md §4, §5.2, §9 and §11 (facts from the Lance source and pylance)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The conflict matrix of lance-format.md §7.3, cell by cell, against ``lancespec.reference.conflicts.judge``.
+"""The conflict matrix of docs/lance-format.md §7.3, cell by cell, against ``lancespec.reference.conflicts.judge``.
 
 The expectations below are transcribed from the document's table (row = committing, column = concurrent),
 not from the implementation: ``LISTED`` holds every cell the table names, everything else must be

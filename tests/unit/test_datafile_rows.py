@@ -1,5 +1,5 @@
 """``read_row_count``: a v2 data file's row count from its FileDescriptor (global buffer 0), found through
-the footer's global-buffer offset table without decoding columns (lance-format.md §5.2). Files are
+the footer's global-buffer offset table without decoding columns (docs/lance-format.md §5.2). Files are
 written with pylance's ``lance.file.LanceFileWriter``, the codec the reference writer uses."""
 
 from __future__ import annotations

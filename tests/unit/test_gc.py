@@ -1,8 +1,8 @@
 """Cleanup planning and execution (reference/gc.py) on tiny hand-written datasets, without pylance.
 
 Manifests are written directly with the codec, data files are fake bytes, and every file and manifest
-gets a controlled age relative to an injected clock. Expected outcomes follow lance-format.md §13 (and
-§11 tags/branches, §14.5 sidecars, seed 003 tags protecting clone sources), not the implementation.
+gets a controlled age relative to an injected clock. Expected outcomes follow docs/lance-format.md §13 (and
+§11 tags/branches, §14.5 sidecars, clone-primitives post tags protecting clone sources), not the implementation.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Naming and base-path resolution rules. Expected values come from the seeds (storage layout spec
-examples) and from names pylance 14.0.2 was observed to write (lance-format.md), not from the code."""
+examples) and from names pylance 14.0.2 was observed to write (docs/lance-format.md), not from the code."""
 
 from __future__ import annotations
 

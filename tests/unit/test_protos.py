@@ -40,5 +40,5 @@ def test_field_numbers_of_the_published_schema() -> None:
 
 
 def test_transaction_offset_field_written_by_pylance_14() -> None:
-    # pylance 14.0.2 writes the inline-transaction offset as field 23 (lance-format.md §3.1).
+    # pylance 14.0.2 writes the inline-transaction offset as field 23 (docs/lance-format.md §3.1).
     assert _number(table_pb2.Manifest, "transaction_section") == 23
