@@ -164,13 +164,20 @@ def _outside(path: str, allowed: Sequence[str], runtime: Sequence[str]) -> bool:
 
 
 def _runtime_prefixes() -> list[str]:
-    """What Python itself opens while it runs (modules, locale data, the codec's temporary copies)."""
+    """What Python itself opens while it runs (modules, lancespec's own folders wherever the install maps
+    them, locale data, the codec's temporary copies)."""
     import sysconfig
+
+    import lancespec
+
+    from . import conformance, reference, simulator, spec
 
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/proc", "/dev/null", "/dev/urandom", "/sys",
                 "/etc/localtime", "/usr/share/zoneinfo", "/usr/lib", "/usr/local/lib", "/lib",
                 os.path.join(tempfile.gettempdir(), "lancespec-blob-")}
     prefixes.update(p for p in sys.path if p)
+    for package in (lancespec, conformance, reference, simulator, spec):
+        prefixes.update(package.__path__)
     prefixes.update(v for k, v in sysconfig.get_paths().items())
     # a "prefix" of a temp name matches the folder too
     return sorted(os.path.abspath(p) if not p.endswith("-") else p for p in prefixes)
