@@ -74,7 +74,7 @@ def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transact
     found = dataset._find_manifest(version)
     if found is None:
         return None
-    manifest_file = decode_manifest_file(dataset.storage.get(found[0]), found[0], dataset.storage.limits.max_fragments)
+    manifest_file = dataset.manifest_file(found[0])
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
@@ -163,7 +163,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                                              retryable=True)
                     txn = rebase(txn, other, other_version)
             checked = max(checked, latest.version)
-            latest_file = decode_manifest_file(storage.get(latest.uri), latest.uri)
+            latest_file = dataset.manifest_file(latest.uri)
             previous = latest_file.manifest
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
             version = latest.version + 1

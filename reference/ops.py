@@ -29,14 +29,14 @@ from .errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from .layout import Base, FileKind, ManifestNaming, deletion_file_name, resolve
+from .layout import FileKind, ManifestNaming, deletion_file_name, resolve
 from .predicate import parse_predicate
 from .proto import table_pb2, transaction_pb2
 from .read import deleted_offsets, read_fragment
 from .schema import arrow_to_fields, same_shape, schema_metadata
 from .store import Storage, open_store
 from .store.uri import is_absolute, normalize, same_location
-from .table import Dataset, Snapshot
+from .table import Dataset, Head, Snapshot, bases_of
 from .writer import discarded_on_failure, placement_targets, storage_version, write_fragments
 
 DEFAULT_DELETE_RETRIES = 10
@@ -81,7 +81,7 @@ def validate_new_bases(existing: Sequence[table_pb2.BasePath], new: Sequence[Dat
         seen_paths.append(base.path)
 
 
-def _check_writable(snapshot: Snapshot) -> None:
+def _check_writable(snapshot: Head) -> None:
     unknown = feature_flags.unknown_bits(snapshot.manifest.writer_feature_flags)
     if unknown or snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
         raise UnsupportedFeatureError(
@@ -89,10 +89,6 @@ def _check_writable(snapshot: Snapshot) -> None:
             "does not implement (stable row ids or unknown bits)",
             snapshot.manifest_uri,
         )
-
-
-def _bases_of(manifest: table_pb2.Manifest) -> list[Base]:
-    return [Base(b.id, b.name if b.HasField("name") else None, b.path, b.is_dataset_root) for b in manifest.base_paths]
 
 
 def _as_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
@@ -120,7 +116,7 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
     validate_new_bases([], initial_bases, dataset.uri)
     version_text, _ = storage_version(data_storage_version)
     assigned = assign_base_ids([], [b.to_proto() for b in initial_bases])
-    bases = _bases_of(table_pb2.Manifest(base_paths=assigned))
+    bases = bases_of(table_pb2.Manifest(base_paths=assigned))
     rotation = placement_targets(bases, target_bases, target_all_bases, dataset.uri)
     fields = arrow_to_fields(table.schema)
     written = write_fragments(storage, dataset.uri, bases, table, fields, rotation,
@@ -141,7 +137,7 @@ def create(uri: str, data: pa.Table, *, storage: Storage | None = None,
 def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bases: Sequence[str] | None,
                      target_all_bases: bool | None, max_rows_per_file: int,
                      allow_external_blob_outside_bases: bool = False) -> CommitResult:
-    snapshot = dataset.snapshot()
+    snapshot = dataset.head()
     _check_writable(snapshot)
     manifest = snapshot.manifest
     if kind == "append":
@@ -188,7 +184,7 @@ def add_bases(dataset: Dataset, new_bases: Sequence[DatasetBasePath]) -> CommitR
     """Register bases on an existing dataset: an UpdateBases transaction, ids of 0 assigned at commit."""
     if not new_bases:
         raise ValidationError("add_bases needs at least one base", dataset.uri)
-    snapshot = dataset.snapshot()
+    snapshot = dataset.head()
     _check_writable(snapshot)
     validate_new_bases(list(snapshot.manifest.base_paths), new_bases, dataset.uri)
     txn = new_transaction(snapshot.version)

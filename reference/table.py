@@ -98,8 +98,10 @@ class FragmentView:
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """An immutable view of one manifest of a dataset root, every referenced file resolved."""
+class Head:
+    """One manifest of a dataset root, decoded, with its bases and no file resolved: what a writer needs
+    to build the next version (resolving every file of a 10,000-fragment manifest costs far more than
+    decoding it)."""
 
     root: str
     version: int
@@ -107,8 +109,6 @@ class Snapshot:
     manifest_uri: str
     manifest_file: ManifestFile = field(repr=False)
     bases: tuple[Base, ...]
-    fragments: tuple[FragmentView, ...]
-    index_files: tuple[ResolvedFile, ...]
 
     @property
     def manifest(self) -> table_pb2.Manifest:
@@ -117,6 +117,14 @@ class Snapshot:
     @property
     def branch(self) -> str | None:
         return self.manifest.branch if self.manifest.HasField("branch") else None
+
+
+@dataclass(frozen=True)
+class Snapshot(Head):
+    """An immutable view of one manifest of a dataset root, every referenced file resolved."""
+
+    fragments: tuple[FragmentView, ...]
+    index_files: tuple[ResolvedFile, ...]
 
     @property
     def num_rows(self) -> int:
@@ -168,14 +176,19 @@ class _Resolver:
         return found
 
 
+def bases_of(manifest: table_pb2.Manifest) -> tuple[Base, ...]:
+    """The base paths a manifest registers (Storage Layout spec "BasePath Message")."""
+    return tuple(
+        Base(b.id, b.name if b.HasField("name") else None, b.path, b.is_dataset_root) for b in manifest.base_paths
+    )
+
+
 def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,
                    manifest_file: ManifestFile, memo: ResolutionMemo | None = None) -> Snapshot:
     """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths (``memo``:
     files resolved for other snapshots of the same root, reused and extended)."""
     manifest = manifest_file.manifest
-    bases = tuple(
-        Base(b.id, b.name if b.HasField("name") else None, b.path, b.is_dataset_root) for b in manifest.base_paths
-    )
+    bases = bases_of(manifest)
     resolver = _Resolver(root, bases, memo)
     fragments = []
     for frag in manifest.fragments:
@@ -224,6 +237,10 @@ class VersionEntry:
     size: int
 
 
+#: Decoded manifests a Dataset keeps (``Dataset.manifest_file``).
+_DECODED_KEPT = 2
+
+
 class Dataset:
     """A dataset root (the main branch's, or a branch's ``tree/{name}``) on some store."""
 
@@ -234,6 +251,7 @@ class Dataset:
         self.main_root = normalize(main_root) if main_root else self.uri
         self.branch_name = branch
         self._resolutions: ResolutionMemo = {}
+        self._decoded: dict[str, ManifestFile] = {}
 
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
@@ -307,23 +325,27 @@ class Dataset:
 
     # --- snapshots --------------------------------------------------------------------------------
 
-    def snapshot(self, version: int | None = None, *, tag: str | None = None, branch: str | None = None,
-                 strict: bool = True) -> Snapshot:
-        """The snapshot at ``version`` (default latest), at a tag, or at the latest (or given) version of a
-        branch. ``strict`` raises on unresolvable files and on reader flags this implementation lacks."""
-        if tag is not None:
-            record = self.tag(tag)
-            target = self.branch(record.branch) if record.branch else self.main()
-            return target.snapshot(record.version, strict=strict)
-        if branch is not None and branch != "main":
-            return self.branch(branch).snapshot(version, strict=strict)
+    def manifest_file(self, uri: str) -> ManifestFile:
+        """The decoded manifest at ``uri``. A manifest never changes once written, so the last few decoded
+        are kept: a writer reads the version it builds on, then the same version again at commit."""
+        found = self._decoded.pop(uri, None)
+        if found is None:
+            found = decode_manifest_file(self.storage.get(uri), uri, self.storage.limits.max_fragments)
+        self._decoded[uri] = found
+        while len(self._decoded) > _DECODED_KEPT:
+            del self._decoded[next(iter(self._decoded))]
+        return found
+
+    def head(self, version: int | None = None, *, strict: bool = True) -> Head:
+        """The manifest at ``version`` (default latest), decoded, with no file resolved. ``strict`` raises
+        on reader flags this implementation lacks."""
         if version is None:
             version = self.latest_version()
         found = self._find_manifest(version)
         if found is None:
             raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
         uri, naming = found
-        manifest_file = decode_manifest_file(self.storage.get(uri), uri, self.storage.limits.max_fragments)
+        manifest_file = self.manifest_file(uri)
         if manifest_file.manifest.version != version:
             raise FormatError(
                 f"manifest records version {manifest_file.manifest.version} but its name says {version}", uri
@@ -334,7 +356,21 @@ class Dataset:
                 raise UnsupportedFeatureError(
                     f"reader feature flag bit(s) {', '.join(map(str, unknown))} not supported", uri
                 )
-        snap = build_snapshot(self.uri, version, naming, uri, manifest_file, self._resolutions)
+        return Head(self.uri, version, naming, uri, manifest_file, bases_of(manifest_file.manifest))
+
+    def snapshot(self, version: int | None = None, *, tag: str | None = None, branch: str | None = None,
+                 strict: bool = True) -> Snapshot:
+        """The snapshot at ``version`` (default latest), at a tag, or at the latest (or given) version of a
+        branch. ``strict`` raises on unresolvable files and on reader flags this implementation lacks."""
+        if tag is not None:
+            record = self.tag(tag)
+            target = self.branch(record.branch) if record.branch else self.main()
+            return target.snapshot(record.version, strict=strict)
+        if branch is not None and branch != "main":
+            return self.branch(branch).snapshot(version, strict=strict)
+        head = self.head(version, strict=strict)
+        snap = build_snapshot(self.uri, head.version, head.naming, head.manifest_uri, head.manifest_file,
+                              self._resolutions)
         if strict and snap.problems():
             raise snap.problems()[0]
         return snap

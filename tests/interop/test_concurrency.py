@@ -40,7 +40,7 @@ from lancespec.reference.layout import DELETIONS_DIR, VERSIONS_DIR, parse_manife
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.local import LocalStore
 from lancespec.reference.store.uri import join
-from lancespec.reference.table import Dataset, Snapshot
+from lancespec.reference.table import Dataset, Head
 
 pytestmark = pytest.mark.interop
 
@@ -356,11 +356,10 @@ class PinnedHandle(Dataset):
         super().__init__(uri, open_store())
         self._pinned: int | None = read_version
 
-    def snapshot(self, version: int | None = None, *, tag: str | None = None, branch: str | None = None,
-                 strict: bool = True) -> Snapshot:
-        if version is None and tag is None and branch is None and self._pinned is not None:
+    def head(self, version: int | None = None, *, strict: bool = True) -> Head:
+        if version is None and self._pinned is not None:
             version, self._pinned = self._pinned, None
-        return super().snapshot(version, tag=tag, branch=branch, strict=strict)
+        return super().head(version, strict=strict)
 
 
 def ten_rows(start: int = 0, n: int = 10) -> pa.Table:
