@@ -339,12 +339,16 @@ class Dataset:
     def head(self, version: int | None = None, *, strict: bool = True) -> Head:
         """The manifest at ``version`` (default latest), decoded, with no file resolved. ``strict`` raises
         on reader flags this implementation lacks."""
-        if version is None:
-            version = self.latest_version()
-        found = self._find_manifest(version)
-        if found is None:
-            raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
-        uri, naming = found
+        if version is None:  # the listing names the latest manifest: no probe for its name
+            entries = self.version_entries()
+            if not entries:
+                raise DatasetNotFound("no dataset here: _versions/ holds no manifest", self.uri)
+            version, naming, uri = entries[-1].version, entries[-1].naming, entries[-1].uri
+        else:
+            found = self._find_manifest(version)
+            if found is None:
+                raise VersionNotFound(f"version {version} has no manifest", join(self.uri, VERSIONS_DIR))
+            uri, naming = found
         manifest_file = self.manifest_file(uri)
         if manifest_file.manifest.version != version:
             raise FormatError(
