@@ -42,7 +42,7 @@ from .layout import (
 from .proto import table_pb2, transaction_pb2
 from .store import Storage
 from .store.uri import join
-from .table import Dataset, Head
+from .table import Dataset
 
 DEFAULT_MAX_RETRIES = 20
 
@@ -109,7 +109,7 @@ def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool
 
 
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
-           rebase: Rebaser | None = None, new_dataset: bool = False, base: Head | None = None,
+           rebase: Rebaser | None = None, new_dataset: bool = False,
            naming: ManifestNaming | None = None, first_version: int | None = None,
            index_section: table_pb2.IndexSection | None = None,
            max_retries: int = DEFAULT_MAX_RETRIES) -> CommitResult:
@@ -119,11 +119,6 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     and branches keep their source's number) or 1. ``naming`` is used for a new dataset; an existing
     one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help) and
     DatasetAlreadyExists.
-
-    ``base``: the version ``txn`` was built on, as the operation read it. The first attempt then takes it
-    for the latest and writes the next version without listing (docs/lance-format.md §7.2: the atomic
-    create of the manifest is the arbiter); a taken name sends every later attempt through the listing
-    and the conflict check against each version since ``read_version``.
 
     Index metadata lives in its own section of the manifest file: a new dataset gets ``index_section``;
     on an existing one every operation but an overwrite carries the latest version's indices over.
@@ -135,20 +130,15 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     checked = txn.read_version  # versions up to this one have been judged (and rebased onto) already
     while True:
         attempts += 1
+        entries = dataset.version_entries()
         if new_dataset:
-            if dataset.version_entries():
+            if entries:
                 raise DatasetAlreadyExists("a dataset already exists here", dataset.uri)
             previous = None
             indices = index_section
             version = first_version or 1
             use_naming = naming or ManifestNaming.V2
-        elif attempts == 1 and base is not None and base.version == txn.read_version:
-            previous = base.manifest
-            use_naming = base.naming
-            indices = None if txn.WhichOneof("operation") == "overwrite" else base.manifest_file.index_section
-            version = base.version + 1
         else:
-            entries = dataset.version_entries()
             if not entries:
                 raise ObjectNotFound("no dataset to commit to: _versions/ holds no manifest", dataset.uri)
             latest = entries[-1]

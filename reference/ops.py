@@ -159,7 +159,7 @@ def _write_on_latest(dataset: Dataset, table: pa.Table, kind: str, *, target_bas
         txn.overwrite.schema.extend(fields)
         txn.overwrite.schema_metadata.update(schema_metadata(table.schema))
     with discarded_on_failure(storage, [w.uri for w in written]):
-        return commit(dataset, txn, apply_transaction, base=snapshot)
+        return commit(dataset, txn, apply_transaction)
 
 
 def append(dataset: Dataset, data: pa.Table, *, target_bases: Sequence[str] | None = None,
@@ -189,7 +189,7 @@ def add_bases(dataset: Dataset, new_bases: Sequence[DatasetBasePath]) -> CommitR
     validate_new_bases(list(snapshot.manifest.base_paths), new_bases, dataset.uri)
     txn = new_transaction(snapshot.version)
     txn.update_bases.new_bases.extend(b.to_proto() for b in new_bases)
-    return commit(dataset, txn, apply_transaction, base=snapshot)
+    return commit(dataset, txn, apply_transaction)
 
 
 # --- delete ----------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def delete(dataset: Dataset, predicate: str | pc.Expression | None = None, *,
         txn, written = _deletion_transaction(dataset, snapshot, targets, text)
         try:
             with discarded_on_failure(dataset.storage, written):
-                return commit(dataset, txn, apply_transaction, base=snapshot)
+                return commit(dataset, txn, apply_transaction)
         except CommitConflict as exc:
             if not exc.retryable or attempt == max_attempts:
                 raise
