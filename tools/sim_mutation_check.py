@@ -1,0 +1,197 @@
+"""The simulator's mutation score: ``python tools/sim_mutation_check.py [--jobs N] [--only NAME] [--list]``.
+
+Each mutant is a commit-protocol, ref or cleanup bug a real writer could ship, injected as a textual patch
+into a *copy* of the reference (the same copies as tools/mutation_check.py: the working tree is never
+touched). The simulator (``lancespec simulate``, reference writers, embedded S3 server) then runs a fixed
+battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
+anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
+
+Budget: every run is ``BATTERY_WRITERS`` writers, ``BATTERY_OPS`` operations on one dataset, writers
+starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives no verdict within
+``--timeout`` seconds counts as an error, not a kill. Prints one line per mutant (killed by which run,
+or survived with the reason it is believed to survive), the score and the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutation_check import Mutant, _environment, apply, prepare
+
+BATTERY_WRITERS = 6
+BATTERY_OPS = 90
+BATTERY_TIME_LIMIT = 60
+#: (fault profile, seed) per run, in order; the first anomaly kills the mutant.
+BATTERY = (("default", 1), ("lost-acks", 2), ("none", 3))
+
+
+@dataclass(frozen=True)
+class SimMutant(Mutant):
+    survives_because: str = ""  # for a mutant known to survive the battery: why (an equivalent or liveness-only bug)
+
+
+MUTANTS = (
+    SimMutant("unconditional-put", "store/s3.py",
+              'self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")',
+              "self._client.put_object(Bucket=bucket, Key=key, Body=data)",
+              "manifests (and tags) are written by plain PUT, without If-None-Match: concurrent commits of one "
+              "version overwrite each other"),
+    SimMutant("no-conflict-check", "commit.py",
+              "for other_version in range(checked + 1, latest.version + 1):",
+              "for other_version in range(0):",
+              "the commit never judges the versions committed since read_version"),
+    SimMutant("retry-keeps-stale-base", "commit.py",
+              "            previous = latest_file.manifest\n",
+              "            previous = latest_file.manifest if attempts == 1 else previous\n",
+              "after a lost race the retry takes the next version number but builds on the manifest it had"),
+    SimMutant("retry-keeps-version", "commit.py",
+              "            version = latest.version + 1\n",
+              "            version = latest.version + 1 if attempts == 1 else version\n",
+              "after a lost race the retry keeps the version number it lost",
+              survives_because="it fails closed: every retry loses again and the operation ends in a "
+                               "conflict; no commit is lost or duplicated, only progress"),
+    SimMutant("unknown-outcome-retried", "commit.py",
+              "            if _is_ours(storage, manifest_uri, txn_name):\n                break\n"
+              "            raise CommitOutcomeUnknown(",
+              "            continue\n            raise CommitOutcomeUnknown(",
+              "a failed manifest PUT (maybe committed: a lost acknowledgement) is retried as if it had failed"),
+    SimMutant("lost-race-taken-as-won", "commit.py",
+              "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, txn_name):\n",
+              "        except ObjectAlreadyExists:\n            if True:\n",
+              "a taken manifest name is taken for the writer's own commit"),
+    SimMutant("first-try-after-read-version", "commit.py",
+              "            version = latest.version + 1\n",
+              "            version = (txn.read_version if attempts == 1 else latest.version) + 1\n",
+              "the first attempt writes read_version + 1, trusting a free name to mean nothing newer exists "
+              "(cleanup frees old names)"),
+    SimMutant("delete-stale-read-version", "ops.py",
+              "    txn = new_transaction(snapshot.version)\n    op = txn.delete\n",
+              "    txn = new_transaction(dataset.latest_version())\n    op = txn.delete\n",
+              "a delete claims to have read the latest version, so the deletes committed since its snapshot "
+              "are never judged"),
+    SimMutant("delete-vs-delete-compatible", "conflicts.py",
+              '    if column in ("Delete", "Update"):\n        return _rebase_deletions(mine, theirs, cell)\n',
+              '    if column in ("Delete", "Update"):\n        return cell.compatible()\n',
+              "two deletes on one fragment are compatible: the later deletion file replaces the earlier"),
+    SimMutant("cleanup-young-unverified", "gc.py",
+              "return not self.policy.delete_unverified and info.last_modified >= self.unverified_before",
+              "return False",
+              "cleanup deletes unreferenced files younger than the unverified window (a commit in progress)"),
+    SimMutant("cleanup-ignores-tags", "gc.py",
+              "tagged = {t.version for t in tags.values() if t.branch == context.branch}",
+              "tagged: set[int] = set()",
+              "cleanup removes tagged versions, which clones lean on"),
+    SimMutant("tag-by-plain-put", "refs.py",
+              "        main.storage.put_if_absent(uri, record.encode())\n    except ObjectAlreadyExists:\n"
+              "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
+              "        main.storage.put(uri, record.encode())\n    except ObjectAlreadyExists:\n"
+              "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
+              "a tag is created by plain PUT over any existing tag of that name",
+              survives_because="the workload's tag names are unique per writer, so no two writers ever "
+                               "create one name"),
+    SimMutant("latest-from-hint", "commit.py",
+              "            latest = entries[-1]\n",
+              "            from .codec import decode_version_hint\n"
+              "            hinted = decode_version_hint(storage.get(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)))\n"
+              "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
+              "the commit builds on the version the hint names rather than the newest one listed"),
+)
+
+
+@dataclass
+class Verdict:
+    name: str
+    status: str  # killed, survived, error
+    detail: str
+    seconds: float
+
+
+def _battery(src: Path, env: dict[str, str], where: Path, timeout: float) -> tuple[str, str]:
+    """Run the battery in the prepared copy; (status, which run decided it)."""
+    for faults, seed in BATTERY:
+        report = where / f"report-{faults}-{seed}.json"
+        command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
+                   "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
+                   "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
+                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report)]
+        try:
+            done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return "error", f"faults={faults} seed={seed}: no verdict within {timeout:.0f}s"
+        if done.returncode == 1:
+            first = next((line for line in done.stdout.splitlines() if line and line[0].isalpha()
+                          and "(" in line and ":" in line), "anomalies found")
+            return "killed", f"faults={faults} seed={seed}: {first[:140]}"
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()
+            return "error", f"faults={faults} seed={seed}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
+    return "survived", "no run of the battery found an anomaly"
+
+
+def run(where: Path, mutant: SimMutant | None, timeout: float) -> Verdict:
+    src, pkg = prepare(where)
+    if mutant is not None:
+        apply(src, mutant)
+    start = time.monotonic()
+    status, detail = _battery(src, _environment(src, pkg, where), where, timeout)
+    return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
+    parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for m in MUTANTS:
+            print(f"{m.name:30} reference/{m.file:14} {m.what}")
+        return 0
+    chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
+    started = time.monotonic()
+    battery = ", ".join(f"{f}/seed {s}" for f, s in BATTERY)
+    print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
+          f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
+    with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
+        base = Path(tmp)
+        baseline = run(base / "baseline", None, args.timeout)
+        print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
+        if baseline.status != "survived":
+            print("the unmutated copy must come through the battery clean first")
+            return 2
+
+        def job(pair: tuple[int, SimMutant]) -> Verdict:
+            index, mutant = pair
+            verdict = run(base / f"m{index:02d}-{mutant.name}", mutant, args.timeout)
+            print(f"  {mutant.name}: {verdict.status} ({verdict.seconds:.0f}s)", flush=True)
+            return verdict
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            verdicts = list(pool.map(job, enumerate(chosen, 1)))
+    by_name = {m.name: m for m in MUTANTS}
+    width = max(len(v.name) for v in verdicts)
+    print()
+    for v in verdicts:
+        print(f"{v.name:{width}}  {v.status:8}  {v.seconds:5.0f}s  {v.detail}")
+        mutant = by_name[v.name]
+        note = f"expected to survive: {mutant.survives_because}" if mutant.survives_because else mutant.what
+        print(f"{'':{width}}  {'':8}  {'':6}  ({note})")
+    killed = sum(v.status == "killed" for v in verdicts)
+    print(f"\nsimulator mutation score: {killed}/{len(verdicts)} killed in {time.monotonic() - started:.0f}s "
+          f"(jobs {args.jobs})")
+    unexplained = [v.name for v in verdicts if v.status != "killed" and not by_name[v.name].survives_because]
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
