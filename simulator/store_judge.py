@@ -1,0 +1,244 @@
+"""Judge an object store before putting Lance on it (``lancespec certify-store``).
+
+Each property is one small probe against the endpoint, in keys under a fresh prefix of the bucket, and
+gives a verdict with what was observed. Lance's commit protocol (docs/lance-format.md §7.1, §7.2) rests on
+four of them, marked ``commit_critical``:
+
+* ``conditional-create``: a ``PutObject`` with ``If-None-Match: *`` on an existing key answers 412
+  (an endpoint that answers 200 lets the last writer win: concurrent commits lost without an error);
+* ``atomic-conditional-create``: of concurrent conditional PUTs on one fresh key exactly one wins
+  (the pre-flight race, ``simulator.preflight``);
+* ``list-after-write``: a listing made right after a PUT shows the key (a writer finds the latest version
+  by listing ``_versions/``; a lagging listing makes it build on a stale version);
+* ``read-after-write``: a GET right after a PUT, and after an overwrite, returns the new bytes.
+
+The others are what readers and cleanup use: ranged and suffix GETs (data-file footers are read with a
+suffix range), ``CopyObject`` (deep clones), delete semantics and the error codes lancespec and Lance map
+(404 for a missing key on GET and HEAD), and listing pages. ``commit_safe`` is true only when every commit
+critical property holds.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .preflight import _client, _status, preflight
+
+__all__ = ["PROPERTIES", "PropertyVerdict", "StoreVerdict", "judge_store"]
+
+
+@dataclass(frozen=True)
+class PropertyVerdict:
+    name: str
+    passed: bool
+    observed: str
+    commit_critical: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "observed": self.observed,
+                "commit_critical": self.commit_critical}
+
+
+@dataclass
+class StoreVerdict:
+    endpoint: str
+    bucket: str
+    properties: list[PropertyVerdict] = field(default_factory=list)
+
+    @property
+    def commit_safe(self) -> bool:
+        return all(p.passed for p in self.properties if p.commit_critical)
+
+    @property
+    def all_passed(self) -> bool:
+        return all(p.passed for p in self.properties)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": "lancespec.certify-store/1", "endpoint": self.endpoint, "bucket": self.bucket,
+                "commit_safe": self.commit_safe, "all_passed": self.all_passed,
+                "properties": [p.to_json() for p in self.properties]}
+
+
+@dataclass
+class _Probe:
+    """What every property probe gets: a client, the bucket, a fresh key prefix and the options."""
+
+    client: Any
+    bucket: str
+    prefix: str
+    endpoint: str
+    options: Mapping[str, str]
+    race_rounds: int
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}/{name}"
+
+    def put(self, name: str, body: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=body)
+
+    def get(self, name: str, byte_range: str | None = None) -> tuple[int, bytes]:
+        extra = {"Range": byte_range} if byte_range else {}
+        answer = self.client.get_object(Bucket=self.bucket, Key=self.key(name), **extra)
+        return int(answer["ResponseMetadata"]["HTTPStatusCode"]), answer["Body"].read()
+
+    def listed(self, under: str, page_size: int = 1000) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            extra = {"ContinuationToken": token} if token else {}
+            page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.key(under), MaxKeys=page_size,
+                                               **extra)
+            names += [o["Key"][len(self.prefix) + 1:] for o in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                return names
+            token = page.get("NextContinuationToken")
+            if not token:
+                raise RuntimeError("a truncated listing page carries no continuation token")
+
+
+def _status_of(call: Callable[[], object]) -> int | None:
+    try:
+        call()
+    except Exception as exc:
+        return _status(exc)
+    return 200
+
+
+# --- commit-critical properties ---------------------------------------------------------------------------
+
+
+def conditional_create(p: _Probe) -> tuple[bool, str]:
+    key = p.key("conditional")
+    p.client.put_object(Bucket=p.bucket, Key=key, Body=b"first", IfNoneMatch="*")
+    status = _status_of(lambda: p.client.put_object(Bucket=p.bucket, Key=key, Body=b"second", IfNoneMatch="*"))
+    _, body = p.get("conditional")
+    if status == 412 and body == b"first":
+        return True, "a conditional PUT on an existing key answered 412 and the object kept its first body"
+    return False, f"a conditional PUT on an existing key answered {status}; the object now holds {body[:16]!r}"
+
+
+def atomic_conditional_create(p: _Probe) -> tuple[bool, str]:
+    result = preflight(p.endpoint, p.bucket, p.options, rounds=p.race_rounds, prefix=p.key("race"))
+    if not result.sequential_ok:
+        return False, "not judged: " + result.reason
+    return result.vouched, result.reason
+
+
+def list_after_write(p: _Probe, trials: int = 20) -> tuple[bool, str]:
+    hidden = 0
+    for i in range(trials):
+        name = f"listed/{i:04d}"
+        p.put(name, b"x")
+        if name not in p.listed("listed/"):
+            hidden += 1
+    if hidden:
+        return False, f"{hidden} of {trials} keys were missing from a listing made right after their PUT"
+    return True, f"each of {trials} keys was listed right after its PUT"
+
+
+def read_after_write(p: _Probe, trials: int = 10) -> tuple[bool, str]:
+    stale = 0
+    for i in range(trials):
+        p.put(f"raw/{i}", b"old")
+        p.put(f"raw/{i}", f"new {i}".encode())
+        if p.get(f"raw/{i}")[1] != f"new {i}".encode():
+            stale += 1
+    if stale:
+        return False, f"{stale} of {trials} GETs right after an overwrite returned the old bytes"
+    return True, f"each of {trials} GETs right after a PUT and an overwrite returned the new bytes"
+
+
+# --- what readers, clones and cleanup use ------------------------------------------------------------------
+
+
+def ranged_reads(p: _Probe) -> tuple[bool, str]:
+    body = bytes(range(256)) * 16
+    p.put("ranged", body)
+    status, middle = p.get("ranged", "bytes=100-199")
+    suffix_status, tail = p.get("ranged", "bytes=-64")
+    problems = []
+    if (status, middle) != (206, body[100:200]):
+        problems.append(f"bytes=100-199 answered {status} with {len(middle)} bytes")
+    if (suffix_status, tail) != (206, body[-64:]):
+        problems.append(f"the suffix range bytes=-64 answered {suffix_status} with {len(tail)} bytes")
+    if problems:
+        return False, "; ".join(problems)
+    return True, "a range and a suffix range each answered 206 with exactly the bytes asked for"
+
+
+def copy_object(p: _Probe) -> tuple[bool, str]:
+    body = uuid.uuid4().bytes * 64
+    p.put("copy-source", body)
+    p.client.copy_object(Bucket=p.bucket, Key=p.key("copy-target"),
+                         CopySource={"Bucket": p.bucket, "Key": p.key("copy-source")})
+    copied = p.get("copy-target")[1]
+    if copied != body:
+        return False, f"the copy holds {len(copied)} bytes that differ from the source's {len(body)}"
+    return True, "CopyObject made a byte-identical copy"
+
+
+def delete_semantics(p: _Probe) -> tuple[bool, str]:
+    p.put("deleted", b"x")
+    p.client.delete_object(Bucket=p.bucket, Key=p.key("deleted"))
+    after = _status_of(lambda: p.get("deleted"))
+    again = _status_of(lambda: p.client.delete_object(Bucket=p.bucket, Key=p.key("deleted")))
+    listed = "deleted" in p.listed("deleted")
+    if after == 404 and again in (200, 204) and not listed:
+        return True, "a deleted key answers 404, is not listed, and deleting it again succeeds"
+    return False, f"after DELETE: GET answered {after}, a second DELETE answered {again}, listed={listed}"
+
+
+def error_codes(p: _Probe) -> tuple[bool, str]:
+    missing = p.key("never-written")
+    get = _status_of(lambda: p.client.get_object(Bucket=p.bucket, Key=missing))
+    head = _status_of(lambda: p.client.head_object(Bucket=p.bucket, Key=missing))
+    if (get, head) == (404, 404):
+        return True, "GET and HEAD of a missing key answered 404"
+    return False, f"GET of a missing key answered {get}, HEAD {head} (404 expected: a reader maps it to 'absent')"
+
+
+def listing_pages(p: _Probe, keys: int = 7) -> tuple[bool, str]:
+    for i in range(keys):
+        p.put(f"paged/{i:02d}", b"x")
+    names = p.listed("paged/", page_size=3)
+    expected = [f"paged/{i:02d}" for i in range(keys)]
+    if names == expected:
+        return True, f"{keys} keys came back once each, in order, over pages of 3"
+    return False, f"pages of 3 gave {names} instead of {expected}"
+
+
+#: (name, probe, commit critical), in the order they run and print.
+PROPERTIES: tuple[tuple[str, Callable[[_Probe], tuple[bool, str]], bool], ...] = (
+    ("conditional-create", conditional_create, True),
+    ("atomic-conditional-create", atomic_conditional_create, True),
+    ("list-after-write", list_after_write, True),
+    ("read-after-write", read_after_write, True),
+    ("ranged-reads", ranged_reads, False),
+    ("copy-object", copy_object, False),
+    ("delete-semantics", delete_semantics, False),
+    ("error-codes", error_codes, False),
+    ("listing-pages", listing_pages, False),
+)
+
+
+def judge_store(endpoint: str, bucket: str, storage_options: Mapping[str, str], *, race_rounds: int = 100,
+                only: tuple[str, ...] = ()) -> StoreVerdict:
+    """Probe every property (or those in ``only``) against ``endpoint``/``bucket``; keys are left under
+    ``_lancespec_store_judge/{run}/``. A probe that raises is a failed property with the error observed."""
+    run = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    probe = _Probe(_client(endpoint, storage_options), bucket, f"_lancespec_store_judge/{run}", endpoint,
+                   storage_options, race_rounds)
+    verdict = StoreVerdict(endpoint, bucket)
+    for name, check, critical in PROPERTIES:
+        if only and name not in only:
+            continue
+        try:
+            passed, observed = check(probe)
+        except Exception as exc:  # the endpoint answered something a probe could not take: that is the verdict
+            passed, observed = False, f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}"
+        verdict.properties.append(PropertyVerdict(name, passed, observed, critical))
+    return verdict

@@ -1,0 +1,97 @@
+"""certify-store's judge (``simulator.store_judge``) against stores whose answers are known from elsewhere:
+the embedded server with and without its write lock, the proxy's storage personalities in front of it
+(each breaks one property by construction, simulator/proxy.py), and s3rver, a third-party S3 server from
+npm (skipped, with the reason, when setup could not install it)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lancespec.simulator.proxy import FaultProxy
+from lancespec.simulator.s3 import EmbeddedS3Server
+from lancespec.simulator.store_judge import PROPERTIES, StoreVerdict, judge_store
+
+S3RVER = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "s3rver"
+
+
+def by_name(verdict: StoreVerdict) -> dict[str, bool]:
+    return {p.name: p.passed for p in verdict.properties}
+
+
+def test_the_locked_embedded_server_passes_every_property(s3_server: EmbeddedS3Server, bucket: str) -> None:
+    verdict = judge_store(s3_server.endpoint, bucket, s3_server.storage_options(), race_rounds=20)
+    assert [p.name for p in verdict.properties] == [name for name, _, _ in PROPERTIES]
+    assert verdict.all_passed and verdict.commit_safe, verdict.to_json()
+
+
+def test_the_unlocked_embedded_server_is_not_commit_safe() -> None:
+    with EmbeddedS3Server(locked=False) as server:
+        server.create_bucket("unlocked")
+        verdict = judge_store(server.endpoint, "unlocked", server.storage_options(), race_rounds=400,
+                              only=("conditional-create", "atomic-conditional-create"))
+    assert by_name(verdict) == {"conditional-create": True, "atomic-conditional-create": False}, verdict.to_json()
+    assert not verdict.commit_safe
+
+
+@pytest.mark.parametrize(("personality", "broken"), [
+    ("no-conditional", {"conditional-create", "atomic-conditional-create"}),
+    ("lagging-list", {"list-after-write", "listing-pages"}),
+])
+def test_each_proxy_personality_breaks_what_it_plays(s3_server: EmbeddedS3Server, bucket: str, personality: str,
+                                                     broken: set[str]) -> None:
+    with FaultProxy(s3_server.endpoint, 1, personality=personality, list_lag_s=30.0) as proxy:
+        verdict = judge_store(proxy.endpoint(0), bucket, s3_server.storage_options(), race_rounds=5)
+    failed = {name for name, passed in by_name(verdict).items() if not passed}
+    assert failed == broken, verdict.to_json()
+    assert not verdict.commit_safe
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def s3rver(tmp_path: Path) -> Iterator[str]:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed, so s3rver cannot run")
+    if not S3RVER.exists():
+        pytest.skip(f"s3rver is not installed at {S3RVER} (setup.sh runs npm install in tools/node)")
+    port = _free_port()
+    proc = subprocess.Popen([str(S3RVER), "-d", str(tmp_path), "-a", "127.0.0.1", "-p", str(port),
+                             "--configure-bucket", "judged"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        else:
+            pytest.fail("s3rver did not listen within 30 s")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_s3rver_verdict(s3rver: str) -> None:
+    """s3rver 3.7.1, as measured (docs/certify-store.md): it ignores If-None-Match (the last writer wins, so
+    Lance must not commit there), answers a suffix range with one byte too many, and fails a listing page
+    with a continuation token; listings, reads after writes, copies and deletes behave."""
+    verdict = judge_store(s3rver, "judged", {"aws_access_key_id": "S3RVER", "aws_secret_access_key": "S3RVER"},
+                          race_rounds=5)
+    assert by_name(verdict) == {
+        "conditional-create": False, "atomic-conditional-create": False, "list-after-write": True,
+        "read-after-write": True, "ranged-reads": False, "copy-object": True, "delete-semantics": True,
+        "error-codes": True, "listing-pages": False,
+    }, verdict.to_json()
+    assert not verdict.commit_safe
