@@ -22,5 +22,13 @@ if ! java -version >/dev/null 2>&1; then
   fi
 fi
 
+# Node packages the tests use where node is present (tools/node/package.json: s3rver, a third-party S3 server
+# that certify-store is tested against). Without npm those tests skip, saying why.
+if command -v npm >/dev/null 2>&1; then
+  npm install --prefix tools/node --no-audit --no-fund --silent >/dev/null
+else
+  echo "lancespec setup: npm not found; the tests that need Node packages (s3rver) will skip" >&2
+fi
+
 java_version="$(java -version 2>&1 | head -n 1 | sed -E 's/.*version "([^"]+)".*/\1/' || true)"
 echo "lancespec setup complete: $("$PYTHON" -c 'import lance, pyspark; print("pylance", lance.__version__, "pyspark", pyspark.__version__)'), java ${java_version:-missing}"
