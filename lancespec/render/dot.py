@@ -9,10 +9,11 @@ The layout is Graphviz's; nothing here computes a coordinate.
 
 from __future__ import annotations
 
+import html
 import itertools
 import shutil
 import subprocess
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.printable import printable
@@ -25,7 +26,7 @@ DOT_TIMEOUT_SECONDS = 120
 #: (severity, area) of the findings a node carries.
 Marks = Mapping[str, Collection[tuple[str, str]]]
 
-_GRAPH = ('graph [rankdir=LR, newrank=true, fontname="Helvetica", fontsize=11, nodesep=0.25, ranksep=0.35, '
+_GRAPH = ('graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=11, nodesep=0.25, ranksep=0.35, '
           'bgcolor="transparent"];\n'
           'node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor="white"];\n'
           'edge [fontname="Helvetica", fontsize=9, color="#555555"];\n')
@@ -59,13 +60,16 @@ def human_size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def usage_text(use: Usage) -> str:
-    """``3 files, 1.2 KiB`` (and how many files record no size)."""
-    files = "1 file" if use.files == 1 else f"{use.files} files"
+def files_text(use: Usage) -> str:
+    """``1 file``, ``3 files``."""
+    return "1 file" if use.files == 1 else f"{use.files} files"
+
+
+def size_text(use: Usage) -> str:
+    """The files' recorded bytes, and how many record no size."""
     if use.unsized == use.files:
-        return f"{files}, size not recorded"
-    unsized = f" + {use.unsized} unsized" if use.unsized else ""
-    return f"{files}, {human_size(use.size)}{unsized}"
+        return "size not recorded"
+    return human_size(use.size) + (f" + {use.unsized} unsized" if use.unsized else "")
 
 
 def _version_range(versions: tuple[int, ...]) -> str:
@@ -157,10 +161,36 @@ def _edges(ds: DatasetLineage) -> Iterable[str]:
            f'label={label}, color={color}, fontcolor={color}, style=bold];\n')
 
 
-def _location(loc: Location, marks: Marks) -> str:
-    names = f"named {', '.join(loc.names)}" if loc.names else ""
-    return _node(loc.id, "base", marks, shape="folder", fillcolor='"#e6f2dc"', label=_label(loc.label, loc.kind, names),
+def _cell(text: object, attrs: str) -> str:
+    return f"<TD {attrs}>{html.escape(printable(text, 120))}</TD>"
+
+
+def _location(loc: Location, rows: Sequence[tuple[str, Usage]], marks: Marks) -> str:
+    """A location's box: its path (relative to its group), kind and names, then one row per version drawn
+    that resolves files into it: which version, how many files, how many bytes."""
+    head = [loc.label, loc.kind + (f", named {', '.join(loc.names)}" if loc.names else "")]
+    left, right, whole, gap = 'ALIGN="LEFT"', 'ALIGN="RIGHT"', 'COLSPAN="5"', '<TD WIDTH="8"></TD>'
+    table = ['<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">']
+    table += [f"<TR>{_cell(line, whole)}</TR>" for line in head]
+    table += [f"<TR>{_cell(version, left)}{gap}{_cell(files_text(use), right)}{gap}{_cell(size_text(use), right)}"
+              "</TR>" for version, use in rows]
+    table.append("</TABLE>>")
+    return _node(loc.id, "base", marks, shape="folder", fillcolor='"#e6f2dc"', label="".join(table),
                  tooltip=quote(loc.path))
+
+
+def _usage_rows(lineage: Lineage) -> dict[str, list[tuple[str, Usage]]]:
+    """Location path -> (version as a person reads it, usage) for every version drawn, lane by lane."""
+    out: dict[str, list[tuple[str, Usage]]] = {}
+    several = len(lineage.datasets) > 1
+    for ds in lineage.datasets:
+        prefix = f"{ds.root.rsplit('/', 1)[-1]} " if several else ""
+        for lane in ds.lanes:
+            name = "main" if lane.branch is None else lane.branch
+            for step in lane.steps:
+                for use in step.usage:
+                    out.setdefault(use.location, []).append((f"{prefix}{name} v{step.versions[0]}", use))
+    return out
 
 
 def to_dot(lineage: Lineage, marks: Marks | None = None) -> str:
@@ -169,21 +199,18 @@ def to_dot(lineage: Lineage, marks: Marks | None = None) -> str:
     out = ["digraph lineage {\n", _GRAPH]
     for ds in lineage.datasets:
         out += _dataset(ds, marks)
+    rows = _usage_rows(lineage)
     for group in lineage.groups:
         out.append(f"subgraph {group.id} {{\n")
         out.append(f'id={quote(group.id)}; class="bucket"; label={quote(group.label)}; style="rounded,filled"; '
                    'color="#9bb58a"; fillcolor="#f6faf2";\n')
-        out += [_location(loc, marks) for loc in group.locations]
+        out += [_location(loc, rows.get(loc.path, []), marks) for loc in group.locations]
         out.append("}\n")
     for ds in lineage.datasets:
         out += _edges(ds)
-    ids = {loc.path: loc.id for loc in lineage.locations}
-    for ds in lineage.datasets:
-        for lane in ds.lanes:
-            for step in lane.steps:
-                for use in step.usage:
-                    out.append(f'{step.id} -> {ids[use.location]} [class="usage", style=dotted, color="#8a9a80", '
-                               f'fontcolor="#5a6a50", arrowsize=0.6, label={quote(usage_text(use))}];\n')
+    # Locations rank after every lane's end (the layout stays Graphviz's: this only says "to the right").
+    ends = [lane.steps[-1].id if lane.steps else lane.id for ds in lineage.datasets for lane in ds.lanes]
+    out += [f"{end} -> {loc.id} [style=invis];\n" for end in ends for loc in lineage.locations]
     out.append("}\n")
     return "".join(out)
 
