@@ -38,9 +38,12 @@ PAGE_LIMIT = 5 * 1024 * 1024
 
 def corpus_pages(out: Path | None) -> None:
     print(f"{'case':28} {'root':12} {'versions':>8} {'certify s':>9} {'gather s':>8} {'page s':>7} {'page KB':>8}")
-    worst = 0.0
+    worst_page = worst_certify = 0.0
     with tempfile.TemporaryDirectory(prefix="lancespec-bench-report-") as tmp:
-        for case_dir in sorted((ROOT / "fixtures" / "cases").iterdir()):
+        cases = sorted((ROOT / "fixtures" / "cases").iterdir())
+        warm = materialize(cases[0] / "data", Path(tmp) / "warm-up")  # the codec child process starts here
+        certify(str(warm / json.loads((cases[0] / "case.json").read_text())["roots"][0]), all_versions=True)
+        for case_dir in cases:
             case = json.loads((case_dir / "case.json").read_text())
             data = materialize(case_dir / "data", Path(tmp) / case_dir.name)
             for root in case["roots"]:
@@ -52,12 +55,12 @@ def corpus_pages(out: Path | None) -> None:
                 t2 = time.perf_counter()
                 page = certify_page(report, docs)
                 t3 = time.perf_counter()
-                worst = max(worst, t3 - t0)
+                worst_page, worst_certify = max(worst_page, t3 - t1), max(worst_certify, t1 - t0)
                 print(f"{case_dir.name:28} {root:12} {len(report['versions']):>8} {t1 - t0:>9.3f} {t2 - t1:>8.3f} "
                       f"{t3 - t2:>7.3f} {len(page.encode()) / 1024:>8.1f}")
                 if out is not None:
                     (out / f"{case_dir.name}-{root.replace('/', '_')}.html").write_text(page)
-    print(f"slowest corpus page, certify included: {worst:.3f} s")
+    print(f"slowest corpus page (gather and build): {worst_page:.3f} s; slowest certify: {worst_certify:.3f} s")
 
 
 def _doc(uri: str, version: int, versions: list[int], branch: str | None, head: dict[str, Any]) -> dict[str, Any]:
