@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -146,6 +146,9 @@ class Fork:
 
 @dataclass(frozen=True)
 class Lane:
+    """One branch of a dataset (``branch`` None for main): its root, its nodes in version order, and where
+    it was forked from (None for main)."""
+
     id: str
     branch: str | None
     root: str
@@ -180,6 +183,8 @@ class Clone:
 
 @dataclass(frozen=True)
 class DatasetLineage:
+    """One dataset (a main root): its lanes (main first), its tags, and the Clone that made it, if any."""
+
     id: str
     root: str
     lanes: tuple[Lane, ...]
@@ -209,6 +214,8 @@ class Group:
 
 @dataclass(frozen=True)
 class Lineage:
+    """Every dataset of the lineage (the one asked about first) and the locations their files live in."""
+
     datasets: tuple[DatasetLineage, ...]
     groups: tuple[Group, ...]
 
@@ -361,8 +368,8 @@ def build_lineage(docs: Sequence[Doc], marks: Collection[VersionRef] = ()) -> Li
         for name, fork in heads[main]["branch_forks"].items():
             if (main, name) in lanes:
                 parent = VersionRef(main, lane_name(fork["parent_branch"]), fork["parent_version"])
-                lanes[(main, name)] = _with_fork(lanes[(main, name)], Fork(parent.branch, parent.version,
-                                                                          _node_of(lanes, parent)))
+                lanes[(main, name)] = replace(lanes[(main, name)],
+                                              fork=Fork(parent.branch, parent.version, _node_of(lanes, parent)))
     datasets = []
     for d, (main, members) in enumerate(lanes_of.items()):
         head = heads[main]
@@ -373,10 +380,6 @@ def build_lineage(docs: Sequence[Doc], marks: Collection[VersionRef] = ()) -> Li
                                        _clone(head, lanes, heads)))
     lane_roots = {lane.root for lane in lanes.values()}
     return Lineage(tuple(datasets), _locations(docs, lane_roots))
-
-
-def _with_fork(lane: Lane, fork: Fork) -> Lane:
-    return Lane(lane.id, lane.branch, lane.root, lane.steps, fork)
 
 
 def _clone(head: Doc, lanes: Mapping[tuple[str, str | None], Lane], heads: Mapping[str, Doc]) -> Clone | None:

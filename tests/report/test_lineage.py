@@ -5,14 +5,16 @@ collapsing of long histories and the grouping of locations, on small hand-made d
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ALL_CASES, case_json, inspect_json, inspected_lineage
+from conftest import ALL_CASES, CASES, case_json, inspect_json, inspected_lineage
 
 from lancespec.conformance.fetch import RunStorage
+from lancespec.conformance.fixtures.portable import materialize
 from lancespec.reference.table import Dataset
 from lancespec.render.dot import graphviz_available, to_dot, to_svg
 from lancespec.render.gather import gather
@@ -189,3 +191,17 @@ def test_names_the_dataset_controls_cannot_break_the_dot_text() -> None:
     svg = to_svg(dot)
     assert svg.count('class="node') == 5  # main, v1, v2, the tag, the root: no node named y
     assert 'tag x&quot; &#45;&gt; y [label=&quot;owned&quot;]; z \\N\\x0a' in svg
+
+
+def test_a_shallow_clone_whose_source_is_gone_points_to_a_missing_source(tmp_path: Path) -> None:
+    """ref-shallow-clone with its source's manifests removed: the clone is drawn, its source named as not
+    readable, and the edge goes to that missing node."""
+    data = materialize(CASES / "ref-shallow-clone" / "data", tmp_path / "case")
+    shutil.rmtree(data / "main" / "src" / "_versions")
+    lineage = lineage_of(str(data / "warm" / "clone"))
+    assert [ds.root for ds in lineage.datasets] == [str(data / "warm" / "clone")]
+    clone = lineage.datasets[0].clone
+    assert clone is not None and clone.shallow and clone.target is None and clone.tagged is None
+    dot = to_dot(lineage)
+    assert 'class="missing"' in dot and f"{lineage.datasets[0].id}src" in dot
+    assert "source not readable" in dot and str(data / "main" / "src") in dot

@@ -72,3 +72,11 @@ def test_graph_refuses_other_names_and_version_selectors(corpus: Callable[[str],
     assert run_cli("inspect", uri, "--graph", str(tmp_path / "g.png"))[0] == 2
     assert run_cli("inspect", uri, "--graph", str(tmp_path / "g.dot"), "--version", "1")[0] == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    page = tmp_path / "c.html"
+    assert run_cli("certify", str(tmp_path / "empty"), "--format", "html", "--output", str(page))[0] == 2
+    text = page.read_text()
+    assert ">UNREADABLE</h1>" in text and "No diagram: the lineage could not be read" in text
