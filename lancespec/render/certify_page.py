@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, load_catalogue
+from lancespec.conformance.traceability import Matrix, load_matrix
 
 from .dot import to_dot, to_svg
 from .html import Facet, esc, filter_attr, inline_svg, page, table
@@ -85,7 +86,17 @@ def _source(req: Requirement | None) -> str:
     return f"{esc(DOCUMENTS[req.document])}, section “{esc(req.section)}”"
 
 
-def _requirement(rid: str, findings: Sequence[Mapping[str, Any]], req: Requirement | None) -> str:
+def _statements(req: Requirement | None, matrix: Matrix) -> str:
+    """The statements of the five documents the requirement comes from (spec/traceability.toml), folded."""
+    found = [matrix.statements[sid] for sid in (req.statements if req is not None else ()) if sid in matrix.statements]
+    if not found:
+        return ""
+    items = "".join(f"<li><b>{esc(st.id)}</b> ({esc(matrix.documents.get(st.id.split('-')[0], ''))}, "
+                    f"“{esc(st.section)}”): {esc(st.says)}</li>" for st in found)
+    return f"<details><summary>the statements it comes from ({len(found)})</summary><ul>{items}</ul></details>"
+
+
+def _requirement(rid: str, findings: Sequence[Mapping[str, Any]], req: Requirement | None, matrix: Matrix) -> str:
     severity = req.severity if req is not None else findings[0]["severity"]
     rule = esc(req.rule) if req is not None else ""
     head = ["where", "file", "what", "notes"]
@@ -95,7 +106,7 @@ def _requirement(rid: str, findings: Sequence[Mapping[str, Any]], req: Requireme
              f'{filter_attr(severity=[severity], area=[area_of(rid)])}>'
              f'<h3><span class="sev sev-{esc(severity)}">{esc(severity)}</span> {esc(rid)} '
              f'<span class="muted">({len(findings)} finding{"s" if len(findings) != 1 else ""})</span></h3>'
-             f"<p>{rule}</p><p class=\"muted\">Source: {_source(req)}</p>"]
+             f"<p>{rule}</p><p class=\"muted\">Source: {_source(req)}</p>{_statements(req, matrix)}"]
     if plain:
         parts.append(table(head, map(_finding_row, plain)))
     for label in sorted({str(f[DIVERGENCE_KEY]) for f in known}):
@@ -154,7 +165,8 @@ def certify_page(report: Mapping[str, Any], docs: Sequence[Doc] | None, lineage_
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for f in report["findings"]:
         grouped.setdefault(f["requirement"], []).append(f)
-    findings = "".join(_requirement(rid, fs, catalogue.get(rid)) for rid, fs in sorted(grouped.items())) or \
+    matrix = load_matrix()
+    findings = "".join(_requirement(rid, fs, catalogue.get(rid), matrix) for rid, fs in sorted(grouped.items())) or \
         "<p>No findings.</p>"
     body = ("".join(f"<p class=\"verdict-warn\">{n}</p>" for n in notes)
             + f'<section id="lineage"><h2>Lineage</h2>{_diagram(report, docs, lineage_error)}</section>'

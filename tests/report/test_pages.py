@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import case_json, run_cli
 
+from lancespec.conformance.catalogue import load_catalogue
 from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
 
 
@@ -32,6 +33,9 @@ def test_known_divergences_fold_under_their_requirement_with_their_label() -> No
     assert plain < folded < section.index(">known<")
     assert "<summary>known divergence F-010: 1 finding</summary>" in section
     assert "Lance blog post" in section and "2 findings" in section
+    statements = load_catalogue()["CLONE-001"].statements
+    assert statements and f"the statements it comes from ({len(statements)})" in section
+    assert all(f"<b>{sid}</b>" in section for sid in statements)
 
 
 def test_what_the_dataset_controls_is_escaped() -> None:
