@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ALL_CASES, CASES, case_json, inspect_json, inspected_lineage
+from report_kit import ALL_CASES, CASES, case_json, inspect_json, inspected_lineage
 
 from lancespec.conformance.fetch import RunStorage
 from lancespec.conformance.fixtures.portable import materialize

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import case_json, run_cli
+from report_kit import case_json, run_cli
 
 from lancespec.conformance.catalogue import load_catalogue
 from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_self_contained, inspected_lineage, opened, run_cli
+from report_kit import assert_self_contained, inspected_lineage, opened, run_cli
 
 from lancespec.render.dot import graphviz_available
 
