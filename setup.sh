@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 
-"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev,spark]"
+"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev,spark,report]"
 
 # Spark (the spark extra, tests/spark) runs on a Java runtime. Install OpenJDK 17 only when no java runs:
 # as root on Debian/Ubuntu with apt-get; elsewhere say what is missing (the Spark tests then skip, saying why).
@@ -30,5 +30,24 @@ else
   echo "lancespec setup: npm not found; the tests that need Node packages (s3rver) will skip" >&2
 fi
 
+# The lineage diagram and the HTML reports (docs/reports.md) are laid out by Graphviz's dot; the browser tests
+# (tests/report) drive the system's Chromium through Playwright (no browser download). Installed like Java:
+# as root with apt-get; elsewhere say what is missing (the commands then refuse in one line, the tests skip).
+missing_packages=()
+command -v dot >/dev/null 2>&1 || missing_packages+=(graphviz)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing_packages+=(chromium)
+if [ "${#missing_packages[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null; } \
+      || echo "lancespec setup: apt-get could not install ${missing_packages[*]}; the diagram commands and the" \
+              "browser tests will say what is missing" >&2
+  else
+    echo "lancespec setup: ${missing_packages[*]} not found; install them (e.g. apt-get install" \
+         "${missing_packages[*]}) for the lineage diagram, the HTML reports and their browser tests" >&2
+  fi
+fi
+
 java_version="$(java -version 2>&1 | head -n 1 | sed -E 's/.*version "([^"]+)".*/\1/' || true)"
-echo "lancespec setup complete: $("$PYTHON" -c 'import lance, pyspark; print("pylance", lance.__version__, "pyspark", pyspark.__version__)'), java ${java_version:-missing}"
+graphviz_version="$(command -v dot >/dev/null 2>&1 && dot -V 2>&1 | sed -E 's/.*version ([^ ]+).*/\1/' || true)"
+echo "lancespec setup complete: $("$PYTHON" -c 'import lance, pyspark; print("pylance", lance.__version__, "pyspark", pyspark.__version__)'), java ${java_version:-missing}, graphviz ${graphviz_version:-missing}"

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from rich.console import Console
 
@@ -23,6 +23,9 @@ from .reference.errors import LanceSpecError
 from .reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
 from .reference.printable import printable
 from .reference.table import Dataset
+
+if TYPE_CHECKING:
+    from .conformance.model import Report
 
 R = TypeVar("R")
 
@@ -118,9 +121,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from .conformance.fetch import RunStorage
     from .inspect import inspect_report, render_text
 
+    if args.graph and (args.json or args.version is not None or args.tag or args.branch):
+        raise ValueError("--graph draws every version of every branch; "
+                         "it takes no --json, --version, --tag or --branch")
     storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
     dataset = Dataset.open(args.uri, storage=storage)
     snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
+    if args.graph:
+        from .render.commands import draw_lineage
+
+        draw_lineage(dataset, args.graph)
+        return EXIT_OK
     report = inspect_report(dataset, snapshot)
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
@@ -129,18 +140,30 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _certify_renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]:
+    """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first."""
+    from .conformance.report import RENDERERS
+
+    if args.format != "html":
+        return RENDERERS
+    from .render.commands import certify_html
+
+    return {**RENDERERS, "html": certify_html(args.uri, parse_storage_options(args.storage_option),
+                                              args.io_parallelism, limits_of(args), args.output)}
+
+
 def cmd_certify(args: argparse.Namespace) -> int:
     from .conformance.certify import certify
-    from .conformance.report import RENDERERS
     from .progress import progress_bar
 
     check_areas(args.only)
+    renderers = _certify_renderers(args)
 
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
                          io_parallelism=args.io_parallelism, limits=limits_of(args))
-    emit_report(report, RENDERERS, args.format, args.output)
+    emit_report(report, renderers, args.format, args.output)
     return report.exit_code
 
 
@@ -178,6 +201,7 @@ def cmd_certify_writer(args: argparse.Namespace) -> int:
     from .conformance.scenarios import builtin_scenarios, load_scenarios
     from .conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
     from .progress import progress_bar
+    from .render.commands import writer_html
 
     scenarios = []
     for pattern in args.scenarios or ["*"]:
@@ -192,7 +216,7 @@ def cmd_certify_writer(args: argparse.Namespace) -> int:
     with progress_bar("certifying writer") as progress:
         report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
                                 workdir=args.workdir, compare=not args.no_compare, progress=progress)
-    emit_report(report, RENDERERS, args.format, args.output)
+    emit_report(report, {**RENDERERS, "html": writer_html}, args.format, args.output)
     return report.exit_code
 
 
@@ -220,7 +244,8 @@ def _add_fixture_and_writer_commands(sub: argparse._SubParsersAction[_Parser]) -
     writer.add_argument("--store", action="append", choices=("local", "s3"),
                         help="run on this store only (default both; s3 starts the embedded server); repeat")
     writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
-    writer.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    writer.add_argument("--format", choices=("text", "json", "junit", "html"), default="text",
+                        help="html: the scenario x store grid as one self-contained page (docs/reports.md)")
     writer.add_argument("--output", metavar="FILE", help="write the report here")
     writer.add_argument("--no-compare", action="store_true", help="do not compare results with the reference")
     writer.add_argument("--workdir", metavar="DIR", help="keep the runs' local data here (default: a temp dir)")
@@ -238,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--tag", help="the version a tag names")
     inspect.add_argument("--branch", help="a branch (with --version: that version of the branch)")
     inspect.add_argument("--json", action="store_true", help="print the JSON document (docs/inspect-json.md)")
+    inspect.add_argument("--graph", metavar="FILE", help="write the lineage diagram of every version, branch, tag, "
+                         "clone source and base: FILE.svg (needs Graphviz) or FILE.dot (docs/reports.md)")
     _add_storage_option(inspect)
     add_limit_options(inspect)
     inspect.set_defaults(func=cmd_inspect)
@@ -251,7 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
     versions.add_argument("--all-versions", action="store_true",
                           help="every version of the main root and of every branch")
-    certify.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    certify.add_argument("--format", choices=("text", "json", "junit", "html"), default="text",
+                         help="html: one self-contained page with the lineage diagram (needs Graphviz; "
+                         "docs/reports.md)")
     certify.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes "
                          "to stderr for json and junit)")
     certify.add_argument("--only", action="append", metavar="AREA",
@@ -297,9 +326,7 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         return EXIT_UNREADABLE
     except CertifyError as exc:
         if exc.report is not None:
-            from .conformance.report import RENDERERS
-
-            emit_report(exc.report, RENDERERS, args.format, args.output)
+            emit_report(exc.report, _certify_renderers(args), args.format, args.output)
         if os.environ.get("LANCESPEC_DEBUG"):
             raise
         print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)

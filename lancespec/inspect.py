@@ -2,7 +2,8 @@
 
 The JSON document (schema in docs/inspect-json.md, version 1) has the keys ``format``, ``uri``,
 ``version``, ``branch``, ``naming``, ``versions``, ``bases``, ``fragments``, ``index_files``, ``tags``,
-``branches`` and ``branch_forks``. Keys are only ever added, never renamed or removed.
+``tag_branches``, ``branches``, ``branch_forks`` and ``clone``. Keys are only ever added, never renamed or
+removed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .conformance.fetch import RunStorage
+from .reference.commit import load_transaction
 from .reference.errors import LanceSpecError
 from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR
 from .reference.printable import printable
@@ -36,6 +38,22 @@ def _latest_of_branch(main: Dataset, name: str) -> int | None:
         return None
 
 
+def _clone_of(root: Dataset, versions: list[int]) -> dict[str, Any] | None:
+    """The Clone operation that committed the root's first attached version (the clone-primitives post
+    "shallow_clone", "deep_clone"), or None: no clone, cleaned up, or unreadable (history's finding)."""
+    if not versions:
+        return None
+    try:
+        txn = load_transaction(root, versions[0])
+    except LanceSpecError:
+        return None
+    if txn is None or txn.WhichOneof("operation") != "clone":
+        return None
+    clone = txn.clone
+    return {"shallow": clone.is_shallow, "source": clone.ref_path, "source_branch": clone.ref_name or None,
+            "source_version": clone.ref_version}
+
+
 def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
     """The inspect document for ``snapshot`` of ``dataset``."""
     main = dataset.main()
@@ -43,14 +61,16 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
         for directory in (TAGS_DIR, BRANCHES_DIR):
             main.storage.prefetch_directory(join(main.uri, directory))
     branches = main.branches()
+    tags = sorted(main.tags().items())
+    root = dataset if snapshot.root == dataset.uri else Dataset(snapshot.root, dataset.storage)
+    versions = root.versions()
     return {
         "format": INSPECT_FORMAT,
         "uri": snapshot.root,
         "version": snapshot.version,
         "branch": snapshot.branch,
         "naming": snapshot.naming.value,
-        "versions": dataset.versions() if snapshot.root == dataset.uri else
-        Dataset(snapshot.root, dataset.storage).versions(),
+        "versions": versions,
         "num_rows": snapshot.num_rows,
         "bases": [
             {"id": b.id, "name": b.name, "path": b.path, "is_dataset_root": b.is_dataset_root}
@@ -74,12 +94,14 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
             for frag in snapshot.fragments
         ],
         "index_files": [_file_json(f) for f in snapshot.index_files],
-        "tags": {name: tag.version for name, tag in sorted(main.tags().items())},
+        "tags": {name: tag.version for name, tag in tags},
+        "tag_branches": {name: tag.branch for name, tag in tags},
         "branches": {name: _latest_of_branch(main, name) for name in sorted(branches)},
         "branch_forks": {
             name: {"parent_branch": rec.parent_branch, "parent_version": rec.parent_version}
             for name, rec in sorted(branches.items())
         },
+        "clone": _clone_of(root, versions),
     }
 
 

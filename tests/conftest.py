@@ -20,7 +20,7 @@ from lancespec.simulator.s3 import EmbeddedS3Server
 pytest_plugins = ["pytester"]
 
 # Shared test kits live in tests/ (on pythonpath); rewrite their asserts for readable failures.
-pytest.register_assert_rewrite("store_contract")
+pytest.register_assert_rewrite("store_contract", "report_kit")
 
 # Hypothesis profiles (HYPOTHESIS_PROFILE; docs/properties.md). ``stateful_step_count`` bounds the writer
 # machine's sequences (tests/properties/test_machine.py). The example database stays out of the repository:

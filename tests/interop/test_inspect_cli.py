@@ -74,6 +74,7 @@ def assert_matches_pylance(report: dict[str, Any], ds: Any, lance_uri: str, main
 
     main_ds = lance.dataset(main_uri)
     assert report["tags"] == {name: t["version"] for name, t in main_ds.tags.list().items()}
+    assert report["tag_branches"] == {name: t["branch"] for name, t in main_ds.tags.list().items()}
     assert report["branches"] == {
         name: lance.dataset(f"{main_uri}/tree/{name}").version for name in main_ds.branches.list()
     }

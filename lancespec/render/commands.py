@@ -1,0 +1,58 @@
+"""What the command line calls to draw: ``inspect --graph``, ``certify --format html`` and
+``certify-writer --format html`` (the options live in ``lancespec.cli``; the work here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from lancespec.conformance.fetch import RunStorage
+from lancespec.conformance.report import to_json
+from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.limits import Limits
+from lancespec.reference.printable import printable
+from lancespec.reference.table import Dataset
+
+from .certify_page import certify_page, finding_refs
+from .dot import require_graphviz, write_graph
+from .gather import gather
+from .lineage import build_lineage
+from .writer_page import writer_page
+
+if TYPE_CHECKING:
+    from lancespec.conformance.model import Report
+    from lancespec.conformance.scenarios.certify_writer import WriterReport
+
+
+def draw_lineage(dataset: Dataset, path: str) -> None:
+    """``inspect URI --graph FILE``: the lineage as ``.svg`` (Graphviz checked before anything is read)
+    or ``.dot``."""
+    if not path.endswith((".svg", ".dot")):
+        raise ValueError(f"--graph writes .svg or .dot, not {printable(path, 80)}")
+    if path.endswith(".svg"):
+        require_graphviz(path)
+    write_graph(build_lineage(gather(dataset)), path)
+
+
+def certify_html(uri: str, storage_options: Mapping[str, str], io_parallelism: int | None, limits: Limits,
+                 output: str | None) -> Callable[[Report], str]:
+    """The ``html`` renderer of ``certify``: the JSON report's dict and the lineage read anew (with the
+    versions findings point to). Graphviz is checked now, before certification starts."""
+    require_graphviz(output or "standard output")
+
+    def render(report: Report) -> str:
+        document = to_json(report)
+        try:
+            dataset = Dataset(uri, RunStorage(storage_options, io_parallelism, limits))
+            return certify_page(document, gather(dataset, finding_refs(document)))
+        except LanceSpecError as exc:
+            return certify_page(document, None, str(exc))
+
+    return render
+
+
+def writer_html(report: WriterReport) -> str:
+    """The ``html`` renderer of ``certify-writer``."""
+    from lancespec.conformance.scenarios.certify_writer import to_json as writer_json
+
+    return writer_page(writer_json(report))

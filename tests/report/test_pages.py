@@ -1,0 +1,86 @@
+"""The pages and commands without a browser: what the certify page folds, escapes and says when it has no
+diagram; the commands' one-line refusal (exit 2) without Graphviz, and DOT output without it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_kit import case_json, run_cli
+
+from lancespec.conformance.catalogue import load_catalogue
+from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
+
+
+def _report(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"format": "lancespec.certify/1", "lancespec_version": "0", "uri": "/t/ds", "conformant": False,
+            "readable": True, "exit_code": 1, "cannot_judge": [], "internal_error": None, "versions": [1],
+            "checks": ["clones.lineage"], "requirements_checked": ["CLONE-001", "CLONE-002"],
+            "summary": {"must": len(findings), "should": 0}, "findings": findings}
+
+
+def _finding(message: str, **extra: Any) -> dict[str, Any]:
+    return {"requirement": "CLONE-001", "severity": "MUST", "version": 1, "branch": None, "path": "/t/ds/x",
+            "message": message, **extra}
+
+
+def test_known_divergences_fold_under_their_requirement_with_their_label() -> None:
+    page = certify_page(_report([_finding("plain"), _finding("known", **{DIVERGENCE_KEY: "F-010"})]), None, "x")
+    section = page[page.index('id="req-CLONE-001"'):]
+    plain, folded = section.index(">plain<"), section.index('<details class="divergence">')
+    assert plain < folded < section.index(">known<")
+    assert "<summary>known divergence F-010: 1 finding</summary>" in section
+    assert "Lance blog post" in section and "2 findings" in section
+    statements = load_catalogue()["CLONE-001"].statements
+    assert statements and f"the statements it comes from ({len(statements)})" in section
+    assert all(f"<b>{sid}</b>" in section for sid in statements)
+
+
+def test_what_the_dataset_controls_is_escaped() -> None:
+    page = certify_page(_report([_finding("<script>alert(1)</script>\x1b[2J")]), None, "no lineage <b>")
+    assert page.count("<script>") == 1  # the page's own
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J" in page
+    assert "No diagram: the lineage could not be read (no lineage &lt;b&gt;)" in page
+
+
+def test_coverage_says_checked_clean_with_findings_and_not_applicable() -> None:
+    page = certify_page(_report([_finding("m")]), None, "x")
+    rows = {row.split("</td>")[0].rsplit(">", 1)[-1]: row for row in page.split('<tr class="coverage"')[1:]}
+    assert '<a href="#req-CLONE-001">1 finding</a>' in rows["CLONE-001"]
+    assert "checked, no finding" in rows["CLONE-002"]
+    assert "not applicable: its checks did not run" in rows["CLONE-003"]
+
+
+def test_without_graphviz_svg_and_html_refuse_in_one_line_and_dot_still_works(
+        corpus: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from lancespec.cli import main
+
+    uri = str(corpus("ref-tags") / "main" / "ds")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot on it
+    for argv in (["inspect", uri, "--graph", str(tmp_path / "g.svg")],
+                 ["certify", uri, "--format", "html", "--output", str(tmp_path / "c.html")]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and "needs Graphviz's dot program" in err
+    assert not (tmp_path / "g.svg").exists() and not (tmp_path / "c.html").exists()
+    assert run_cli("inspect", uri, "--graph", str(tmp_path / "g.dot")) == (0, "")
+    tags = [e for e in case_json("ref-tags")["expected"] if e["tag"] is not None]
+    assert tags and (tmp_path / "g.dot").read_text().count('class="tag"') == len(tags)
+
+
+def test_graph_refuses_other_names_and_version_selectors(corpus: Callable[[str], Path], tmp_path: Path) -> None:
+    uri = str(corpus("ref-tags") / "main" / "ds")
+    assert run_cli("inspect", uri, "--graph", str(tmp_path / "g.png"))[0] == 2
+    assert run_cli("inspect", uri, "--graph", str(tmp_path / "g.dot"), "--version", "1")[0] == 2
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    page = tmp_path / "c.html"
+    assert run_cli("certify", str(tmp_path / "empty"), "--format", "html", "--output", str(page))[0] == 2
+    text = page.read_text()
+    assert ">UNREADABLE</h1>" in text and "No diagram: the lineage could not be read" in text

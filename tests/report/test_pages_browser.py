@@ -1,0 +1,143 @@
+"""Each kind of page in a real headless Chromium (system package, driven by Playwright): the lineage SVG of
+``inspect --graph``, the ``certify --format html`` page and the ``certify-writer --format html`` grid.
+Every page: no console error and no request leaving it; the diagram has one node per version, branch, tag
+and base as ``inspect --json`` counts them; filtering hides what it should. Skipped, saying why, without
+Playwright, Chromium or Graphviz."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_kit import assert_self_contained, inspected_lineage, opened, run_cli
+
+from lancespec.render.dot import graphviz_available
+
+pytestmark = pytest.mark.skipif(not graphviz_available(),
+                                reason="Graphviz's dot is not installed (apt-get install graphviz)")
+
+
+def node_counts(page: Any) -> dict[str, int]:
+    return {kind: page.locator(f"svg g.node.{kind}").count()
+            for kind in ("version", "collapsed", "branch", "tag", "base", "missing")}
+
+
+def tooltips(page: Any, selector: str) -> set[str]:
+    """The tooltips (``xlink:title``, which Graphviz writes for a node's ``tooltip``) of the nodes selected."""
+    script = "els => els.map(e => e.querySelector('a').getAttribute('xlink:title'))"
+    return set(page.eval_on_selector_all(selector, script))
+
+
+def test_the_harness_sees_console_errors_and_outside_requests(browser: Any, tmp_path: Path) -> None:
+    """The negative control: a page that logs an error and loads an image from elsewhere is caught."""
+    page = tmp_path / "leaky.html"
+    page.write_text('<html><body><img src="http://127.0.0.1:9/x.png"><script>console.error("boom")</script>'
+                    "</body></html>")
+    with opened(browser, page) as seen:
+        pass
+    assert "boom" in seen.errors
+    assert seen.outside == ["http://127.0.0.1:9/x.png"]
+
+
+def test_inspect_graph_svg(browser: Any, corpus: Callable[[str], Path], tmp_path: Path) -> None:
+    """ref-refs-across-branches from its clone: two datasets, branches, a tag on a branch, a shallow clone
+    of a branch version, roots in two buckets."""
+    uri = str(corpus("ref-refs-across-branches") / "cold" / "clone")
+    svg = tmp_path / "lineage.svg"
+    assert run_cli("inspect", uri, "--graph", str(svg)) == (0, "")
+    expected = inspected_lineage(uri)
+    assert expected.unreadable == 0 and len(expected.lanes) == 2
+    with opened(browser, svg) as seen:
+        assert node_counts(seen.page) == {
+            "version": expected.versions, "collapsed": 0,
+            "branch": sum(len(lanes) for lanes in expected.lanes.values()),
+            "tag": sum(len(tags) for tags in expected.tags.values()),
+            "base": len(expected.locations), "missing": 0}
+        assert seen.page.locator("svg g.edge.clone.shallow").count() == 1
+        assert seen.page.locator("svg g.edge.fork").count() == sum(len(lanes) - 1 for lanes in expected.lanes.values())
+        assert tooltips(seen.page, "svg g.node.base") == expected.locations
+    assert_self_contained(seen)
+    dot = tmp_path / "lineage.dot"
+    assert run_cli("inspect", uri, "--graph", str(dot)) == (0, "")
+    assert dot.read_text().startswith("digraph lineage {")
+
+
+def _where(f: dict[str, Any]) -> str:
+    return f"version {f['version']} of {'branch ' + f['branch'] if f['branch'] else 'main'}"
+
+
+def test_certify_page(browser: Any, corpus: Callable[[str], Path], tmp_path: Path) -> None:
+    """py-copied-root-with-branch (must reject: CLONE-001): MUST and SHOULD findings on main and on a branch."""
+    uri = str(corpus("py-copied-root-with-branch") / "new")
+    html = tmp_path / "certify.html"
+    assert run_cli("certify", uri, "--all-versions", "--format", "html", "--output", str(html))[0] == 1
+    rc, out = run_cli("certify", uri, "--all-versions", "--format", "json")
+    report = json.loads(out)
+    findings = report["findings"]
+    assert rc == 1 and {f["severity"] for f in findings} == {"MUST", "SHOULD"}
+    expected = inspected_lineage(uri)
+    with opened(browser, html) as seen:
+        page = seen.page
+        assert page.locator("h1").inner_text() == "NOT CONFORMANT"
+        counts = node_counts(page)
+        assert counts["version"] == expected.versions and counts["collapsed"] == 0
+        assert counts["branch"] == sum(len(lanes) for lanes in expected.lanes.values())
+        assert counts["tag"] == sum(len(tags) for tags in expected.tags.values())
+        assert counts["base"] >= len(expected.locations)
+        assert page.locator("tr.finding").count() == len(findings)
+        assert page.locator("section.requirement").count() == len({f["requirement"] for f in findings})
+        assert page.locator("tr.coverage").count() > len(report["requirements_checked"]) > 0
+        marked = {_where(f) for f in findings if f["version"] is not None}
+        assert tooltips(page, "svg g.node.version.marked") == marked
+
+        page.uncheck('input[data-facet="severity"][value="MUST"]')
+        should = [f for f in findings if f["severity"] == "SHOULD"]
+        assert page.locator("tr.finding:visible").count() == len(should)
+        assert page.locator("#shown").inner_text() == f"{len(should)} of {len(findings)} shown"
+        assert tooltips(page, "svg g.node.version.marked:not(.filtered)") == {
+            _where(f) for f in should if f["version"] is not None}
+        assert set(page.locator("tr.coverage:visible td:nth-child(2)").all_inner_texts()) == {"SHOULD"}
+
+        page.uncheck('input[data-facet="area"][value="MAN"]')
+        rest = [f for f in should if not f["requirement"].startswith("MAN-")]
+        assert rest and page.locator("tr.finding:visible").count() == len(rest)
+        visible = page.locator("tr.coverage:visible td:first-child").all_inner_texts()
+        assert visible and not any(rid.startswith("MAN-") for rid in visible)
+
+        page.check('input[data-facet="severity"][value="MUST"]')
+        page.check('input[data-facet="area"][value="MAN"]')
+        assert page.locator("tr.finding:visible").count() == len(findings)
+        assert page.locator("svg g.node.marked.filtered").count() == 0
+    assert_self_contained(seen)
+
+
+@pytest.mark.interop
+def test_certify_writer_grid(browser: Any, tmp_path: Path) -> None:
+    """pylance on a scenario it passes and one it only partly completes (F-022), on local disk."""
+    args = ["certify-writer", "--writer", "pylance", "--scenarios", "tags-lifecycle", "--scenarios",
+            "refuse-empty-operations", "--store", "local", "--no-compare"]
+    html = tmp_path / "writer.html"
+    assert run_cli(*args, "--format", "html", "--output", str(html))[0] == 0
+    report = json.loads(run_cli(*args, "--format", "json")[1])
+    runs = report["runs"]
+    assert {r["outcome"] for r in runs} == {"pass", "partial"}
+    with opened(browser, html) as seen:
+        page = seen.page
+        assert page.locator("td.cell").count() == len(runs)
+        assert page.locator("tr.row").count() == len({r["scenario"] for r in runs})
+        for run in runs:
+            row = page.locator("tr.row", has=page.locator(f"th:text-is('{run['scenario']}')"))
+            cell = row.locator("td.cell")
+            assert cell.locator("summary").inner_text().startswith(run["outcome"].upper())
+            assert not cell.locator("table").first.is_visible()
+            cell.locator("summary").click()
+            steps = cell.locator("table").first
+            assert steps.is_visible() and steps.locator("tbody tr").count() == len(run["steps"])
+            assert cell.locator("table").count() == 1 + (run["certify"] is not None) + (run["compare"] is not None)
+        page.uncheck('input[data-facet="outcome"][value="pass"]')
+        assert page.locator("tr.row:visible > th").all_inner_texts() == [
+            r["scenario"] for r in runs if r["outcome"] != "pass"]
+    assert_self_contained(seen)
