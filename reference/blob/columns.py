@@ -13,9 +13,6 @@ from ..schema import BLOB_V2_EXTENSION, EXTENSION_NAME_KEY
 
 LEGACY_BLOB_KEY = "lance-encoding:blob"
 
-MIN_FILE_VERSION = (2, 2)
-"""Blob v2 needs data storage version 2.2 or later (pylance: "Blob v2 requires file version >= 2.2")."""
-
 
 def metadata_text(metadata: Mapping[Any, Any] | None, key: str) -> str | None:
     """The value of ``key`` in field metadata whose keys and values may be bytes or text (undecodable bytes
@@ -39,8 +36,7 @@ def blob_field_ids(fields: Iterable[file_pb2.Field]) -> dict[int, file_pb2.Field
 
 def has_blob_column(fields: Iterable[file_pb2.Field], data_file_fields: Iterable[int]) -> bool:
     """Whether a data file holding ``data_file_fields`` holds a blob v2 column of the schema."""
-    blobs = blob_field_ids(fields)
-    return any(i in blobs for i in data_file_fields)
+    return not blob_field_ids(fields).keys().isdisjoint(data_file_fields)
 
 
 def arrow_is_blob(field: pa.Field) -> bool:

@@ -30,7 +30,7 @@ from ..proto import file_pb2
 from ..store import Storage, open_store
 from ..store.uri import join
 from ..table import FragmentView, Snapshot, deleted_offsets
-from .columns import LEGACY_BLOB_KEY, is_blob_field, metadata_text
+from .columns import LEGACY_BLOB_KEY, blob_field_ids, metadata_text
 from .routing import BlobKind, sidecar_uri
 
 DESCRIPTOR_FIELDS = ("kind", "position", "size", "blob_id", "blob_uri")
@@ -233,14 +233,14 @@ class BlobReader:
         self.snapshot = snapshot
         self.storage = storage if storage is not None else open_store()
         self.counter = counter if counter is not None else FetchCounter()
-        self._fields = {f.name: f for f in snapshot.manifest.fields if f.parent_id == -1}
+        self._blob_fields = {f.name: f for f in blob_field_ids(snapshot.manifest.fields).values()}
         self._bases = {b.id: b for b in snapshot.bases}
         self._fragments = {f.id: f for f in snapshot.fragments}
         self._descriptors: dict[tuple[int, str], list[BlobDescriptor | None]] = {}
 
     def _blob_field(self, column: str) -> file_pb2.Field:
-        found = self._fields.get(column)
-        if found is None or not is_blob_field(found):
+        found = self._blob_fields.get(column)
+        if found is None:
             raise ValidationError(f"{column!r} is not a blob v2 column of version {self.snapshot.version}",
                                   self.snapshot.manifest_uri)
         return found

@@ -25,7 +25,7 @@ from ..layout import Base
 from ..proto import file_pb2
 from ..schema import BLOB_V2_EXTENSION, EXTENSION_NAME_KEY
 from ..store import Storage
-from .columns import MIN_FILE_VERSION, arrow_is_blob, is_blob_field, is_legacy_blob, metadata_text
+from .columns import arrow_is_blob, is_blob_field, is_legacy_blob, metadata_text
 from .routing import (
     THRESHOLD_KEYS,
     BlobKind,
@@ -49,6 +49,9 @@ PREPARED_TYPE = pa.struct([
 the field). Per kind: inline sets ``data``; packed sets ``blob_id``, ``blob_size``, ``position``;
 dedicated ``blob_id``, ``blob_size``; external ``uri``, ``blob_id`` (the base id, 0 for an absolute
 URI) and, for a range, ``position`` and ``blob_size``. A null row is a null struct."""
+
+MIN_FILE_VERSION = (2, 2)
+"""Blob v2 needs data storage version 2.2 or later (pylance: "Blob v2 requires file version >= 2.2")."""
 
 
 @dataclass(frozen=True)
