@@ -41,7 +41,7 @@ from lancespec.conformance.operations import (
     Targets,
     VersionModel,
 )
-from lancespec.reference.blob import Thresholds
+from lancespec.reference.blob.routing import Thresholds
 from lancespec.reference.layout import DELETION_EXTENSIONS, Base, data_file_stem
 from lancespec.reference.proto import table_pb2
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from . import clone as clone_ops
 from . import ops, refs
-from .blob import BlobFile, BlobReader
+from .blob.read import BlobFile, BlobReader
 from .codec import BranchRecord, TagRecord
 from .commit import CommitResult
 from .errors import DatasetAlreadyExists, ValidationError

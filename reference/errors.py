@@ -119,3 +119,31 @@ class CommitConflict(LanceSpecError):
     def __init__(self, message: str, where: str | None = None, *, retryable: bool) -> None:
         super().__init__(message, where)
         self.retryable = retryable
+
+
+# --- blobs ---------------------------------------------------------------------------------------
+
+
+class ExternalBlobOutsideBases(ValidationError):
+    """An external blob URI lies outside every registered non-root base and the caller did not opt in
+    (or opted in with a URI that is not absolute)."""
+
+
+class InvalidBlobThreshold(ValidationError):
+    """A blob threshold in field metadata is not a valid number."""
+
+
+class InvalidBlobValue(ValidationError):
+    """A blob value breaks the rules of the blob type (both data and uri, half a range, ...)."""
+
+
+class BlobThresholdMismatch(ValidationError):
+    """Appended data declares blob thresholds that differ from those the dataset schema stores."""
+
+
+class BlobReadError(LanceSpecError):
+    """A blob cannot be read: unknown kind, missing base, sidecar or object too short."""
+
+
+class BlobRangeError(LanceSpecError, ValueError):
+    """A ranged read asks for bytes past the end of the blob."""

@@ -32,11 +32,11 @@ from .errors import (
 from .layout import FileKind, ManifestNaming, deletion_file_name, resolve
 from .predicate import parse_predicate
 from .proto import table_pb2, transaction_pb2
-from .read import deleted_offsets, read_fragment
+from .read import read_fragment
 from .schema import arrow_to_fields, same_shape, schema_metadata
 from .store import Storage, open_store
 from .store.uri import is_absolute, normalize, same_location
-from .table import Dataset, Head, Snapshot, bases_of
+from .table import Dataset, Head, Snapshot, bases_of, deleted_offsets
 from .writer import discarded_on_failure, placement_targets, storage_version, write_fragments
 
 DEFAULT_DELETE_RETRIES = 10

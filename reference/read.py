@@ -14,25 +14,15 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .blob import has_blob_column, read_blob_data_file
-from .codec import decode_deletions
+from .blob.columns import has_blob_column
+from .blob.read import read_blob_data_file
 from .errors import FormatError, LanceSpecError
 from .isolated import decode_data_file
 from .proto import file_pb2
 from .store import Storage
-from .table import FragmentView, Snapshot
+from .table import FragmentView, Snapshot, deleted_offsets
 
 TOMBSTONE = -2
-
-
-def deleted_offsets(storage: Storage, fragment: FragmentView) -> list[int]:
-    """The fragment's deleted row offsets (empty without a deletion file)."""
-    if fragment.deletion is None:
-        return []
-    uri = fragment.deletion.file.uri
-    if uri is None:
-        raise fragment.deletion.file.problem or LanceSpecError("unresolvable deletion file")
-    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri, fragment.physical_rows)
 
 
 def _top_level_owner(fields: list[file_pb2.Field]) -> dict[int, int]:

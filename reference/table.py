@@ -16,6 +16,7 @@ from .codec import (
     ManifestFile,
     TagRecord,
     decode_branch,
+    decode_deletions,
     decode_manifest_file,
     decode_tag,
     decode_version_hint,
@@ -95,6 +96,16 @@ class FragmentView:
     def num_rows(self) -> int:
         """Live rows: physical rows less deleted ones."""
         return self.physical_rows - (self.deletion.num_deleted_rows if self.deletion else 0)
+
+
+def deleted_offsets(storage: Storage, fragment: FragmentView) -> list[int]:
+    """The fragment's deleted row offsets, read from its deletion file (empty without one)."""
+    if fragment.deletion is None:
+        return []
+    uri = fragment.deletion.file.uri
+    if uri is None:
+        raise fragment.deletion.file.problem or LanceSpecError("unresolvable deletion file")
+    return decode_deletions(storage.get(uri), fragment.deletion.file_type, uri, fragment.physical_rows)
 
 
 @dataclass(frozen=True)

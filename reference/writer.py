@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from lance.file import LanceFileWriter
 
-from .blob import check_blob_table
+from .blob.write import check_blob_table
 from .codec import parse_footer
 from .codec.datafile import FOOTER_VERSION_FOR, V2_FOOTER_SIZE
 from .errors import CommitOutcomeUnknown, FormatError, UnknownTargetBase, ValidationError

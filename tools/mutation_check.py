@@ -1,7 +1,7 @@
 """Mutation check of the property suite: ``python tools/mutation_check.py [--jobs N] [--only NAME] [--timeout S]``.
 
-Each mutant is a plausible bug, injected as a textual patch into a *copy* of the reference
-(``reference/*.py``); the property suite (tests/properties, Hypothesis profile ``dev``) then runs against the
+Each mutant is a plausible bug, injected as a textual patch into a *copy* of the reference (a module below
+``reference/``); the property suite (tests/properties, Hypothesis profile ``dev``) then runs against the
 copy and must fail. The working tree is never touched: every mutant gets its own copy of the package
 folders and tests in a temporary directory, and a symlink tree that gives the copy the installed package
 shape (``lancespec.reference`` -> the copy's ``reference/``, built by tools/typecheck.py's ``build_tree``), put first on
@@ -58,7 +58,7 @@ MUTANTS = (
            "    new_id = smallest_unused_id(manifest.base_paths)\n",
            "    new_id = smallest_unused_id(manifest.base_paths)\n    del manifest.base_paths[:]\n",
            "a shallow clone does not carry the source's bases over (CLONE-001)"),
-    Mutant("blob-inline-threshold-off-by-one", "blob.py",
+    Mutant("blob-inline-threshold-off-by-one", "blob/routing.py",
            "    if size > thresholds.inline:", "    if size >= thresholds.inline:",
            "a blob exactly at the inline threshold is packed (BLOB-005)"),
     Mutant("clone-files-keep-no-base", "clone.py",
@@ -93,7 +93,7 @@ MUTANTS = (
            "    candidate = 0\n    while candidate in used:\n        candidate += 1",
            "    candidate = 0",
            "a clone of a clone registers its source under an id already in use (BASE-001)"),
-    Mutant("packed-blob-read-late", "blob.py",
+    Mutant("packed-blob-read-late", "blob/read.py",
            "return sidecar_uri(data_file_uri, descriptor.blob_id), descriptor.position, descriptor.size",
            "return sidecar_uri(data_file_uri, descriptor.blob_id), descriptor.position + 1, descriptor.size",
            "sidecar blobs are read one byte late (BLOB-003)"),
@@ -199,7 +199,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for m in MUTANTS:
-            print(f"{m.name:36} reference/{m.file:12} {m.what}")
+            print(f"{m.name:36} reference/{m.file:16} {m.what}")
         return 0
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
     with tempfile.TemporaryDirectory(prefix="lancespec-mutation-") as tmp:

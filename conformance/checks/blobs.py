@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from lancespec.reference import blob
-from lancespec.reference.blob import BlobDescriptor, BlobKind, Thresholds
+from lancespec.reference.blob.columns import blob_field_ids
+from lancespec.reference.blob.read import BlobDescriptor, BlobLocation, BlobReader, read_descriptor_columns
+from lancespec.reference.blob.routing import MANAGED_KINDS, BlobKind, Thresholds, route, sidecar_uri, thresholds_of
 from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.errors import LanceSpecError, ObjectNotFound
 from lancespec.reference.layout import DATA_DIR, branch_root, reversed_blob_id
@@ -53,10 +54,10 @@ def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
     resolved or do not exist are left to the file checks; descriptors that cannot be decoded are
     reported as ``requirement``."""
     snap = ctx.snap
-    fields = blob.blob_field_ids(snap.manifest.fields)
+    fields = blob_field_ids(snap.manifest.fields)
     if not fields:
         return
-    reader = blob.BlobReader(snap, ctx.storage)
+    reader = BlobReader(snap, ctx.storage)
     for fragment in snap.fragments:
         for field in fields.values():
             try:
@@ -67,8 +68,8 @@ def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
                 continue
             key = ("blob-descriptors", where.data_file_uri, str(where.column_index))
 
-            def read(w: blob.BlobLocation = where, name: str = field.name) -> list[BlobDescriptor | None]:
-                return blob.read_descriptor_columns(ctx.storage, w.data_file_uri, {name: w.column_index},
+            def read(w: BlobLocation = where, name: str = field.name) -> list[BlobDescriptor | None]:
+                return read_descriptor_columns(ctx.storage, w.data_file_uri, {name: w.column_index},
                                                     w.file_size)[name]
 
             try:
@@ -116,7 +117,7 @@ def descriptors(ctx: VersionContext) -> None:
                     problems[("BLOB-003", file.uri, f"{BlobKind(d.kind).name.lower()} blob has sidecar id "
                               f"{d.blob_id}; sidecar ids start at 1")].append(row)
                     continue
-                sidecar = blob.sidecar_uri(file.uri, d.blob_id)
+                sidecar = sidecar_uri(file.uri, d.blob_id)
                 size = _object_size(ctx, sidecar)
                 if size is None:
                     problems[("BLOB-003", sidecar, f"the sidecar of blob id {d.blob_id} does not exist")].append(row)
@@ -151,16 +152,16 @@ def routing(ctx: VersionContext) -> None:
     sidecar holding more than one blob is no larger than the pack threshold (BLOB-006)."""
     for file in _blob_files(ctx, "BLOB-005"):
         try:
-            thresholds = blob.thresholds_of(file.field)
+            thresholds = thresholds_of(file.field)
         except LanceSpecError as exc:
             ctx.finding("BLOB-005", ctx.snap.manifest_uri, f"blob column {file.field.name!r}: {exc.message}")
             thresholds = Thresholds()
         wrong: dict[tuple[int, BlobKind], list[int]] = defaultdict(list)
         packs: dict[int, list[BlobDescriptor]] = defaultdict(list)
         for row, d in enumerate(file.descriptors):
-            if d is None or d.kind not in blob.MANAGED_KINDS:
+            if d is None or d.kind not in MANAGED_KINDS:
                 continue
-            expected = blob.route(d.size, thresholds)
+            expected = route(d.size, thresholds)
             if d.kind != expected:
                 wrong[(d.kind, expected)].append(row)
             if d.kind == BlobKind.PACKED:
@@ -173,7 +174,7 @@ def routing(ctx: VersionContext) -> None:
         for blob_id, members in sorted(packs.items()):
             if len(members) < 2:
                 continue
-            sidecar = blob.sidecar_uri(file.uri, blob_id)
+            sidecar = sidecar_uri(file.uri, blob_id)
             size = _object_size(ctx, sidecar) or max(d.position + d.size for d in members)
             if size > thresholds.pack_file:
                 ctx.finding("BLOB-006", sidecar, f"pack sidecar of {len(members)} blobs is {size} bytes, above the "
@@ -207,7 +208,7 @@ def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> dict[str, d
                                                   dataset.storage.limits.max_fragments).manifest)
             except LanceSpecError:
                 return None
-            blob_fields = blob.blob_field_ids(manifest.fields)
+            blob_fields = blob_field_ids(manifest.fields)
             for fragment in manifest.fragments:
                 for df in fragment.files:
                     if df.path in referenced:
@@ -227,7 +228,7 @@ def _referenced_ids(ctx: DatasetContext, data_file: str, columns: dict[str, int]
     for name, index in columns.items():
 
         def read(column: str = name, at: int = index) -> list[BlobDescriptor | None]:
-            return blob.read_descriptor_columns(ctx.storage, data_file, {column: at})[column]
+            return read_descriptor_columns(ctx.storage, data_file, {column: at})[column]
 
         try:
             rows = run_cached(ctx.storage, ("blob-descriptors", data_file, str(index)), read)

@@ -19,7 +19,7 @@ from typing import Any
 from lancespec.conformance.adapters.base import ContractError, Writer, WriterRefusal, WriterSession
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fixtures.canonical import rows_digest
-from lancespec.reference.blob import BlobReader
+from lancespec.reference.blob.read import BlobReader
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.layout import FileKind
 from lancespec.reference.read import read_snapshot

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 MAGIC = b"LANC"
 V2_FOOTER_SIZE = 40
 LEGACY_FOOTER_SIZE = 16
-_V2 = struct.Struct("<QQQIIHH4s")
-_LEGACY = struct.Struct("<QHH4s")
-_BUFFER_ENTRY = struct.Struct("<QQ")
+V2_FOOTER = struct.Struct("<QQQIIHH4s")
+OFFSET_ENTRY = struct.Struct("<QQ")
+"""One entry of the column-metadata and global-buffer offset tables: ``u64 position | u64 size``."""
 
 # (DataFile.file_major_version, file_minor_version) -> the (major, minor) the footer carries.
 FOOTER_VERSION_FOR = {(2, 0): (0, 3), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (0, 2): (0, 2)}
@@ -63,7 +63,7 @@ def parse_footer(tail: bytes, file_size: int, where: str = "") -> DataFileFooter
         return DataFileFooter(major, minor, None, None, None, None, None)
     if len(tail) < V2_FOOTER_SIZE:
         raise FormatError(f"data file is {file_size} bytes, too short for a v2 footer", where)
-    cms, cmo, gbo, n_buffers, n_columns, _, _, _ = _V2.unpack_from(tail, len(tail) - V2_FOOTER_SIZE)
+    cms, cmo, gbo, n_buffers, n_columns, _, _, _ = V2_FOOTER.unpack_from(tail, len(tail) - V2_FOOTER_SIZE)
     footer_start = file_size - V2_FOOTER_SIZE
     if cmo + 16 * n_columns != gbo or gbo + 16 * n_buffers != footer_start:
         raise FormatError(
@@ -133,10 +133,10 @@ def row_count(obj: TailedObject, footer: DataFileFooter) -> int:
     assert footer.gbo_table_pos is not None and footer.cmo_table_pos is not None
     if not footer.num_global_buffers:
         raise FormatError("the file has no global buffer, so no FileDescriptor", uri)
-    entry = obj.read(footer.gbo_table_pos, _BUFFER_ENTRY.size)
-    if len(entry) != _BUFFER_ENTRY.size:
+    entry = obj.read(footer.gbo_table_pos, OFFSET_ENTRY.size)
+    if len(entry) != OFFSET_ENTRY.size:
         raise FormatError(f"global-buffer offset table at {footer.gbo_table_pos} is cut short", uri)
-    position, length = _BUFFER_ENTRY.unpack(entry)
+    position, length = OFFSET_ENTRY.unpack(entry)
     if length == 0 or position + length > footer.cmo_table_pos:
         raise FormatError(
             f"global buffer 0 at {position} ({length} bytes) does not lie before the offset tables "

@@ -21,8 +21,10 @@ import pytest
 from conformance_kit import assert_clean, assert_only, assert_reported, certify_findings, rewrite_manifest
 
 from lancespec.conformance.model import Finding
-from lancespec.reference import blob, ops
+from lancespec.reference import ops
 from lancespec.reference.apply import apply_transaction, assign_base_ids
+from lancespec.reference.blob import write as blob_write
+from lancespec.reference.blob.routing import INLINE_SIZE_THRESHOLD_KEY, Thresholds
 from lancespec.reference.commit import commit, new_transaction
 from lancespec.reference.layout import new_data_file_name, reversed_blob_id
 from lancespec.reference.proto import table_pb2
@@ -166,7 +168,7 @@ def test_blobs_routed_against_the_declared_thresholds(tmp_path: Path, monkeypatc
     """A writer that routes with other thresholds than the field declares."""
     root = tmp_path / "ds"
     with monkeypatch.context() as patched:
-        patched.setattr(blob, "thresholds_of", lambda field, where=None: blob.Thresholds(inline=10_000))
+        patched.setattr(blob_write, "thresholds_of", lambda field, where=None: Thresholds(inline=10_000))
         ops.create(str(root), blob_table([payload(40, 1), payload(600, 2), payload(5000, 3)], **SMALL))
     findings = certify_findings(str(root))
     assert_clean(findings)
@@ -180,7 +182,7 @@ def test_declared_thresholds_changed_after_writing(blob_dataset: Path) -> None:
     """The manifest's thresholds no longer match how the blobs were routed."""
     def lower(manifest: table_pb2.Manifest) -> None:
         field = next(f for f in manifest.fields if f.name == "blob")
-        field.metadata[blob.INLINE_SIZE_THRESHOLD_KEY] = b"10"
+        field.metadata[INLINE_SIZE_THRESHOLD_KEY] = b"10"
 
     latest = Dataset(str(blob_dataset)).latest_version()
     rewrite_manifest(str(blob_dataset), latest, lower)
@@ -191,10 +193,10 @@ def test_declared_thresholds_changed_after_writing(blob_dataset: Path) -> None:
 
 def test_pack_over_the_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ds"
-    declared = blob.Thresholds(inline=100, dedicated=1000, pack_file=2500)
+    declared = Thresholds(inline=100, dedicated=1000, pack_file=2500)
     with monkeypatch.context() as patched:
-        patched.setattr(blob, "thresholds_of",
-                        lambda field, where=None: blob.Thresholds(declared.inline, declared.dedicated, 10**9))
+        patched.setattr(blob_write, "thresholds_of",
+                        lambda field, where=None: Thresholds(declared.inline, declared.dedicated, 10**9))
         ops.create(str(root), blob_table([payload(900, i) for i in range(4)], **SMALL))
     findings = certify_findings(str(root))
     assert_clean(findings)

@@ -27,9 +27,10 @@ import pytest
 
 import lancespec.reference.api as ref
 from lancespec.conformance.certify import certify
-from lancespec.reference import blob, clone, ops
-from lancespec.reference.blob import BlobReader, ExternalBlobOutsideBases, FetchCounter
-from lancespec.reference.errors import ValidationError
+from lancespec.reference import clone, ops
+from lancespec.reference.blob.read import BlobReader, FetchCounter
+from lancespec.reference.blob.routing import INLINE_SIZE_THRESHOLD_KEY, route, thresholds_of
+from lancespec.reference.errors import BlobReadError, BlobThresholdMismatch, ExternalBlobOutsideBases, ValidationError
 from lancespec.reference.gc import CleanupPolicy, cleanup
 from lancespec.reference.relocate import relocate
 from lancespec.reference.table import Dataset
@@ -259,8 +260,8 @@ def test_configured_thresholds_move_the_edges(tmp_path: Path, thresholds: dict[s
         ds = write(blob_table(values, **thresholds), tmp_path / name)
         found[name] = descriptors(ds.uri)
         assert [d[0] for d in found[name] if d] == kinds, name
-        declared = blob.thresholds_of(Dataset(ds.uri).snapshot().manifest.fields[1])
-        assert [blob.route(n, declared) for n in sizes] == kinds
+        declared = thresholds_of(Dataset(ds.uri).snapshot().manifest.fields[1])
+        assert [route(n, declared) for n in sizes] == kinds
         assert reference_blobs(ds.uri, len(values)) == pylance_blobs(ds.uri, len(values)) == values
     assert found["ref"] == found["pyl"]
 
@@ -286,7 +287,7 @@ def test_append_keeps_the_dataset_thresholds(tmp_path: Path) -> None:
     ref.write_dataset(pa.table({"id": pa.array([1], pa.int64()), "blob": lance.blob_array([b"x" * 50])}),
                       str(root), mode="append")
     assert [d[0] for d in descriptors(root) if d] == [INLINE, PACKED]
-    with pytest.raises(blob.BlobThresholdMismatch, match="lance-encoding:blob-inline-size-threshold=20"):
+    with pytest.raises(BlobThresholdMismatch, match="lance-encoding:blob-inline-size-threshold=20"):
         ref.write_dataset(blob_table([b"a"], inline_size_threshold=20), str(root), mode="append")
     with pytest.raises(OSError, match="Blob thresholds for existing columns are stored in the dataset schema"):
         lance.write_dataset(blob_table([b"a"], inline_size_threshold=20), str(root), mode="append")
@@ -555,7 +556,7 @@ def test_divergence_compaction_rewrites_dedicated_blobs(tmp_path: Path) -> None:
 def test_divergence_thresholds_are_field_metadata_not_schema_metadata(tmp_path: Path) -> None:
     """Seed: thresholds "are configurable via schema metadata". pylance reads them from the blob field's
     metadata only; the same key on the schema is ignored (the reference does the same)."""
-    key = blob.INLINE_SIZE_THRESHOLD_KEY
+    key = INLINE_SIZE_THRESHOLD_KEY
     schema = pa.schema([pa.field("blob", lance.blob_field("blob").type)], metadata={key: "10"})
     table = pa.Table.from_arrays([lance.blob_array([payload(50, 1)])], schema=schema)
     for name, write in (("pyl", write_pylance), ("ref", write_reference)):
@@ -576,7 +577,7 @@ def test_divergence_deep_clone_drops_the_bases_of_external_blobs(tmp_path: Path,
     assert descriptors(copy)[0] == (EXTERNAL, 0, 0, 1, "whole.bin")
     with pytest.raises(Exception, match="base path with ID 1 not found"):
         lance.dataset(str(copy)).take_blobs("blob", indices=[0])[0].readall()
-    with pytest.raises(blob.BlobReadError, match="names base 1, which is not registered"):
+    with pytest.raises(BlobReadError, match="names base 1, which is not registered"):
         ref.dataset(str(copy)).take_blobs("blob", [0])
 
 

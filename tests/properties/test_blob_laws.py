@@ -21,7 +21,8 @@ from property_kit import scratch
 
 from lancespec.conformance.strategies import blob_columns, thresholds
 from lancespec.reference import api as ref
-from lancespec.reference.blob import BlobKind, BlobReader, Thresholds, route
+from lancespec.reference.blob.read import BlobReader
+from lancespec.reference.blob.routing import BlobKind, Thresholds, route
 from lancespec.reference.table import Dataset
 
 pytestmark = pytest.mark.interop  # pylance writes and reads the same columns
