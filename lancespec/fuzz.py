@@ -351,6 +351,8 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzRe
             problem = _problem(first, second)
             if problem is not None:
                 result.failures[s] = f"{what}: {problem}"
+                if progress:  # said at once: a long run stopped early still tells what it found
+                    print(f"seed {s}: {result.failures[s]}", file=sys.stderr, flush=True)
             if progress and result.cases % 100 == 0:
                 print(f"{result.cases} cases, {len(result.failures)} failed", file=sys.stderr)
     finally:
