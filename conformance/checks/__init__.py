@@ -20,7 +20,7 @@ from lancespec.reference.store import Storage
 from lancespec.reference.table import Dataset, Snapshot
 
 from ..catalogue import load_catalogue
-from ..model import Finding
+from ..findings import Finding
 
 
 @dataclass

@@ -43,7 +43,7 @@ from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 from ..certify import CertifyError, _run, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
-from ..model import Finding, Report
+from ..findings import Finding, Report
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -21,7 +21,7 @@ from conformance_kit import latest_version, rewrite_manifest
 
 from lancespec.conformance.certify import certify
 from lancespec.conformance.checks.bases import unusable_base_ids
-from lancespec.conformance.model import Report
+from lancespec.conformance.findings import Report
 from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
 from lancespec.conformance.spark import FRAGMENT_CHECKS, certify_with_spark
 from lancespec.conformance.spark.distributed import _plan, _VersionWork
