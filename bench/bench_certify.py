@@ -17,7 +17,7 @@ from bench_open import VersionsInputs, build_one_version, setup_versions, versio
 from harness import CheckFailed, Context, benchmark
 
 from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.model import Report  # type: ignore[import-not-found, unused-ignore]
+from lancespec.conformance.findings import Report  # type: ignore[import-not-found, unused-ignore]
 
 
 def certify_all(inputs: VersionsInputs) -> Report:

@@ -29,7 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 from lancespec.reference.layout import ManifestNaming, manifest_name
-from lancespec.simulator.checker import FinalState, VersionState, check
+from lancespec.simulator.attribution import FinalState, VersionState
+from lancespec.simulator.checker import check
 from lancespec.simulator.history import History
 from lancespec.simulator.proxy import WireWrite
 from lancespec.simulator.simulate import RunConfig, simulate

@@ -1,5 +1,10 @@
 """The requirement catalogue and the traceability matrix: load spec/requirements.toml and
-spec/traceability.toml, hold them to their rules, and generate spec/README.md from both.
+spec/traceability.toml, hold them to their rules, and generate spec/README.md from both and from the
+registered checks.
+
+Which checks judge a requirement is written once, where each check is registered (``checks.version_check``,
+``checks.dataset_check``): ``coverage`` derives each requirement's checks from there, and ``check_coverage``
+holds checks, tests and requirements to each other.
 
     python -m lancespec.conformance.catalogue --write    # regenerate spec/README.md
     python -m lancespec.conformance.catalogue --check    # exit 1 when spec/README.md is stale
@@ -11,15 +16,21 @@ import argparse
 import re
 import sys
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .traceability import Matrix, check_matrix, load_matrix, render_matrix
 
+if TYPE_CHECKING:
+    from .checks import Check
+
 SEVERITIES = ("MUST", "SHOULD")
 _ID = re.compile(r"^([A-Z]+)-(\d{3})$")
+_KEYS = frozenset({"id", "severity", "rule", "source", "statements", "tests"})
 
 DOCUMENTS = {
     "multi-base": "the Lance blog post on the multi-base layout",
@@ -33,14 +44,14 @@ DOCUMENTS = {
 
 @dataclass(frozen=True)
 class Requirement:
-    """One normative statement."""
+    """One normative statement. ``tests``: the test files that cover it beside the checks (which name their
+    requirements themselves: ``coverage``)."""
 
     id: str
     severity: str
     rule: str
     document: str
     section: str
-    checks: tuple[str, ...]
     tests: tuple[str, ...]
     statements: tuple[str, ...] = ()
 
@@ -54,13 +65,17 @@ class CatalogueError(ValueError):
 
 
 def parse_catalogue(text: str) -> dict[str, Requirement]:
-    """Parse and validate catalogue TOML: ids well-formed and unique, severities known, sources named."""
+    """Parse and validate catalogue TOML: ids well-formed and unique, severities known, sources named, no
+    key but the known ones (a requirement does not name its checks: they name it)."""
     data = tomllib.loads(text)
     out: dict[str, Requirement] = {}
     for entry in data.get("requirement", []):
         rid = entry.get("id", "")
         if not _ID.match(rid):
             raise CatalogueError(f"requirement id {rid!r} is not AREA-NNN")
+        if unknown := sorted(set(entry) - _KEYS):
+            raise CatalogueError(f"{rid}: unknown key(s) {', '.join(unknown)} (checks name their requirements "
+                                 "where they are registered)")
         if rid in out:
             raise CatalogueError(f"requirement id {rid} appears twice")
         if entry.get("severity") not in SEVERITIES:
@@ -74,7 +89,7 @@ def parse_catalogue(text: str) -> dict[str, Requirement]:
         if not statements and source["document"] != "implicit":
             raise CatalogueError(f"{rid}: cites no statement of spec/traceability.toml")
         out[rid] = Requirement(rid, entry["severity"], entry["rule"], source["document"], source["section"],
-                               tuple(entry.get("checks", ())), tuple(entry.get("tests", ())), statements)
+                               tuple(entry.get("tests", ())), statements)
     return out
 
 
@@ -84,14 +99,37 @@ def load_catalogue() -> dict[str, Requirement]:
     return parse_catalogue(resources.files("lancespec.spec").joinpath("requirements.toml").read_text())
 
 
-def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
+def coverage(checks: Iterable[Check]) -> dict[str, tuple[str, ...]]:
+    """Requirement id -> the names of the checks that declare it, in name order."""
+    out: dict[str, list[str]] = {}
+    for check in sorted(checks, key=lambda c: c.name):
+        for rid in check.requirements:
+            out.setdefault(rid, []).append(check.name)
+    return {rid: tuple(names) for rid, names in out.items()}
+
+
+def check_coverage(catalogue: Mapping[str, Requirement], checks: Iterable[Check]) -> None:
+    """Raise CatalogueError unless checks and catalogue agree: every requirement a check declares exists,
+    and every requirement (MUST or SHOULD) is judged by a check or names a test that covers it."""
+    covered = coverage(checks)
+    unknown = sorted(f"{name} declares {rid}" for rid, names in covered.items() if rid not in catalogue
+                     for name in names)
+    if unknown:
+        raise CatalogueError(f"checks declare requirements the catalogue lacks: {'; '.join(unknown)}")
+    uncovered = sorted(rid for rid, req in catalogue.items() if rid not in covered and not req.tests)
+    if uncovered:
+        raise CatalogueError(f"no check declares and no test covers {', '.join(uncovered)}")
+
+
+def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix, checks: Iterable[Check]) -> str:
     """The human-readable catalogue: the matrix's counts and readings, then the requirements grouped by
-    area, in id order."""
+    area, in id order, each with the checks that declare it and the tests it names."""
+    covered = coverage(checks)
     musts = sum(r.severity == "MUST" for r in catalogue.values())
     lines = [
         "# The requirement catalogue",
         "",
-        "<!-- Generated from requirements.toml and traceability.toml by"
+        "<!-- Generated from requirements.toml, traceability.toml and the registered checks by"
         " `python -m lancespec.conformance.catalogue --write`."
         " Do not edit. -->",
         "",
@@ -112,9 +150,9 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
         lines += ["", f"## {area}", "", "| id | severity | rule | source | statements | covered by |",
                   "|---|---|---|---|---|---|"]
         for r in reqs:
-            covered = ", ".join([f"`{c}`" for c in r.checks] + [f"`{t}`" for t in r.tests])
+            by = ", ".join(f"`{name}`" for name in (*covered.get(r.id, ()), *r.tests))
             lines.append(f"| {r.id} | {r.severity} | {r.rule} | `{r.document}`: {r.section} | "
-                         f"{', '.join(r.statements)} | {covered} |")
+                         f"{', '.join(r.statements)} | {by} |")
     return "\n".join(lines) + "\n"
 
 
@@ -128,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write", action="store_true")
     group.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
-    catalogue, matrix = load_catalogue(), load_matrix()
+    from .checks import all_checks  # the checks import this module (load_catalogue)
+
+    catalogue, matrix, checks = load_catalogue(), load_matrix(), all_checks().values()
     check_matrix(matrix, catalogue)
-    text = render_markdown(catalogue, matrix)
+    check_coverage(catalogue, checks)
+    text = render_markdown(catalogue, matrix, checks)
     path = readme_path()
     if args.write:
         path.write_text(text)

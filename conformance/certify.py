@@ -22,8 +22,8 @@ from lancespec.reference.table import Dataset, Snapshot
 from .catalogue import load_catalogue
 from .checks import Check, DatasetContext, VersionContext, select
 from .fetch import RunStorage
+from .findings import Finding, Report
 from .judgement import cannot_judge
-from .model import Finding, Report
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .certify import certify
-from .model import Report
+from .findings import Report
 from .report import render_text
 
 

@@ -11,7 +11,7 @@ from lancespec.reference import __version__
 from lancespec.reference.printable import printable
 
 from .catalogue import load_catalogue
-from .model import Report
+from .findings import Report
 
 REPORT_FORMAT = "lancespec.certify/1"
 

@@ -25,7 +25,7 @@ from .reference.printable import printable
 from .reference.table import Dataset
 
 if TYPE_CHECKING:
-    from .conformance.model import Report
+    from .conformance.findings import Report
 
 R = TypeVar("R")
 

@@ -9,17 +9,29 @@ compare with the proxy's arrival times; ``History.to_json`` writes them relative
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .workload import Op
 
-__all__ = ["COMMITTING_KINDS", "OUTCOMES", "Event", "History", "OpRecord"]
+__all__ = ["COMMITTING_KINDS", "OUTCOMES", "Event", "History", "OpKey", "OpRecord"]
 
 OUTCOMES = ("ok", "failed", "unknown")
 COMMITTING_KINDS = frozenset({"append", "delete", "overwrite", "commit-staged", "clone"})
 """Operations that commit a version (a clone commits the first version of a new dataset)."""
+
+
+class OpKey(NamedTuple):
+    """Names an operation: the writer (process) that ran it and its number in that writer's plan
+    (``Op.index``)."""
+
+    writer: int
+    number: int
+
+    def __str__(self) -> str:
+        return f"w{self.writer}#{self.number}"
 
 
 @dataclass(frozen=True)
@@ -81,9 +93,9 @@ class OpRecord:
     def value(self) -> dict[str, Any]:
         return self.completion.value if self.completion is not None else {}
 
-    @property
-    def key(self) -> tuple[int, int]:
-        return self.op.writer, self.op.index
+    @functools.cached_property
+    def key(self) -> OpKey:
+        return OpKey(self.op.writer, self.op.index)
 
     def events(self) -> list[Event]:
         return [self.invoke] + ([self.completion] if self.completion is not None else [])
@@ -110,13 +122,11 @@ class History:
 
     def records(self) -> list[OpRecord]:
         """One record per invoked operation, in invocation order."""
-        open_: dict[tuple[int, int], Event] = {}
         out: list[OpRecord] = []
-        by_key: dict[tuple[int, int], OpRecord] = {}
+        by_key: dict[OpKey, OpRecord] = {}
         for event in self.events:
-            key = (event.op.writer, event.op.index)
+            key = OpKey(event.op.writer, event.op.index)
             if event.type == "invoke":
-                open_[key] = event
                 record = OpRecord(event, None)
                 by_key[key] = record
                 out.append(record)

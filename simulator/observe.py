@@ -23,7 +23,7 @@ from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import split_bucket
 from lancespec.reference.table import build_snapshot
 
-from .checker import FinalState, VersionState
+from .attribution import FinalState, VersionState
 from .proxy import WireWrite
 
 __all__ = ["observe", "read_versions_of"]

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from lancespec.conformance.certify import certify
-from lancespec.conformance.model import Finding, Report
+from lancespec.conformance.findings import Finding, Report
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.codec import ManifestFile, decode_manifest_file, encode_manifest_file

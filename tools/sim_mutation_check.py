@@ -15,6 +15,7 @@ or survived with the reason it is believed to survive), the score and the wall t
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,8 @@ BATTERY_OPS = 90
 BATTERY_TIME_LIMIT = 60
 #: (fault profile, seed) per run, in order; the first anomaly kills the mutant.
 BATTERY = (("default", 1), ("lost-acks", 2), ("none", 3))
+#: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
+ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,7 @@ MUTANTS = (
     SimMutant("retry-keeps-version", "commit.py",
               "            version = latest.version + 1\n",
               "            version = latest.version + 1 if attempts == 1 else version\n",
-              "after a lost race the retry keeps the version number it lost",
-              survives_because="it fails closed: every retry loses again and the operation ends in a "
-                               "conflict; no commit is lost or duplicated, only progress"),
+              "after a lost race the retry keeps the version number it lost"),
     SimMutant("unknown-outcome-retried", "commit.py",
               "            if _is_ours(storage, manifest_uri, txn_name):\n                break\n"
               "            raise CommitOutcomeUnknown(",
@@ -67,11 +68,14 @@ MUTANTS = (
               "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, txn_name):\n",
               "        except ObjectAlreadyExists:\n            if True:\n",
               "a taken manifest name is taken for the writer's own commit"),
-    SimMutant("first-try-after-read-version", "commit.py",
-              "            version = latest.version + 1\n",
-              "            version = (txn.read_version if attempts == 1 else latest.version) + 1\n",
-              "the first attempt writes read_version + 1, trusting a free name to mean nothing newer exists "
-              "(cleanup frees old names)"),
+    SimMutant("first-try-unlisted", "commit.py",
+              "        attempts += 1\n        entries = dataset.version_entries()\n",
+              "        attempts += 1\n        from .table import VersionEntry\n"
+              "        entries = dataset.version_entries() if attempts > 1 else [VersionEntry(\n"
+              "            txn.read_version, ManifestNaming.V2,\n"
+              "            join(dataset.uri, VERSIONS_DIR, manifest_name(txn.read_version, ManifestNaming.V2)), 0)]\n",
+              "the first attempt builds on the version in hand without listing, trusting a free next name to "
+              "mean nothing newer exists (cleanup frees old names; a bug this project shipped for an hour)"),
     SimMutant("delete-stale-read-version", "ops.py",
               "    txn = new_transaction(snapshot.version)\n    op = txn.delete\n",
               "    txn = new_transaction(dataset.latest_version())\n    op = txn.delete\n",
@@ -100,7 +104,8 @@ MUTANTS = (
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"
-              "            hinted = decode_version_hint(storage.get(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)))\n"
+              "            hint_uri = join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)\n"
+              "            hinted = decode_version_hint(storage.get(hint_uri))\n"
               "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
               "the commit builds on the version the hint names rather than the newest one listed"),
 )
@@ -128,8 +133,7 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float) -> tup
         except subprocess.TimeoutExpired:
             return "error", f"faults={faults} seed={seed}: no verdict within {timeout:.0f}s"
         if done.returncode == 1:
-            first = next((line for line in done.stdout.splitlines() if line and line[0].isalpha()
-                          and "(" in line and ":" in line), "anomalies found")
+            first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
             return "killed", f"faults={faults} seed={seed}: {first[:140]}"
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()

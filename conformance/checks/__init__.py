@@ -1,5 +1,7 @@
 """The checks: plain functions from a context to findings, one module per area, each registered with
-the requirement ids it judges.
+the requirement ids it judges and its traits. The registration is the one place a check's links are
+written: the catalogue derives each requirement's checks from it (``catalogue.coverage``), and the Spark
+harness its fragment-local checks (``spark.distributed.fragment_checks``).
 
 A *version* check receives a ``VersionContext`` (one snapshot of one root) and runs once per certified
 version; a *dataset* check receives a ``DatasetContext`` and runs once per certified root (refs, history,
@@ -20,7 +22,7 @@ from lancespec.reference.store import Storage
 from lancespec.reference.table import Dataset, Snapshot
 
 from ..catalogue import load_catalogue
-from ..model import Finding
+from ..findings import Finding
 
 
 @dataclass
@@ -104,14 +106,26 @@ Prefetcher = Callable[[Any], Iterable[Prefetch]]
 
 @dataclass(frozen=True)
 class Check:
-    """A registered check; ``prefetch`` names the reads it will make, so that certify can make those of
-    every version at once before any check runs (``conformance.fetch``)."""
+    """A registered check. ``prefetch`` names the reads it will make, so that certify can make those of
+    every version at once before any check runs (``conformance.fetch``).
+
+    ``fragment_local`` (version checks only): what the check reports about a fragment depends only on that
+    fragment (its files, as ``snapshot.fragments`` resolves them) and on the manifest's other sections
+    (schema, bases, feature flags), never on other fragments; so its findings about a version are the union
+    of its findings about the version restricted to each part of any split of the fragments. The Spark
+    harness runs such checks in executors over slices of the fragments: the trait decides where a check
+    runs, never what it finds."""
 
     name: str
     scope: str  # "version" | "dataset"
     requirements: tuple[str, ...]
     func: Callable[..., None]
     prefetch: Prefetcher | None = None
+    fragment_local: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fragment_local and self.scope != "version":
+            raise AssertionError(f"check {self.name}: only a version check can be fragment-local")
 
     @property
     def area(self) -> str:
@@ -124,20 +138,22 @@ REGISTRY: dict[str, Check] = {}
 Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
 
-def _register(name: str, scope: str, requirements: Iterable[str], prefetch: Prefetcher | None = None) -> Decorator:
+def _register(name: str, scope: str, requirements: Iterable[str], prefetch: Prefetcher | None = None,
+              fragment_local: bool = False) -> Decorator:
     def decorate(func: Callable[..., None]) -> Callable[..., None]:
         if name in REGISTRY:
             raise AssertionError(f"check {name} registered twice")
-        REGISTRY[name] = Check(name, scope, tuple(requirements), func, prefetch)
+        REGISTRY[name] = Check(name, scope, tuple(requirements), func, prefetch, fragment_local)
         return func
 
     return decorate
 
 
-def version_check(name: str, *requirements: str,
-                  prefetch: Prefetcher | None = None) -> Callable[[VersionCheck], VersionCheck]:
-    """Register a check that runs on every certified version (``prefetch``: see ``Check``)."""
-    return _register(name, "version", requirements, prefetch)
+def version_check(name: str, *requirements: str, prefetch: Prefetcher | None = None,
+                  fragment_local: bool = False) -> Callable[[VersionCheck], VersionCheck]:
+    """Register a check that runs on every certified version (``prefetch``, ``fragment_local``: see
+    ``Check``)."""
+    return _register(name, "version", requirements, prefetch, fragment_local)
 
 
 def dataset_check(name: str, *requirements: str,

@@ -93,7 +93,7 @@ def _object_size(ctx: VersionContext, uri: str) -> int | None:
     return run_cached(ctx.storage, ("blob-head", uri), head)
 
 
-@version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004")
+@version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004", fragment_local=True)
 def descriptors(ctx: VersionContext) -> None:
     """Kinds are 0-3 (4 only with the managed-blob flag) (BLOB-001); inline ranges lie inside their data
     file (BLOB-002); packed and dedicated blobs lie inside a sidecar that exists at the reversed-binary
@@ -146,7 +146,7 @@ def descriptors(ctx: VersionContext) -> None:
             ctx.finding(requirement, path, f"column {file.field.name!r} {_rows(rows)}: {message}")
 
 
-@version_check("blobs.routing", "BLOB-005", "BLOB-006")
+@version_check("blobs.routing", "BLOB-005", "BLOB-006", fragment_local=True)
 def routing(ctx: VersionContext) -> None:
     """Managed blobs sit in the kind their size and the field's thresholds call for (BLOB-005); a pack
     sidecar holding more than one blob is no larger than the pack threshold (BLOB-006)."""

@@ -130,7 +130,7 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
                 yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
 
 
-@version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads)
+@version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads, fragment_local=True)
 def data_files_exist(ctx: VersionContext) -> None:
     """Every data file resolves (root plus data/ without a base_id; base plus data/ for a dataset-root
     base; the base itself otherwise) to an existing object whose size equals file_size_bytes (when
@@ -166,7 +166,7 @@ def data_files_exist(ctx: VersionContext) -> None:
                 ctx.finding("BASE-004", where, f"data file {resolved.uri} {problem}")
 
 
-@version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads)
+@version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads, fragment_local=True)
 def physical_rows(ctx: VersionContext) -> None:
     """A fragment's physical_rows equals the row count of each of its data files, deleted rows included
     (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
@@ -285,7 +285,7 @@ def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
 
 
 @version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005",
-               prefetch=_deletion_file_reads)
+               prefetch=_deletion_file_reads, fragment_local=True)
 def deletion_files(ctx: VersionContext) -> None:
     """For every fragment with a deletion file: it exists at ``_deletions/{fragment_id}-{read_version}-{id}
     .{arrow|bin}`` of the root it resolves to (DEL-001); its content matches its type, ``.arrow`` an

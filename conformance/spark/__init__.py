@@ -16,14 +16,13 @@ docs/spark.md.
 from __future__ import annotations
 
 from .digest import Digest
-from .distributed import FINDINGS_SCHEMA, FRAGMENT_CHECKS, SparkCertification, certify_with_spark, findings_frame
+from .distributed import FINDINGS_SCHEMA, SparkCertification, certify_with_spark, findings_frame, fragment_checks
 from .pipeline import PIPELINE_REQUIREMENTS, PipelineCertification, certify_pipeline_output
 from .session import LOOPBACK, SparkUnavailable, loopback_conf, require_spark, spark_session, spark_unavailable
 from .writer import BasePath, LanceWrite, StagedWrite, arrow_schema, commit_staged, stage_fragments, write_lance
 
 __all__ = [
     "FINDINGS_SCHEMA",
-    "FRAGMENT_CHECKS",
     "LOOPBACK",
     "PIPELINE_REQUIREMENTS",
     "BasePath",
@@ -38,6 +37,7 @@ __all__ = [
     "certify_with_spark",
     "commit_staged",
     "findings_frame",
+    "fragment_checks",
     "loopback_conf",
     "require_spark",
     "spark_session",

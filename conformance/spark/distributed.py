@@ -1,16 +1,16 @@
 """Certify a dataset with Spark: the per-file checks as one job over fragments, the rest on the driver.
 
 How the work is split. ``lancespec certify`` runs every check on one machine. Most of its time goes to
-the checks that follow every file a version references to storage (``FRAGMENT_CHECKS``: data files
-exist with their recorded size and a valid footer, hold physical_rows rows, deletion files say what the
-manifest says, blob descriptors and sidecars agree). Those checks are *fragment-local*: they look at one
-fragment's files at a time, so what they find in a version is the union of what they find in any
-partition of its fragments. Here:
+the checks that follow every file a version references to storage (data files exist with their
+recorded size and a valid footer, hold physical_rows rows, deletion files say what the manifest says, blob
+descriptors and sidecars agree). Those checks are registered *fragment-local* (``checks.Check``): they
+look at one fragment's files at a time, so what they find in a version is the union of what they find in
+any partition of its fragments. Here:
 
-1. The driver runs ``lancespec.conformance.certify.certify`` itself, with every check except
-   ``FRAGMENT_CHECKS`` (manifest, bases, layout, refs, history, clones and every dataset-wide check),
-   and collects each readable version's snapshot (the decoded manifest) on the way (certify's
-   ``offload`` hook).
+1. The driver runs ``lancespec.conformance.certify.certify`` itself, with every check but the
+   fragment-local ones (``fragment_checks()``): manifest, bases, layout, refs, history, clones and every
+   dataset-wide check; it collects each readable version's snapshot (the decoded manifest) on the way
+   (certify's ``offload`` hook).
 2. One Spark job checks the fragments. Each task gets one slice of one version's fragments (the rest of
    the manifest is broadcast once), builds the snapshot of that version *restricted to its slice* with
    ``reference.table.build_snapshot`` (as the driver built the whole one) and runs the very same check
@@ -43,32 +43,25 @@ from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 from ..certify import CertifyError, _run, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
-from ..model import Finding, Report
+from ..findings import Finding, Report
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FINDINGS_SCHEMA", "FRAGMENT_CHECKS", "SparkCertification", "certify_with_spark", "findings_frame"]
+__all__ = ["FINDINGS_SCHEMA", "SparkCertification", "certify_with_spark", "findings_frame", "fragment_checks"]
 
-#: The fragment-local version checks, run in executors. Each judges a version fragment by fragment: what it
-#: reports about a fragment depends only on that fragment (its files, as ``snapshot.fragments`` resolves
-#: them) and on the manifest's other sections (schema, bases, feature flags), never on other fragments. So
-#: its findings about a version are the union of its findings about the version restricted to each part
-#: of any split of the fragments. A check not listed here runs on the driver: the list decides where a
-#: check runs, never what it finds.
-FRAGMENT_CHECKS: frozenset[str] = frozenset({
-    "files.data_files_exist",
-    "files.physical_rows",
-    "files.deletion_files",
-    "blobs.descriptors",
-    "blobs.routing",
-})
 
 #: The schema of the findings DataFrame (one row per finding, as in certify's JSON report).
 FINDINGS_SCHEMA = "requirement string, severity string, version long, branch string, path string, message string"
 
 #: Tasks per core when the caller does not fix ``fragments_per_task``: enough to even out slow tasks.
 TASKS_PER_CORE = 4
+
+
+def fragment_checks() -> frozenset[str]:
+    """The names of the checks registered fragment-local (``checks.Check``), run in executors; every other
+    check runs on the driver."""
+    return frozenset(name for name, check in all_checks().items() if check.fragment_local)
 
 
 @dataclass(frozen=True)
@@ -250,11 +243,6 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials)."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
-    known = all_checks()
-    unknown = sorted(n for n in FRAGMENT_CHECKS if n not in known or known[n].scope != "version")
-    if unknown:
-        raise CertifyError(f"FRAGMENT_CHECKS names {', '.join(unknown)}, which are not version checks", uri)
-
     works: dict[int, _VersionWork] = {}
     manifests: dict[int, table_pb2.Manifest] = {}
 
@@ -263,7 +251,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks))
 
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
-                     offload=offload, offloaded=FRAGMENT_CHECKS)
+                     offload=offload, offloaded=fragment_checks())
     result = SparkCertification(report, None, versions=[(w.branch or "main", w.version) for w in works.values()])
     sc = spark.sparkContext
     plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)

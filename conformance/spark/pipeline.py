@@ -40,7 +40,7 @@ from lancespec.reference.store.uri import is_absolute, join, normalize
 from lancespec.reference.table import Dataset, Snapshot
 
 from ..certify import order_findings
-from ..model import Finding
+from ..findings import Finding
 from .digest import Digest, digest_batches
 from .distributed import SparkCertification, certify_with_spark, findings_frame
 

@@ -20,7 +20,7 @@ from .lineage import build_lineage
 from .writer_page import writer_page
 
 if TYPE_CHECKING:
-    from lancespec.conformance.model import Report
+    from lancespec.conformance.findings import Report
     from lancespec.conformance.scenarios.certify_writer import WriterReport
 
 

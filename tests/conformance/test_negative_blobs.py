@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from conformance_kit import assert_clean, assert_only, assert_reported, certify_findings, rewrite_manifest
 
-from lancespec.conformance.model import Finding
+from lancespec.conformance.findings import Finding
 from lancespec.reference import ops
 from lancespec.reference.apply import apply_transaction, assign_base_ids
 from lancespec.reference.blob import write as blob_write

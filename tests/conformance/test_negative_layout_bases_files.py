@@ -31,7 +31,7 @@ from conformance_kit import (
 )
 from pyroaring import BitMap
 
-from lancespec.conformance.model import Finding
+from lancespec.conformance.findings import Finding
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.layout import DELETION_BITMAP, VERSIONS_DIR, ManifestNaming, manifest_name

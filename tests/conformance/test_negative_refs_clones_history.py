@@ -19,7 +19,7 @@ import pytest
 from conformance_kit import certify_both_ways
 
 from lancespec.conformance.certify import certify
-from lancespec.conformance.model import Finding, Report
+from lancespec.conformance.findings import Finding, Report
 from lancespec.reference import clone, flags, ops, refs
 from lancespec.reference.codec import decode_transaction, encode_manifest_file, encode_transaction
 from lancespec.reference.layout import TRANSACTIONS_DIR, manifest_name, transaction_file_name

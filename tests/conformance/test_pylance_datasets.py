@@ -18,7 +18,7 @@ import pytest
 from conformance_kit import certify_both_ways
 
 from lancespec.conformance.catalogue import load_catalogue
-from lancespec.conformance.model import Finding
+from lancespec.conformance.findings import Finding
 from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
 
 ALL_SHAPES = {**SHAPES, **DIVERGENCE_SHAPES}

@@ -17,7 +17,7 @@ import pytest
 
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fetch import RunStorage
-from lancespec.conformance.model import Report
+from lancespec.conformance.findings import Report
 from lancespec.reference.errors import LimitExceeded, ObjectNotFound
 from lancespec.reference.limits import Limits
 from lancespec.reference.store import open_store

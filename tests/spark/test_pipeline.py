@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from lancespec.conformance.certify import certify
-from lancespec.conformance.model import Finding
+from lancespec.conformance.findings import Finding
 from lancespec.conformance.spark import (
     BasePath,
     PipelineCertification,
