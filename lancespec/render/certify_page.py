@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, load_catalogue
+from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, coverage, load_catalogue
+from lancespec.conformance.checks import all_checks
 from lancespec.conformance.traceability import Matrix, load_matrix
 
 from .dot import to_dot, to_svg
@@ -123,13 +124,14 @@ def _coverage(report: Mapping[str, Any], catalogue: Mapping[str, Requirement]) -
     counts: dict[str, int] = {}
     for f in report["findings"]:
         counts[f["requirement"]] = counts.get(f["requirement"], 0) + 1
+    judged = coverage(all_checks().values())
     rows = []
     for rid, req in sorted(catalogue.items()):
         if rid in counts:
             status = f'<a href="#req-{esc(rid)}">{counts[rid]} finding{"s" if counts[rid] != 1 else ""}</a>'
         elif rid in checked:
             status = "checked, no finding"
-        elif req.checks:
+        elif judged.get(rid):
             status = '<span class="muted">not applicable: its checks did not run</span>'
         else:
             status = '<span class="muted">not applicable: no certify check (held by tests)</span>'
