@@ -1,22 +1,20 @@
 """The requirement catalogue and the traceability matrix: load spec/requirements.toml and
-spec/traceability.toml, hold them to their rules, and generate spec/README.md from both.
-
-    python -m lancespec.conformance.catalogue --write    # regenerate spec/README.md
-    python -m lancespec.conformance.catalogue --check    # exit 1 when spec/README.md is stale
+spec/traceability.toml, hold them to their rules, and generate spec/README.md from both
+(``python -m lancespec.cli.catalogue --write``).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .traceability import Matrix, check_matrix, load_matrix, render_matrix
+from lancespec.reference.errors import CatalogueError
+
+from .traceability import Matrix, render_matrix
 
 SEVERITIES = ("MUST", "SHOULD")
 _ID = re.compile(r"^([A-Z]+)-(\d{3})$")
@@ -47,10 +45,6 @@ class Requirement:
     @property
     def area(self) -> str:
         return self.id.split("-")[0]
-
-
-class CatalogueError(ValueError):
-    """The catalogue file breaks its own rules."""
 
 
 def parse_catalogue(text: str) -> dict[str, Requirement]:
@@ -92,7 +86,7 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
         "# The requirement catalogue",
         "",
         "<!-- Generated from requirements.toml and traceability.toml by"
-        " `python -m lancespec.conformance.catalogue --write`."
+        " `python -m lancespec.cli.catalogue --write`."
         " Do not edit. -->",
         "",
         f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five source "
@@ -120,26 +114,3 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix) -> str:
 
 def readme_path() -> Path:
     return Path(str(resources.files("lancespec.spec").joinpath("README.md")))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--write", action="store_true")
-    group.add_argument("--check", action="store_true")
-    args = parser.parse_args(argv)
-    catalogue, matrix = load_catalogue(), load_matrix()
-    check_matrix(matrix, catalogue)
-    text = render_markdown(catalogue, matrix)
-    path = readme_path()
-    if args.write:
-        path.write_text(text)
-        return 0
-    if not path.exists() or path.read_text() != text:
-        print(f"{path} is stale: run python -m lancespec.conformance.catalogue --write", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
