@@ -6,15 +6,13 @@ Which checks judge a requirement is written once, where each check is registered
 ``checks.dataset_check``): ``coverage`` derives each requirement's checks from there, and ``check_coverage``
 holds checks, tests and requirements to each other.
 
-    python -m lancespec.conformance.catalogue --write    # regenerate spec/README.md
-    python -m lancespec.conformance.catalogue --check    # exit 1 when spec/README.md is stale
+    python -m lancespec.cli.catalogue --write    # regenerate spec/README.md
+    python -m lancespec.cli.catalogue --check    # exit 1 when spec/README.md is stale
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .traceability import Matrix, check_matrix, load_matrix, render_matrix
+from lancespec.reference.errors import CatalogueError
+
+from .traceability import Matrix, render_matrix
 
 if TYPE_CHECKING:
     from .checks import Check
@@ -58,10 +58,6 @@ class Requirement:
     @property
     def area(self) -> str:
         return self.id.split("-")[0]
-
-
-class CatalogueError(ValueError):
-    """The catalogue file breaks its own rules."""
 
 
 def parse_catalogue(text: str) -> dict[str, Requirement]:
@@ -130,7 +126,7 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix, checks: I
         "# The requirement catalogue",
         "",
         "<!-- Generated from requirements.toml, traceability.toml and the registered checks by"
-        " `python -m lancespec.conformance.catalogue --write`."
+        " `python -m lancespec.cli.catalogue --write`."
         " Do not edit. -->",
         "",
         f"{len(catalogue)} requirements ({musts} MUST, {len(catalogue) - musts} SHOULD) drawn from the five source "
@@ -158,29 +154,3 @@ def render_markdown(catalogue: dict[str, Requirement], matrix: Matrix, checks: I
 
 def readme_path() -> Path:
     return Path(str(resources.files("lancespec.spec").joinpath("README.md")))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--write", action="store_true")
-    group.add_argument("--check", action="store_true")
-    args = parser.parse_args(argv)
-    from .checks import all_checks  # the checks import this module (load_catalogue)
-
-    catalogue, matrix, checks = load_catalogue(), load_matrix(), all_checks().values()
-    check_matrix(matrix, catalogue)
-    check_coverage(catalogue, checks)
-    text = render_markdown(catalogue, matrix, checks)
-    path = readme_path()
-    if args.write:
-        path.write_text(text)
-        return 0
-    if not path.exists() or path.read_text() != text:
-        print(f"{path} is stale: run python -m lancespec.conformance.catalogue --write", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

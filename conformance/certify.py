@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import InvalidRefName, LanceSpecError
+from lancespec.reference.errors import CertifyError, InvalidRefName, LanceSpecError
 from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
@@ -34,16 +34,6 @@ Progress = Callable[[int, int, str], None]
 Offload = Callable[[Dataset, int, Snapshot, list[Check]], None]
 
 UNREADABLE_REQUIREMENT = "HIST-001"
-
-
-class CertifyError(Exception):
-    """A check failed in a way that is a bug of lancespec, not a finding about the dataset. Deliberately
-    no ``LanceSpecError`` (those are about the input: exit 2): the command line exits 3 with ``report``,
-    the report of everything checked before the failure, which ``certify`` attaches."""
-
-    def __init__(self, message: str, where: str | None = None) -> None:
-        super().__init__(f"{where}: {message}" if where else message)
-        self.report: Report | None = None
 
 
 def bug_site(exc: BaseException) -> str:

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar, cast
 
-from lancespec.reference.errors import LanceSpecError, ObjectNotFound
+from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
 from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
@@ -56,7 +56,7 @@ FetchProgress = Callable[[int, int], None]
 
 def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int | None = None) -> int:
     """The run's parallelism: ``requested`` (``--io-parallelism``), else the storage option
-    ``lancespec_io_parallelism``, else the default. ValueError when not a positive integer."""
+    ``lancespec_io_parallelism``, else the default. InvalidOption when not a positive integer."""
     value: object = requested
     if value is None:
         value = {k.lower(): v for k, v in (storage_options or {}).items()}.get("lancespec_io_parallelism")
@@ -67,7 +67,7 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
     except ValueError:
         parsed = 0
     if parsed < 1:
-        raise ValueError(f"the I/O parallelism must be a positive integer, not {value!r}")
+        raise InvalidOption(f"the I/O parallelism must be a positive integer, not {value!r}")
     return parsed
 
 

@@ -25,6 +25,8 @@ from typing import Any
 import lance
 import pyarrow as pa
 
+from lancespec.reference.layout import branch_root
+
 __all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape", "build", "rows"]
 
 
@@ -436,7 +438,7 @@ def copied_root_with_branch(workdir: Path) -> Shape:
     old, new = workdir / "old", workdir / "new"
     ds = lance.write_dataset(rows(0, 4), str(old))
     ds.create_branch("feat")
-    lance.write_dataset(rows(4, 2), str(old / "tree" / "feat"), mode="append")
+    lance.write_dataset(rows(4, 2), branch_root(str(old), "feat"), mode="append")
     shutil.copytree(old, new)
     shutil.rmtree(old)
     return Shape("copied_root_with_branch", str(new), "a copied root whose branch points at the removed original "

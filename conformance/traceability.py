@@ -17,6 +17,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from lancespec.reference.errors import MatrixError
+
 if TYPE_CHECKING:
     from .catalogue import Requirement
 
@@ -24,10 +26,6 @@ if TYPE_CHECKING:
 REASONS = ("guidance", "contradicted", "untestable", "out of scope")
 DISPOSITIONS = ("covered", "partly", "not_adopted", "same_as")
 _ID = re.compile(r"^([A-Z]{2})-(\d{3})$")
-
-
-class MatrixError(ValueError):
-    """The matrix breaks its own rules or disagrees with the catalogue."""
 
 
 @dataclass(frozen=True)

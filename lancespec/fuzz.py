@@ -18,7 +18,6 @@ Exit 0 when every case passed, 1 otherwise (the failing seeds are printed; rerun
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -31,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,7 +182,7 @@ def _runtime_prefixes() -> list[str]:
     return sorted(os.path.abspath(p) if not p.endswith("-") else p for p in prefixes)
 
 
-def _serve(memory_bytes: int) -> None:
+def serve(memory_bytes: int) -> None:
     """The worker's loop: one JSON case per line in, one JSON answer per line out."""
     import contextlib
     import io
@@ -362,30 +361,7 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzRe
     return result
 
 
-def _seeds_of(failures: dict[int, str]) -> Iterator[str]:
-    for s, why in sorted(failures.items()):
-        yield f"seed {s}: {why}"
+if __name__ == "__main__":  # the command's options are parsed in lancespec.cli.fuzz
+    from lancespec.cli.fuzz import main
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lancespec.fuzz", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=200, help="how many cases (default 200)")
-    parser.add_argument("--seed", type=int, default=0, help="the first case's seed (default 0)")
-    parser.add_argument("--workdir", help="where the pristine world and the case copy live (default: a temp dir)")
-    parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.serve is not None:
-        _serve(args.serve)
-        return 0
-    with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
-        workdir = Path(args.workdir) if args.workdir else Path(tmp)
-        workdir.mkdir(parents=True, exist_ok=True)
-        result = fuzz(args.cases, args.seed, workdir, progress=True)
-    for line in _seeds_of(result.failures):
-        print(line)
-    print(result.summary())
-    return 1 if result.failures else 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .commit import CommitResult, commit, new_transaction
-from .errors import DatasetAlreadyExists, ValidationError
+from .errors import DatasetAlreadyExists
 from .layout import DATA_DIR, FileKind, resolve
 from .proto import table_pb2
 from .store.uri import join, normalize
@@ -83,7 +83,7 @@ def shallow_clone_into(source: Dataset, version: int, target: Dataset,
 def _target(source: Dataset, target_uri: str) -> Dataset:
     target = Dataset(normalize(target_uri), source.storage)
     if target.uri == source.uri or target.uri == source.main_root:
-        raise ValidationError("a dataset cannot be cloned onto itself", target.uri)
+        raise DatasetAlreadyExists("a dataset cannot be cloned onto itself", target.uri)
     if target.version_entries():
         raise DatasetAlreadyExists("the clone target already holds a dataset", target.uri)
     return target

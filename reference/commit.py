@@ -11,9 +11,17 @@ Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", 
    inline copy of the same bytes, and create ``_versions/{name of latest+1}`` with ``put_if_absent``,
    the one atomic primitive the protocol rests on.
 4. A taken name means a lost race: back off and retry (bounded). If the name is taken by *our own*
-   manifest (a retried request whose first answer was lost), the commit succeeded.
+   manifest (a retried request whose first answer was lost), the commit succeeded. Whether it is ours is
+   read back; a read-back that keeps failing leaves the outcome unknown (CommitOutcomeUnknown), never
+   "not ours": a retry would then commit the same transaction a second time.
 5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
 6. After success, write the version hint (a hint only; failures are ignored).
+
+A REBASE verdict of the conflict matrix (docs/lance-format.md §7.3) is a retryable CommitConflict here:
+the one reference operation that can meet one, ``ops.delete`` (against a concurrent delete of the same
+fragments), rebuilds its transaction from the newer version. What it then commits is what merging the two
+deletion vectors gives (§7.2 step 3); where both deleted the same rows the matrix asks for a retry, which
+the rebuild is.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .apply import finalize
-from .codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
+from .codec import decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
 from .conflicts import Resolution, judge
 from .errors import CommitConflict, CommitOutcomeUnknown, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
@@ -49,9 +57,6 @@ DEFAULT_MAX_RETRIES = 20
 #: Builds the next manifest's content from the latest manifest (None for a new dataset) and the
 #: transaction. Version, timestamp, flags and the transaction file name are stamped afterwards.
 ManifestBuilder = Callable[[table_pb2.Manifest | None, transaction_pb2.Transaction], table_pb2.Manifest]
-
-#: Rewrites the pending transaction so it applies on top of a concurrent one (matrix verdict REBASE).
-Rebaser = Callable[[transaction_pb2.Transaction, transaction_pb2.Transaction, int], transaction_pb2.Transaction]
 
 
 @dataclass(frozen=True)
@@ -100,25 +105,39 @@ def _backoff(attempt: int, unit: float) -> None:
     time.sleep(random.randrange(slots) * unit)
 
 
-def _is_ours(storage: Storage, manifest_uri: str, transaction_name: str) -> bool:
-    try:
-        existing = decode_manifest_file(storage.get(manifest_uri), manifest_uri)
-    except Exception:
-        return False
-    return existing.manifest.transaction_file == transaction_name
+#: Reads of a manifest back after its write failed or found the name taken, before the outcome is unknown.
+READ_BACK_ATTEMPTS = 3
+
+
+def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str) -> bool:
+    """Whether the object at ``manifest_uri`` is ``manifest``, the bytes this commit wrote (its transaction
+    file name makes them unique). None there, or other bytes, is "not ours". A read that fails is retried;
+    when every attempt fails, CommitOutcomeUnknown (``failure`` says what happened to the write)."""
+    problem = ""
+    for attempt in range(READ_BACK_ATTEMPTS):
+        if attempt:
+            time.sleep(0.05 * 2**attempt)
+        try:
+            return storage.get(manifest_uri) == manifest
+        except ObjectNotFound:
+            return False
+        except Exception as exc:  # a store, a connection or a timeout failing: the answer is still to come
+            problem = f"{type(exc).__name__}: {exc}"
+    raise CommitOutcomeUnknown(
+        f"{failure}, and reading the manifest back failed {READ_BACK_ATTEMPTS} times ({problem}); the version may "
+        "or may not have been committed", manifest_uri)
 
 
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
-           rebase: Rebaser | None = None, new_dataset: bool = False,
-           naming: ManifestNaming | None = None, first_version: int | None = None,
+           new_dataset: bool = False, naming: ManifestNaming | None = None, first_version: int | None = None,
            index_section: table_pb2.IndexSection | None = None,
            max_retries: int = DEFAULT_MAX_RETRIES) -> CommitResult:
     """Commit ``txn`` to ``dataset``'s root.
 
     ``new_dataset``: the root must hold no version yet; the first version is ``first_version`` (clones
     and branches keep their source's number) or 1. ``naming`` is used for a new dataset; an existing
-    one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help) and
-    DatasetAlreadyExists.
+    one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help; a REBASE
+    verdict is retryable, see the module docstring), DatasetAlreadyExists and CommitOutcomeUnknown.
 
     Index metadata lives in its own section of the manifest file: a new dataset gets ``index_section``;
     on an existing one every operation but an overwrite carries the latest version's indices over.
@@ -158,10 +177,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                     raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
                                          retryable=True)
                 if verdict.resolution is Resolution.REBASE:
-                    if rebase is None:
-                        raise CommitConflict(f"{verdict.reason}; this operation cannot rebase", dataset.uri,
-                                             retryable=True)
-                    txn = rebase(txn, other, other_version)
+                    raise CommitConflict(f"{verdict.reason}; rebuild the transaction on version {other_version}",
+                                         dataset.uri, retryable=True)
             checked = max(checked, latest.version)
             latest_file = dataset.manifest_file(latest.uri)
             previous = latest_file.manifest
@@ -175,10 +192,11 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
 
         manifest = finalize(build(previous, txn), version, txn_name)
         manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
+        payload = encode_manifest_file(manifest, txn_bytes, indices)
         try:
-            storage.put_if_absent(manifest_uri, encode_manifest_file(manifest, txn_bytes, indices))
+            storage.put_if_absent(manifest_uri, payload)
         except ObjectAlreadyExists:
-            if _is_ours(storage, manifest_uri, txn_name):
+            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken"):
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
@@ -192,12 +210,11 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             _backoff(attempts, unit)
             continue
         except Exception as exc:
-            if _is_ours(storage, manifest_uri, txn_name):
+            failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"
+            if _is_ours(storage, manifest_uri, payload, failure):
                 break
-            raise CommitOutcomeUnknown(
-                f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc}); the version "
-                "may or may not have been committed", manifest_uri,
-            ) from exc
+            raise CommitOutcomeUnknown(f"{failure}; the version may or may not have been committed",
+                                       manifest_uri) from exc
         break
     with contextlib.suppress(Exception):
         storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))

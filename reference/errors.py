@@ -1,19 +1,114 @@
-"""One exception hierarchy for everything lancespec raises on purpose.
+"""Every exception class of lancespec, in one module that every package may import.
 
 Every error names what was wrong and where (a URI, a version, a file), so that a command-line front end
 can print it as one line and a test can match on the class rather than on the words.
+
+* ``LanceSpecError`` and its subclasses are about the input (a dataset, a file, an option, the machine):
+  the command line prints one line and exits 2. Each carries ``kind``, its writer-contract error kind
+  (``ERROR_KINDS``; docs/writer-contract.md), as data: an adapter reports ``exc.kind``, never the words.
+* The faults of lancespec itself (``CertifyError``, ``CatalogueError``, ``MatrixError``) are deliberately
+  no ``LanceSpecError``: the command line exits 3 for them, as for any other exception.
+* ``WriterRefusal`` and ``ReaderError`` are answers of the implementation under test, not errors of ours.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+#: The error kinds of the writer contract (docs/writer-contract.md, docs/scenario-format.md "refuse").
+ERROR_KINDS = (
+    "invalid_base_path",
+    "duplicate_base",
+    "unknown_target_base",
+    "invalid_ref_name",
+    "ref_exists",
+    "ref_not_found",
+    "dataset_exists",
+    "empty_operation",
+    "invalid_input",
+)
+
 
 class LanceSpecError(Exception):
-    """Root of every deliberate lancespec error. ``where`` is the URI or path the problem is about."""
+    """Root of every deliberate lancespec error. ``where`` is the URI or path the problem is about;
+    ``kind`` is the writer-contract error kind of a writer refusing for this reason (``invalid_input`` unless
+    a subclass is more precise)."""
+
+    kind: ClassVar[str] = "invalid_input"
 
     def __init__(self, message: str, where: str | None = None) -> None:
         self.message = message
         self.where = where
         super().__init__(f"{where}: {message}" if where else message)
+
+
+# --- the command line and the harnesses ------------------------------------------------------------
+
+
+class InvalidOption(LanceSpecError, ValueError):
+    """An option (a command-line flag, a storage option, a run setting) has a value lancespec does not
+    accept; the message names the option. The command line prints it as argparse prints its own errors."""
+
+
+class ScenarioError(LanceSpecError):
+    """A scenario file is not valid ``lancespec.scenario/1``."""
+
+
+class ContractError(LanceSpecError):
+    """A writer or reader broke the contract (bad JSON, wrong id, died, timed out), or its capability file
+    is unusable."""
+
+
+class CaseBuildError(LanceSpecError):
+    """A fixture case could not be written as described."""
+
+
+class CorpusError(LanceSpecError):
+    """The fixture corpus is missing, malformed or does not match its checksums."""
+
+
+class SparkUnavailable(LanceSpecError):
+    """PySpark or a Java runtime is missing, or a running Spark is bound elsewhere: Spark cannot start here."""
+
+
+class S3ServerError(LanceSpecError):
+    """The embedded S3 server could not be started or did not come up."""
+
+
+class WriterRefusal(Exception):
+    """The writer under test refused an operation: ``kind`` (one of ERROR_KINDS; anything else is read as
+    ``invalid_input``) and its own message. An answer of the writer, not an error of lancespec."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind if kind in ERROR_KINDS else "invalid_input"
+        self.message = message
+
+
+class ReaderError(Exception):
+    """The reader under test could not read the target (what a must-reject fixture expects)."""
+
+
+# --- faults of lancespec itself (no LanceSpecError: the command line exits 3) ------------------------
+
+
+class CertifyError(Exception):
+    """A check failed in a way that is a bug of lancespec, not a finding about the dataset: the command line
+    exits 3 with ``report``, the report of everything checked before the failure, which ``certify``
+    attaches (a ``conformance.model.Report``)."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.report: Any = None  # a conformance.model.Report (this module imports no other of lancespec)
+
+
+class CatalogueError(Exception):
+    """The requirement catalogue (spec/requirements.toml) breaks its own rules."""
+
+
+class MatrixError(Exception):
+    """The traceability matrix (spec/traceability.toml) breaks its own rules or disagrees with the catalogue."""
 
 
 # --- storage -------------------------------------------------------------------------------------
@@ -59,13 +154,19 @@ class UnsupportedFeatureError(LanceSpecError):
 class DatasetNotFound(LanceSpecError):
     """No dataset (no manifest) at the URI."""
 
+    kind = "ref_not_found"
+
 
 class VersionNotFound(LanceSpecError):
     """The requested version has no manifest."""
 
+    kind = "ref_not_found"
+
 
 class RefNotFound(LanceSpecError):
     """The requested tag or branch does not exist."""
+
+    kind = "ref_not_found"
 
 
 class UnresolvableFile(LanceSpecError):
@@ -79,24 +180,46 @@ class ValidationError(LanceSpecError):
     """A write was refused before anything was written: the input breaks a rule of the format."""
 
 
+class EmptyOperation(ValidationError):
+    """An operation that would change nothing: no base to add, no base to relocate."""
+
+    kind = "empty_operation"
+
+
 class InvalidBasePath(ValidationError):
-    """A base path is not absolute, or duplicates another base's id, name or path."""
+    """A base path is not absolute (or not a path at all)."""
+
+    kind = "invalid_base_path"
+
+
+class DuplicateBase(InvalidBasePath):
+    """A base repeats another base's id, name or path."""
+
+    kind = "duplicate_base"
 
 
 class UnknownTargetBase(ValidationError):
     """A write targets a base that is not registered."""
 
+    kind = "unknown_target_base"
+
 
 class InvalidRefName(ValidationError):
     """A tag or branch name breaks the naming rules."""
+
+    kind = "invalid_ref_name"
 
 
 class RefAlreadyExists(ValidationError):
     """A tag or branch of that name already exists."""
 
+    kind = "ref_exists"
+
 
 class DatasetAlreadyExists(ValidationError):
-    """A create, clone or branch target already holds a dataset."""
+    """A create, clone or branch target already holds a dataset (the source itself included)."""
+
+    kind = "dataset_exists"
 
 
 class SchemaMismatch(ValidationError):
@@ -105,6 +228,15 @@ class SchemaMismatch(ValidationError):
 
 class RefInUse(ValidationError):
     """A branch cannot be deleted while tags or other branches depend on it."""
+
+
+class CleanupError(LanceSpecError):
+    """A cleanup was refused: a bad policy, a tagged version selected for cleanup, or a stale plan.
+    ``tags``: the tags (name -> version) that stopped it."""
+
+    def __init__(self, message: str, where: str | None = None, tags: Mapping[str, int] | None = None) -> None:
+        super().__init__(message, where)
+        self.tags: dict[str, int] = dict(tags or {})
 
 
 class CommitOutcomeUnknown(LanceSpecError):
@@ -147,3 +279,11 @@ class BlobReadError(LanceSpecError):
 
 class BlobRangeError(LanceSpecError, ValueError):
     """A ranged read asks for bytes past the end of the blob."""
+
+
+# --- reports ----------------------------------------------------------------------------------------
+
+
+class GraphvizError(LanceSpecError):
+    """Graphviz's ``dot`` is not installed, or failed to lay a diagram out (the diagram commands cannot run
+    here: exit 2, one line)."""

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from .codec import BranchRecord, ManifestFile, TagRecord, decode_manifest_file
-from .errors import LanceSpecError
+from .errors import CleanupError
 from .layout import (
     DATA_DIR,
     DELETIONS_DIR,
@@ -79,14 +79,6 @@ _CUT_DIRS = frozenset({VERSIONS_DIR, TRANSACTIONS_DIR, DELETIONS_DIR})
 (see ``CleanupPlan.listing_cutoff``); ``data/`` and ``_indices/`` are always listed in full."""
 
 CandidateKind = Literal["manifest", "data", "deletion", "transaction", "index", "temporary_manifest"]
-
-
-class CleanupError(LanceSpecError):
-    """A cleanup was refused: a bad policy, a tagged version selected for cleanup, or a stale plan."""
-
-    def __init__(self, message: str, where: str | None = None, tags: Mapping[str, int] | None = None) -> None:
-        super().__init__(message, where)
-        self.tags: dict[str, int] = dict(tags or {})
 
 
 # --- policy ------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from .commit import CommitResult, commit, new_transaction
 from .errors import (
     CommitConflict,
     DatasetAlreadyExists,
+    DuplicateBase,
+    EmptyOperation,
     InvalidBasePath,
     SchemaMismatch,
     UnsupportedFeatureError,
@@ -70,14 +72,14 @@ def validate_new_bases(existing: Sequence[table_pb2.BasePath], new: Sequence[Dat
             raise InvalidBasePath(f"base path {base.path!r} is not an absolute path or URI", where)
         if base.id:
             if base.id in seen_ids:
-                raise InvalidBasePath(f"base id {base.id} is already used", where)
+                raise DuplicateBase(f"base id {base.id} is already used", where)
             seen_ids.add(base.id)
         if base.name is not None:
             if base.name in seen_names:
-                raise InvalidBasePath(f"base name {base.name!r} is already used", where)
+                raise DuplicateBase(f"base name {base.name!r} is already used", where)
             seen_names.add(base.name)
         if any(same_location(base.path, p) for p in seen_paths):
-            raise InvalidBasePath(f"base path {base.path!r} is already registered", where)
+            raise DuplicateBase(f"base path {base.path!r} is already registered", where)
         seen_paths.append(base.path)
 
 
@@ -183,7 +185,7 @@ def overwrite(dataset: Dataset, data: pa.Table, *, target_bases: Sequence[str] |
 def add_bases(dataset: Dataset, new_bases: Sequence[DatasetBasePath]) -> CommitResult:
     """Register bases on an existing dataset: an UpdateBases transaction, ids of 0 assigned at commit."""
     if not new_bases:
-        raise ValidationError("add_bases needs at least one base", dataset.uri)
+        raise EmptyOperation("add_bases needs at least one base", dataset.uri)
     snapshot = dataset.head()
     _check_writable(snapshot)
     validate_new_bases(list(snapshot.manifest.base_paths), new_bases, dataset.uri)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .commit import CommitResult, commit, new_transaction
-from .errors import InvalidBasePath, ValidationError
+from .errors import DuplicateBase, EmptyOperation, InvalidBasePath, ValidationError
 from .proto import table_pb2, transaction_pb2
 from .store.uri import is_absolute, join, normalize, relative_to, same_location
 from .table import Dataset
@@ -60,9 +60,9 @@ def relocation_plan(dataset: Dataset, moves: Mapping[int | str, str] | None = No
     paths = list(final.values())
     for base_id, path in final.items():
         if sum(same_location(path, other) for other in paths) > 1:
-            raise InvalidBasePath(f"relocation gives base {base_id} the path {path!r} of another base", dataset.uri)
+            raise DuplicateBase(f"relocation gives base {base_id} the path {path!r} of another base", dataset.uri)
     if not plan:
-        raise ValidationError("nothing to relocate: no base matches", dataset.uri)
+        raise EmptyOperation("nothing to relocate: no base matches", dataset.uri)
     return plan
 
 

@@ -52,20 +52,29 @@ class Fault:
 
 @dataclass(frozen=True)
 class FaultProfile:
-    """Per request class, the probability of each fault; ``"*"`` applies to classes not listed."""
+    """Per request class, the probability of each fault; ``"*"`` applies to classes not listed. ``script``
+    writes a schedule out instead: per request class, the fault of the ``n``-th request (of each client),
+    which takes precedence over the rates."""
 
     name: str
     rates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     latency_s: float = 0.03
     pause_s: float = 1.0
     description: str = ""
+    script: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = {kind for faults in self.script.values() for kind in faults.values()} - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)} in the script of {self.name!r}; faults: {FAULTS}")
 
     def rates_for(self, request_class: str) -> Mapping[str, float]:
         return self.rates.get(request_class, self.rates.get("*", {}))
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "rates": {k: dict(v) for k, v in self.rates.items()},
-                "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description}
+                "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description,
+                "script": {k: {str(n): kind for n, kind in v.items()} for k, v in self.script.items()}}
 
 
 _DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
@@ -112,18 +121,16 @@ def _uniform(seed: int, client: int, request_class: str, n: int, salt: str) -> f
 
 def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: int) -> Fault:
     """The fault for ``client``'s ``n``-th request of ``request_class`` (pure: same inputs, same answer)."""
-    rates = prof.rates_for(request_class)
-    if not rates:
-        return Fault(None)
-    u = _uniform(seed, client, request_class, n, "fault")
-    edge = 0.0
-    for kind in FAULTS:
-        edge += rates.get(kind, 0.0)
-        if u < edge:
-            jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")
-            if kind == "latency":
-                return Fault(kind, prof.latency_s * jitter)
-            if kind == "pause":
-                return Fault(kind, prof.pause_s * jitter)
-            return Fault(kind)
-    return Fault(None)
+    kind = prof.script.get(request_class, {}).get(n)
+    if kind is None:
+        u = _uniform(seed, client, request_class, n, "fault")
+        edge = 0.0
+        for candidate in FAULTS:
+            edge += prof.rates_for(request_class).get(candidate, 0.0)
+            if u < edge:
+                kind = candidate
+                break
+    if kind not in ("latency", "pause"):
+        return Fault(kind)
+    jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")
+    return Fault(kind, (prof.latency_s if kind == "latency" else prof.pause_s) * jitter)

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from lancespec.reference.errors import S3ServerError
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -59,10 +61,6 @@ WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
 
 TEST_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 LOOPBACK = "127.0.0.1"
-
-
-class S3ServerError(RuntimeError):
-    """The embedded server could not be started or did not come up."""
 
 
 # --- the WSGI application ---------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """One simulation run: endpoint, pre-flight, proxy, setup, writers, history, final storage, checker.
 
-``simulate(config)`` does it all and returns a ``RunReport``; ``lancespec simulate`` (``main``) is its
-command line. Everything is bounded: writers stop starting operations at ``time_limit_s`` and are killed
-``grace_s`` later; the proxy and the embedded server are stopped on the way out, whatever happens.
+``simulate(config)`` does it all and returns a ``RunReport``; ``lancespec simulate`` (``lancespec.cli.simulate``)
+is its command line. Everything is bounded: writers stop starting operations at ``time_limit_s`` and are
+killed ``WRITER_GRACE_S`` later; the proxy and the embedded server are stopped on the way out, whatever happens.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import queue as queue_mod
@@ -18,13 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancespec.reference.errors import InvalidOption
+from lancespec.reference.store.s3 import CREDENTIAL_OPTIONS
+
 from .checker import CheckResult, FinalState, check
-from .faults import FaultProfile, profile
+from .faults import PROFILES, FaultProfile, profile
 from .history import History
 from .observe import observe, read_versions_of
 from .preflight import PreflightResult, preflight
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
-from .workload import Op, initial_ids, plan, writer_kind
+from .workload import KINDS, WRITER_KINDS, Op, initial_ids, plan, writer_kind
 
 __all__ = ["ENDPOINT_ENV", "RunConfig", "RunReport", "replay_command", "simulate"]
 
@@ -38,9 +42,14 @@ WRITER_MAX_ATTEMPTS = "4"
 UNLOCKED_SWITCH_INTERVAL = 1e-6
 """``sys.setswitchinterval`` of an embedded server without its write lock: races show far more often."""
 
+WRITER_GRACE_S = 60.0
+"""How long writers still running at the time limit get to finish before they are killed."""
+
 
 @dataclass
 class RunConfig:
+    """Everything that decides a run; ``replay_command`` prints it as the command line that repeats it."""
+
     writers: int = 8
     ops: int = 400
     seed: int = 0
@@ -54,23 +63,32 @@ class RunConfig:
     list_lag_s: float = 2.0
     preflight_rounds: int = 100
     time_limit_s: float = 150.0
-    grace_s: float = 60.0
     weights: dict[str, float] | None = None
-    """Operation mix (``workload.DEFAULT_WEIGHTS`` when None); not part of the replay command."""
+    """Operation mix (``workload.DEFAULT_WEIGHTS`` when None)."""
 
     def validate(self) -> None:
+        """Raise InvalidOption, naming the option, for a value the run cannot take."""
         if self.writers < 1 or self.writers > 64:
-            raise ValueError("--writers must be between 1 and 64")
+            raise InvalidOption("--writers must be between 1 and 64")
         if self.ops < 0 or self.ops > 100_000:
-            raise ValueError("--ops must be between 0 and 100000")
+            raise InvalidOption("--ops must be between 0 and 100000")
         if self.datasets < 1 or self.datasets > 16:
-            raise ValueError("--datasets must be between 1 and 16")
+            raise InvalidOption("--datasets must be between 1 and 16")
         if self.personality not in PERSONALITIES:
-            raise ValueError(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
+            raise InvalidOption(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
         if self.personality == "unlocked" and self.endpoint is not None:
-            raise ValueError("the unlocked personality is a property of the embedded server; drop --endpoint")
-        writer_kind(self.writer, 0)
-        profile(self.faults)
+            raise InvalidOption("the unlocked personality is a property of the embedded server; drop --endpoint")
+        if self.writer not in WRITER_KINDS:
+            raise InvalidOption(f"unknown writer {self.writer!r}; choose from {', '.join(WRITER_KINDS)}")
+        if self.faults not in PROFILES:
+            raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
+        if self.weights is not None:
+            plannable = [k for k in KINDS if k != "commit-staged"]
+            values = list(self.weights.values())
+            if set(self.weights) - set(plannable) or not all(math.isfinite(w) and w >= 0 for w in values) \
+                    or not any(w > 0 for w in values):
+                raise InvalidOption(f"--weights gives operations of {', '.join(plannable)} finite weights of at least "
+                                    f"0, one of them above 0; got {self.weights}")
 
     def to_json(self) -> dict[str, Any]:
         return {"writers": self.writers, "ops": self.ops, "seed": self.seed, "writer": self.writer,
@@ -79,15 +97,30 @@ class RunConfig:
 
 
 def replay_command(config: RunConfig) -> str:
-    """The command line that replays ``config`` (same operations, same fault decisions per process)."""
+    """The command line that replays ``config`` (same operations, same fault decisions per process): every
+    field that decides the run, those at their default left out. Two are not carried: credentials among the
+    storage options (never printed; the replay takes them from the environment, as ``simulate`` does) and
+    the bucket (a run fills its bucket, so a replay needs a fresh one, the default)."""
+    default = RunConfig()
     args = ["lancespec", "simulate", "--writers", str(config.writers), "--ops", str(config.ops), "--seed",
             str(config.seed), "--writer", config.writer, "--faults", config.faults]
-    if config.personality != "honest":
+    if config.personality != default.personality:
         args += ["--personality", config.personality]
-    if config.datasets != 2:
+    if config.datasets != default.datasets:
         args += ["--datasets", str(config.datasets)]
     if config.endpoint:
         args += ["--endpoint", config.endpoint]
+    if config.list_lag_s != default.list_lag_s:
+        args += ["--list-lag", repr(config.list_lag_s)]
+    if config.preflight_rounds != default.preflight_rounds:
+        args += ["--preflight-rounds", str(config.preflight_rounds)]
+    if config.time_limit_s != default.time_limit_s:
+        args += ["--time-limit", repr(config.time_limit_s)]
+    if config.weights is not None:
+        args += ["--weights", ",".join(f"{kind}={weight!r}" for kind, weight in config.weights.items())]
+    for key, value in config.storage_options.items():
+        if key.lower() not in CREDENTIAL_OPTIONS:
+            args += ["--storage-option", f"{key}={value}"]
     return shlex.join(args)
 
 
@@ -279,7 +312,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
     cut = 0
     completed = 0
     t_start = time.monotonic()
-    hard_stop = t_start + 180 + config.time_limit_s + config.grace_s
+    hard_stop = t_start + 180 + config.time_limit_s + WRITER_GRACE_S
     released = False
     try:
         note(0, total, "starting writers")
@@ -304,7 +337,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
                 ready.add(message[1])
                 if len(ready) == len(procs) and not released:
                     t_start = time.monotonic()
-                    hard_stop = t_start + config.time_limit_s + config.grace_s
+                    hard_stop = t_start + config.time_limit_s + WRITER_GRACE_S
                     released = True
                     start.set()
             elif kind == "event":

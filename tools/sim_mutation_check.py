@@ -60,14 +60,20 @@ MUTANTS = (
               "            version = latest.version + 1 if attempts == 1 else version\n",
               "after a lost race the retry keeps the version number it lost"),
     SimMutant("unknown-outcome-retried", "commit.py",
-              "            if _is_ours(storage, manifest_uri, txn_name):\n                break\n"
+              "            if _is_ours(storage, manifest_uri, payload, failure):\n                break\n"
               "            raise CommitOutcomeUnknown(",
               "            continue\n            raise CommitOutcomeUnknown(",
               "a failed manifest PUT (maybe committed: a lost acknowledgement) is retried as if it had failed"),
     SimMutant("lost-race-taken-as-won", "commit.py",
-              "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, txn_name):\n",
+              "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, payload, "
+              "f\"the name of version {version} was taken\"):\n",
               "        except ObjectAlreadyExists:\n            if True:\n",
               "a taken manifest name is taken for the writer's own commit"),
+    SimMutant("read-back-failure-not-ours", "commit.py",
+              "the answer is still to come\n            problem = f\"{type(exc).__name__}: {exc}\"\n",
+              "the answer is still to come\n            return False\n",
+              "a manifest that cannot be read back after a failed write is taken as not ours, so the commit is "
+              "tried again (and may land twice)"),
     SimMutant("first-try-unlisted", "commit.py",
               "        attempts += 1\n        entries = dataset.version_entries()\n",
               "        attempts += 1\n        from .table import VersionEntry\n"

@@ -19,23 +19,9 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from lancespec.conformance.scenarios.format import ERROR_KINDS  # the refusal kinds of the scenario format
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.errors import ERROR_KINDS, ContractError, WriterRefusal
 
 CONTRACT = "lancespec.writer/1"
-
-
-class WriterRefusal(Exception):
-    """The writer refused an operation: ``kind`` (one of ERROR_KINDS) and its own message."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind if kind in ERROR_KINDS else "invalid_input"
-        self.message = message
-
-
-class ContractError(LanceSpecError):
-    """A writer or reader broke the contract (bad JSON, wrong id, died, timed out)."""
 
 
 class WriterSession(Protocol):

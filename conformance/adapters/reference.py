@@ -8,43 +8,11 @@ from typing import Any
 
 from lancespec.reference import __version__, ops
 from lancespec.reference import api as ref
-from lancespec.reference.errors import (
-    DatasetAlreadyExists,
-    DatasetNotFound,
-    InvalidBasePath,
-    InvalidRefName,
-    LanceSpecError,
-    RefAlreadyExists,
-    RefNotFound,
-    UnknownTargetBase,
-    ValidationError,
-    VersionNotFound,
-)
-from lancespec.reference.gc import CleanupError
+from lancespec.reference.errors import DatasetNotFound, LanceSpecError, WriterRefusal
 from lancespec.reference.store import open_store
 from lancespec.reference.table import Dataset
 
-from .base import Capabilities, WriterRefusal, builtin_capabilities, has_blobs, reference_tuple, table_from_message
-
-
-def error_kind(exc: LanceSpecError) -> str:
-    """The contract error kind of a reference error."""
-    text = exc.message
-    if isinstance(exc, InvalidBasePath):
-        return "duplicate_base" if ("already" in text or "of another base" in text) else "invalid_base_path"
-    if isinstance(exc, UnknownTargetBase):
-        return "unknown_target_base"
-    if isinstance(exc, InvalidRefName):
-        return "invalid_ref_name"
-    if isinstance(exc, RefAlreadyExists):
-        return "ref_exists"
-    if isinstance(exc, RefNotFound | VersionNotFound | DatasetNotFound):
-        return "ref_not_found"
-    if isinstance(exc, DatasetAlreadyExists) or "cloned onto itself" in text:
-        return "dataset_exists"
-    if isinstance(exc, ValidationError) and ("needs at least one" in text or "nothing to relocate" in text):
-        return "empty_operation"
-    return "invalid_input"
+from .base import Capabilities, builtin_capabilities, has_blobs, reference_tuple, table_from_message
 
 
 def _bases(items: Any) -> list[ref.DatasetBasePath]:
@@ -82,10 +50,8 @@ class ReferenceSession:
             raise WriterRefusal("invalid_input", f"operation {message['op']!r} is not supported")
         try:
             handler(message)
-        except CleanupError as exc:
-            raise WriterRefusal("invalid_input", str(exc)) from exc
-        except LanceSpecError as exc:
-            raise WriterRefusal(error_kind(exc), str(exc)) from exc
+        except LanceSpecError as exc:  # every refusal carries its contract error kind (reference.errors)
+            raise WriterRefusal(exc.kind, str(exc)) from exc
         return {}
 
     def _write_kwargs(self, m: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
+from lancespec.reference.errors import ERROR_KINDS, ScenarioError
+
 from .format import (
     BUCKETS,
-    ERROR_KINDS,
     FORMAT,
     HARNESS_OPS,
     WRITER_OPS,
     Location,
     Refusal,
     Scenario,
-    ScenarioError,
     Step,
     builtin_dir,
     builtin_scenarios,

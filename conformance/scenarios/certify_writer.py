@@ -20,6 +20,7 @@ from typing import Any
 
 from lancespec.conformance.adapters.base import Capabilities, Writer
 from lancespec.reference import __version__
+from lancespec.reference.errors import ContractError, InvalidOption
 
 from .format import Scenario
 from .runner import (
@@ -44,8 +45,15 @@ Progress = Callable[[int, int, str], None]
 
 
 def make_writer(spec: str, capabilities: str | None = None) -> Writer:
-    """``reference``, ``pylance`` or ``cmd:COMMAND``; ``capabilities`` overrides the capability file."""
-    caps = Capabilities.load(capabilities) if capabilities else None
+    """``reference``, ``pylance`` or ``cmd:COMMAND``; ``capabilities`` overrides the capability file (one that
+    cannot be read or breaks the rules of docs/writer-contract.md is a ContractError naming it)."""
+    try:
+        caps = Capabilities.load(capabilities) if capabilities else None
+    except OSError as exc:
+        raise ContractError(f"cannot read the capability file: {exc.strerror or exc}", capabilities) from exc
+    except ValueError as exc:  # its rules, or TOML syntax (tomllib's error is a ValueError)
+        reason = str(exc).removeprefix(f"{capabilities}: ")
+        raise ContractError(f"unusable capability file: {reason}", capabilities) from exc
     if spec == "reference":
         from lancespec.conformance.adapters.reference import ReferenceWriter
 
@@ -58,7 +66,7 @@ def make_writer(spec: str, capabilities: str | None = None) -> Writer:
         from lancespec.conformance.adapters.external import ExternalWriter
 
         return ExternalWriter(spec[4:].strip(), caps)
-    raise ValueError(f"unknown writer {spec!r}: use reference, pylance or cmd:COMMAND")
+    raise InvalidOption(f"unknown writer {spec!r}: use reference, pylance or cmd:COMMAND")
 
 
 @dataclass

@@ -16,23 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.errors import ERROR_KINDS, ScenarioError
 
 FORMAT = "lancespec.scenario/1"
 BUCKETS = ("main", "cold", "warm", "hot")
 STORES = ("local", "s3")
-
-ERROR_KINDS = (
-    "invalid_base_path",
-    "duplicate_base",
-    "unknown_target_base",
-    "invalid_ref_name",
-    "ref_exists",
-    "ref_not_found",
-    "dataset_exists",
-    "empty_operation",
-    "invalid_input",
-)
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _REQ_RE = re.compile(r"^[A-Z]+-\d{3}$")
@@ -69,10 +57,6 @@ EXPECT_KEYS = frozenset({"dataset", "version", "versions", "rows", "ids", "bases
                          "no_tags", "branches", "no_branches", "blobs", "absent"})
 
 _COMMON = frozenset({"op", "dataset", "expect", "refuse", "note"})
-
-
-class ScenarioError(LanceSpecError):
-    """A scenario file is not valid ``lancespec.scenario/1``."""
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.conformance.adapters.base import ContractError, Writer, WriterRefusal, WriterSession
+from lancespec.conformance.adapters.base import Writer, WriterSession
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fixtures.canonical import rows_digest
 from lancespec.reference.blob.read import BlobReader
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import FileKind
+from lancespec.reference.errors import ContractError, LanceSpecError, ScenarioError, WriterRefusal
+from lancespec.reference.layout import FileKind, branch_root
 from lancespec.reference.read import read_snapshot
-from lancespec.reference.store.uri import join, normalize
+from lancespec.reference.store.uri import normalize
 from lancespec.reference.table import Dataset
 
 from .format import Location, Scenario, Step
@@ -112,7 +112,7 @@ def object_bytes(value: Mapping[str, Any]) -> bytes:
         return str(value["bytes"]).encode("utf-8")
     if "fill" in value:
         return bytes([value["fill"]]) * int(value["size"])
-    raise ValueError(f"put_object takes {{bytes}} or {{fill, size}}, got {value!r}")
+    raise ScenarioError(f"put_object takes {{bytes}} or {{fill, size}}, got {value!r}")
 
 
 def data_message(data: Mapping[str, Any], run: StoreRun) -> dict[str, Any]:
@@ -304,7 +304,7 @@ def _harness(step: Step, run: StoreRun, handles: dict[str, Handle], removed: lis
     elif step.op == "open":
         uri = run.uri(Location.parse(a["at"], "at"))
         branch = a.get("branch")
-        handles[str(a["as"])] = Handle(join(uri, "tree", str(branch)) if branch else uri, uri, branch)
+        handles[str(a["as"])] = Handle(branch_root(uri, str(branch)) if branch else uri, uri, branch)
 
 
 def _register(step: Step, message: Mapping[str, Any], handles: dict[str, Handle]) -> None:
@@ -314,7 +314,7 @@ def _register(step: Step, message: Mapping[str, Any], handles: dict[str, Handle]
         handles[str(step.args["as"])] = Handle(message["target_uri"], message["target_uri"])
     elif step.op == "branch_create":
         main = message["main_uri"]
-        handles[str(step.args["as"])] = Handle(join(main, "tree", message["branch"]), main, message["branch"])
+        handles[str(step.args["as"])] = Handle(branch_root(main, message["branch"]), main, message["branch"])
 
 
 def _judge_refusal(step: Step, error: WriterRefusal | None, exact_kinds: bool,
@@ -463,16 +463,16 @@ def certify_handles(handles: Mapping[str, Handle], run: StoreRun, removed: list[
     """
     problems = []
     if removed:
-        targets = sorted({(h.uri, h.branch is not None) for h in handles.values() if not _damaged(h, run, removed)})
+        targets = sorted({h.uri for h in handles.values() if not _damaged(h, run, removed)})
     else:
-        targets = sorted({(h.main_uri, True) for h in handles.values()})
-    for uri, all_versions in targets:
+        targets = sorted({h.main_uri for h in handles.values()})
+    for uri in targets:
         try:
             if not Dataset(uri, run.storage).version_entries(allow_mixed=True):
                 continue  # e.g. the target of a refused clone: nothing to certify
         except LanceSpecError:
             continue
-        report = certify(uri, all_versions=all_versions and not removed, storage_options=run.options)
+        report = certify(uri, all_versions=not removed, storage_options=run.options)
         for f in report.must_findings:
             problems.append(f"{_loc(run, uri)}: {f.requirement} v{f.version} {_loc(run, f.path)}: {f.message}")
     return problems

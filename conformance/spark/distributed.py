@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancespec.reference.codec import ManifestFile
+from lancespec.reference.errors import CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.proto import table_pb2, transaction_pb2
 from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
-from ..certify import CertifyError, _run, certify, order_findings
+from ..certify import _run, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
 from ..findings import Finding, Report
@@ -223,7 +224,7 @@ def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_tas
     if fragments_per_task is None:
         fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
     if fragments_per_task < 1:
-        raise ValueError(f"fragments_per_task must be at least 1, got {fragments_per_task}")
+        raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
               for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
     # The same positions of every version side by side: Spark cuts the list into contiguous partitions, so a

@@ -17,16 +17,14 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from lancespec.reference.errors import SparkUnavailable
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["LOOPBACK", "SparkUnavailable", "loopback_conf", "require_spark", "spark_session", "spark_unavailable"]
 
 LOOPBACK = "127.0.0.1"
-
-
-class SparkUnavailable(RuntimeError):
-    """PySpark or a Java runtime is missing: Spark cannot start here."""
 
 
 def spark_unavailable() -> str | None:

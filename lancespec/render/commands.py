@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lancespec.conformance.fetch import RunStorage
 from lancespec.conformance.report import to_json
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.errors import InvalidOption, LanceSpecError
 from lancespec.reference.limits import Limits
 from lancespec.reference.printable import printable
 from lancespec.reference.table import Dataset
@@ -28,7 +28,7 @@ def draw_lineage(dataset: Dataset, path: str) -> None:
     """``inspect URI --graph FILE``: the lineage as ``.svg`` (Graphviz checked before anything is read)
     or ``.dot``."""
     if not path.endswith((".svg", ".dot")):
-        raise ValueError(f"--graph writes .svg or .dot, not {printable(path, 80)}")
+        raise InvalidOption(f"--graph writes .svg or .dot, not {printable(path, 80)}")
     if path.endswith(".svg"):
         require_graphviz(path)
     write_graph(build_lineage(gather(dataset)), path)

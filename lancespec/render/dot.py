@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.errors import GraphvizError, InvalidOption
 from lancespec.reference.printable import printable
 
 from .lineage import Clone, DatasetLineage, Lane, Lineage, Location, Step, Usage
@@ -30,10 +30,6 @@ _GRAPH = ('graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=11, n
           'bgcolor="transparent"];\n'
           'node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor="white"];\n'
           'edge [fontname="Helvetica", fontsize=9, color="#555555"];\n')
-
-
-class GraphvizError(LanceSpecError):
-    """Graphviz's ``dot`` is not installed, or failed to lay a diagram out."""
 
 
 def quote(text: object) -> str:
@@ -248,6 +244,6 @@ def write_graph(lineage: Lineage, path: str) -> None:
     elif path.endswith(".svg"):
         text = to_svg(dot_text, path)
     else:
-        raise ValueError(f"--graph writes .svg or .dot, not {printable(path, 80)}")
+        raise InvalidOption(f"--graph writes .svg or .dot, not {printable(path, 80)}")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)

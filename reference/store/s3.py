@@ -51,8 +51,8 @@ from ..limits import DEFAULT_LIMITS, Limits
 from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_reads import SignedReader
 
-__all__ = ["CONFLICT_RETRIES", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM", "DEFAULT_MAX_ATTEMPTS",
-           "DEFAULT_READ_TIMEOUT_S", "DEFAULT_REGION", "S3Config", "S3Store", "parse_duration"]
+__all__ = ["CONFLICT_RETRIES", "CREDENTIAL_OPTIONS", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM",
+           "DEFAULT_MAX_ATTEMPTS", "DEFAULT_READ_TIMEOUT_S", "DEFAULT_REGION", "S3Config", "S3Store", "parse_duration"]
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_MAX_ATTEMPTS = 5
@@ -76,6 +76,9 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "io_parallelism": ("lancespec_io_parallelism",),
 }
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+CREDENTIAL_OPTIONS = frozenset(_ALIASES["access_key_id"] + _ALIASES["secret_access_key"] + _ALIASES["session_token"])
+"""The storage options (lowercase) that carry credentials: never printed."""
 
 
 def parse_duration(text: str) -> float:

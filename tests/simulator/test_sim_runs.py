@@ -10,11 +10,13 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from lancespec.cli import main
+from lancespec.cli import build_parser, main
+from lancespec.cli.simulate import config_of
 from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
 from lancespec.simulator.workload import plan
 
@@ -111,6 +113,42 @@ def test_replay_command_round_trips() -> None:
     config = RunConfig(writers=5, ops=50, seed=9, writer="mixed", faults="heavy", personality="lagging-list")
     assert replay_command(config) == ("lancespec simulate --writers 5 --ops 50 --seed 9 --writer mixed --faults heavy "
                                       "--personality lagging-list")
+
+
+def replayed(config: RunConfig) -> RunConfig:
+    """The run the printed replay command asks for, read by the real command-line parser."""
+    argv = shlex.split(replay_command(config))
+    assert argv[:2] == ["lancespec", "simulate"]
+    args = build_parser().parse_args(argv[1:])
+    return config_of(args, args.personality)
+
+
+def test_the_replay_command_carries_every_setting_of_the_run() -> None:
+    every = RunConfig(writers=3, ops=17, seed=5, writer="mixed", faults="heavy", personality="lagging-list",
+                      endpoint="http://127.0.0.1:9", storage_options={"aws_region": "eu-west-1", "allow_http": "true"},
+                      datasets=3, list_lag_s=0.25, preflight_rounds=7, time_limit_s=42.5,
+                      weights={"append": 2.0, "tag": 0.5, "clone": 1e-3})
+    assert replayed(every) == every
+    assert replayed(RunConfig()) == RunConfig()
+    assert replayed(RunConfig(seed=2, list_lag_s=0.1, time_limit_s=1.0)) == RunConfig(seed=2, list_lag_s=0.1,
+                                                                                        time_limit_s=1.0)
+
+
+def test_the_replay_command_prints_no_credentials_and_asks_for_a_fresh_bucket() -> None:
+    secret = {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "s3cr3t-value", "aws_session_token": "tok"}
+    config = RunConfig(endpoint="http://127.0.0.1:9", bucket="mine", storage_options={**secret, "aws_region": "x"})
+    printed = replay_command(config)
+    assert not any(value in printed for value in secret.values())
+    assert replayed(config) == RunConfig(endpoint="http://127.0.0.1:9", storage_options={"aws_region": "x"})
+
+
+def test_a_printed_replay_runs_the_same_operations() -> None:
+    original = run(writers=1, ops=5, seed=13, faults="none", datasets=1, list_lag_s=0.5, time_limit_s=60.0,
+                   weights={"append": 1.0, "tag": 1.0})
+    replay = simulate(replayed(original.config))
+    assert replay.config == original.config
+    assert replay.history.signature() == original.history.signature()
+    assert {kind for ops in original.history.signature().values() for _, kind, _ in ops} <= {"append", "tag"}
 
 
 F026_KINDS = {"version-reused", "lost-commit", "lost-rows", "phantom-rows"}

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_readme_is_generated_from_the_catalogue() -> None:
     assert readme_path().read_text() == render_markdown(load_catalogue(), load_matrix(), all_checks().values()), (
-        "spec/README.md is stale: run python -m lancespec.conformance.catalogue --write"
+        "spec/README.md is stale: run python -m lancespec.cli.catalogue --write"
     )
 
 

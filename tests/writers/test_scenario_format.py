@@ -137,11 +137,11 @@ def test_load_from_files_and_globs_and_reject_duplicate_names(tmp_path: Path) ->
         load_scenario(tmp_path / "bad.json")
 
 
-def test_module_command_validates_files(tmp_path: Path) -> None:
+def test_check_scenarios_command_validates_files(tmp_path: Path) -> None:
     good = builtin_dir() / "clone-after-tag.json"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(_doc(format="nope")))
-    done = subprocess.run([sys.executable, "-m", "lancespec.conformance.scenarios", str(good), str(bad)],
+    done = subprocess.run([sys.executable, "-m", "lancespec", "check-scenarios", str(good), str(bad)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 1
     assert "ok:" in done.stdout and "invalid:" in done.stdout

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
-EXIT_NO_SPARK = 2
+from .certify import add_version_options
+from .options import EXIT_UNREADABLE, add_storage_options, check_areas, emit_report, parse_storage_options
 
 
-def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register the ``spark-certify`` subcommand on the ``lancespec`` subparsers ``sub``."""
-    from lancespec.cli import version_number
-
+def register(sub: Any) -> None:
+    """Add ``spark-certify`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "spark-certify", help="certify with Spark: per-file checks as one job over fragments",
         description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
@@ -26,32 +24,24 @@ def add_spark_certify(sub: Any, add_storage_option: Callable[[argparse.ArgumentP
     parser.add_argument("--master", default="local[*]",
                         help="Spark master URL (default local[*]: a local Spark on every core); the driver binds "
                         "to 127.0.0.1")
-    versions = parser.add_mutually_exclusive_group()
-    versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
-    versions.add_argument("--all-versions", action="store_true",
-                          help="every version of the main root and of every branch")
-    parser.add_argument("--format", choices=("text", "json", "junit"), default="text")
-    parser.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes to "
-                        "stderr for json and junit)")
+    add_version_options(parser)
     parser.add_argument("--only", action="append", metavar="AREA", help="run only this area's checks; repeat")
     parser.add_argument("--fragments-per-task", type=int, metavar="N",
                         help="fragments per Spark task (default: four tasks per core)")
-    add_storage_option(parser)
+    add_storage_options(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.cli import check_areas, emit_report, parse_storage_options
-
-    from ..report import RENDERERS
-    from .distributed import certify_with_spark
-    from .session import spark_session, spark_unavailable
+    from lancespec.conformance.report import RENDERERS
+    from lancespec.conformance.spark.distributed import certify_with_spark
+    from lancespec.conformance.spark.session import spark_session, spark_unavailable
 
     check_areas(args.only)
     why = spark_unavailable()
     if why is not None:
         print(f"lancespec: error: Spark cannot start here: {why}", file=sys.stderr)
-        return EXIT_NO_SPARK
+        return EXIT_UNREADABLE
     from pyspark.sql import SparkSession
 
     options = parse_storage_options(args.storage_option)

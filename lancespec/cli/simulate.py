@@ -1,4 +1,6 @@
-"""Rendering a run: rich tables on stdout, JSON to a file, and the ``lancespec simulate`` command."""
+"""``lancespec simulate``: concurrent writers, a real S3 server, injected faults, a checker
+(docs/simulator.md). Exit 0 no anomaly, 1 anomalies found. The run's rendering: rich tables on stdout,
+the full report (JSON) to ``--report``."""
 
 from __future__ import annotations
 
@@ -11,56 +13,79 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .checker import INVARIANTS
-from .faults import FAULTS, PROFILES
-from .history import OUTCOMES
-from .proxy import PERSONALITIES
-from .simulate import RunConfig, RunReport, replay_command, simulate
+from lancespec.simulator.checker import INVARIANTS
+from lancespec.simulator.faults import FAULTS, PROFILES
+from lancespec.simulator.history import OUTCOMES
+from lancespec.simulator.proxy import PERSONALITIES
+from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
 
-__all__ = ["add_arguments", "render", "render_matrix", "run_command"]
+from .options import EXIT_FAILED, EXIT_OK, parse_storage_options
 
-EXIT_OK = 0
-EXIT_ANOMALIES = 1
+DEFAULT = RunConfig()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``lancespec simulate``."""
-    parser.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
-    parser.add_argument("--ops", type=int, default=400, help="operations in all, spread over the writers "
+def weights(text: str) -> dict[str, float]:
+    """An argparse type: ``KIND=WEIGHT,...``, the operation mix (``simulator.workload.DEFAULT_WEIGHTS``)."""
+    out = {}
+    for item in text.split(","):
+        kind, _, value = item.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            kind = ""
+        if not kind.strip():
+            raise argparse.ArgumentTypeError(f"expected KIND=WEIGHT,... (such as append=40,delete=9), not {text!r}")
+        out[kind.strip()] = weight
+    return out
+
+
+def register(sub: Any) -> None:
+    """Add ``simulate`` to the ``lancespec`` subcommands ``sub``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "simulate", help="concurrent writers, a real S3 server, injected faults, a checker",
+        description="Exit 0 no anomaly, 1 anomalies found (docs/simulator.md).")
+    parser.add_argument("--writers", type=int, default=DEFAULT.writers, help="writer processes (default 8)")
+    parser.add_argument("--ops", type=int, default=DEFAULT.ops, help="operations in all, spread over the writers "
                         "(default 400)")
-    parser.add_argument("--seed", type=int, default=0, help="fixes the operations and the fault schedule")
-    parser.add_argument("--writer", choices=("reference", "pylance", "mixed"), default="reference",
+    parser.add_argument("--seed", type=int, default=DEFAULT.seed, help="fixes the operations and the fault schedule")
+    parser.add_argument("--writer", choices=("reference", "pylance", "mixed"), default=DEFAULT.writer,
                         help="who writes: lancespec's reference writer, pylance, or both (even writers reference)")
-    parser.add_argument("--faults", choices=sorted(PROFILES), default="default", metavar="PROFILE",
+    parser.add_argument("--faults", choices=sorted(PROFILES), default=DEFAULT.faults, metavar="PROFILE",
                         help=f"fault profile: {', '.join(sorted(PROFILES))} (default: default)")
-    parser.add_argument("--personality", choices=(*PERSONALITIES, "all"), default="honest",
+    parser.add_argument("--personality", choices=(*PERSONALITIES, "all"), default=DEFAULT.personality,
                         help="storage personality: honest S3, no-conditional (If-None-Match ignored), "
                         "lagging-list (listings hide keys younger than --list-lag seconds), unlocked (the embedded "
                         "server without its write lock); 'all' runs each and prints which invariants break")
     parser.add_argument("--endpoint", metavar="URL", help="an S3 endpoint (MinIO, a cloud bucket) instead of the "
                         "embedded server; also $LANCESPEC_S3_ENDPOINT")
     parser.add_argument("--bucket", help="bucket to use (created if missing); default a fresh one")
-    parser.add_argument("--datasets", type=int, default=2, help="datasets the writers share (default 2)")
-    parser.add_argument("--list-lag", type=float, default=2.0, metavar="SECONDS",
+    parser.add_argument("--datasets", type=int, default=DEFAULT.datasets, help="datasets the writers share (default 2)")
+    parser.add_argument("--list-lag", type=float, default=DEFAULT.list_lag_s, metavar="SECONDS",
                         help="how far listings lag behind writes under lagging-list (default 2)")
-    parser.add_argument("--preflight-rounds", type=int, default=100, metavar="N",
+    parser.add_argument("--preflight-rounds", type=int, default=DEFAULT.preflight_rounds, metavar="N",
                         help="rounds of the conditional-write contention check (0 skips it; default 100)")
-    parser.add_argument("--time-limit", type=float, default=150.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=float, default=DEFAULT.time_limit_s, metavar="SECONDS",
                         help="writers start no operation after this (default 150)")
+    parser.add_argument("--weights", type=weights, metavar="KIND=W,...",
+                        help="the operation mix, relative weights of append, delete, overwrite, tag, clone, cleanup, "
+                        "stage (default append=40,delete=9,overwrite=3,tag=6,clone=2,cleanup=6,stage=10)")
     parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")
+    parser.set_defaults(func=run)
 
 
-def _config(args: argparse.Namespace, personality: str, options: dict[str, str]) -> RunConfig:
+def config_of(args: argparse.Namespace, personality: str) -> RunConfig:
+    """The run ``args`` ask for under ``personality`` (``--personality all`` makes one per personality)."""
     return RunConfig(writers=args.writers, ops=args.ops, seed=args.seed, writer=args.writer, faults=args.faults,
-                     personality=personality, endpoint=args.endpoint, storage_options=options, bucket=args.bucket,
+                     personality=personality, endpoint=args.endpoint,
+                     storage_options=parse_storage_options(args.storage_option), bucket=args.bucket,
                      datasets=args.datasets, list_lag_s=args.list_lag, preflight_rounds=args.preflight_rounds,
-                     time_limit_s=args.time_limit)
+                     time_limit_s=args.time_limit, weights=args.weights)
 
 
-def run_command(args: argparse.Namespace, options: dict[str, str]) -> int:
-    """``lancespec simulate``: run, render, write the report; exit 1 when an anomaly was found."""
+def run(args: argparse.Namespace) -> int:
+    """Run, render, write the report; exit 1 when an anomaly was found."""
     from lancespec.progress import progress_bar
 
     console = Console() if sys.stdout.isatty() else Console(width=150)
@@ -69,7 +94,7 @@ def run_command(args: argparse.Namespace, options: dict[str, str]) -> int:
         personalities.remove("unlocked")
     reports: list[RunReport] = []
     for personality in personalities:
-        config = _config(args, personality, options)
+        config = config_of(args, personality)
         config.validate()
         with progress_bar(f"simulate [{personality}]") as update:
             report = simulate(config, update)
@@ -84,7 +109,7 @@ def run_command(args: argparse.Namespace, options: dict[str, str]) -> int:
             json.dump(payload, fh, indent=1)
             fh.write("\n")
         console.print(f"report written to {args.report}")
-    return EXIT_OK if all(r.ok for r in reports) else EXIT_ANOMALIES
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
 
 
 def render(report: RunReport, console: Console) -> None:

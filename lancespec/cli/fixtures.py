@@ -1,0 +1,48 @@
+"""``lancespec fixtures build|verify``: the golden fixture corpus (docs/fixtures.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .options import EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add ``fixtures build`` and ``fixtures verify`` to the ``lancespec`` subcommands ``sub``."""
+    fixtures = sub.add_parser("fixtures", help="build or verify the golden fixture corpus (docs/fixtures.md)")
+    actions = fixtures.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="regenerate the corpus deterministically")
+    verify = actions.add_parser("verify", help="hold a reader to the corpus; exit 1 on a failure",
+                                description="Prints a pass/fail table per case. The corpus is never modified.")
+    verify.add_argument("--reader", required=True, metavar="READER",
+                        help="reference, pylance, or cmd:COMMAND (docs/writer-contract.md)")
+    verify.add_argument("--format", choices=("text", "json"), default="text")
+    for p in (build, verify):
+        p.add_argument("--corpus", metavar="DIR", help="the corpus directory (default: fixtures/ of the checkout)")
+        p.add_argument("--case", action="append", metavar="GLOB", help="only cases whose id matches; repeat")
+    fixtures.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from lancespec.conformance.fixtures.corpus import build_corpus, default_corpus, render_table, verify_corpus
+    from lancespec.progress import progress_bar
+
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    if args.action == "build":
+        with progress_bar("building fixtures") as progress:
+            index = build_corpus(corpus, only=args.case, progress=progress)
+        sys.stdout.write(f"built {len(index['cases'])} cases into {corpus} ({index['total_bytes']} bytes, "
+                         f"{len(index['files'])} files, corpus version {index['corpus_version']})\n")
+        return EXIT_OK
+    with progress_bar("verifying fixtures") as progress:
+        report = verify_corpus(corpus, args.reader, only=args.case, progress=progress)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_table(report))
+    return report.exit_code

@@ -1,0 +1,69 @@
+"""The ``lancespec`` command line: the parser of every command and the one place exit codes are decided.
+
+Exit status: 0 success, 1 a breach (certify) or a failure (the other commands), 2 the input could not be
+read, cannot be judged, or the command line is wrong (one line on stderr naming the file or the option and
+the problem, no traceback: a ``LanceSpecError``), 3 an internal error (a bug in lancespec: any other
+exception, one line saying where; certify still writes the report of what it checked before; set
+LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value a dataset controls is printed
+through ``printable`` (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from lancespec.reference.errors import CertifyError, InvalidOption, LanceSpecError
+from lancespec.reference.printable import printable
+
+from . import certify, fixtures, inspect, scenarios, simulate, spark
+from .options import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNREADABLE, Parser, emit_report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for family in (inspect, certify, fixtures, scenarios, spark, simulate):
+        family.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return _run_command(parser, func, args)
+    except KeyboardInterrupt:
+        # Children (servers, writers, Spark) are stopped by the context managers the interrupt unwound.
+        print("lancespec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int],
+                 args: argparse.Namespace) -> int:
+    try:
+        return func(args)
+    except InvalidOption as exc:
+        parser.error(str(exc))
+    except LanceSpecError as exc:
+        where = f"{printable(exc.where)}: " if exc.where else ""
+        print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except CertifyError as exc:
+        if exc.report is not None:
+            emit_report(exc.report, certify.renderers(args), args.format, args.output)
+        if os.environ.get("LANCESPEC_DEBUG"):
+            raise
+        print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        from lancespec.conformance.certify import bug_site
+
+        if os.environ.get("LANCESPEC_DEBUG"):
+            raise
+        print(f"lancespec: internal error: {type(exc).__name__}: {printable(exc)} (at {bug_site(exc)}; "
+              "set LANCESPEC_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_INTERNAL

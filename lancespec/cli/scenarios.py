@@ -1,0 +1,75 @@
+"""The writer scenarios (docs/scenario-format.md, docs/writer-contract.md): ``lancespec certify-writer``
+runs them against a writer; ``lancespec check-scenarios FILE...`` validates scenario files (exit 1 when one
+is invalid, one line per file)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lancespec.reference.errors import InvalidOption, ScenarioError
+
+from .options import EXIT_FAILED, EXIT_OK, emit_report
+
+
+def register(sub: Any) -> None:
+    """Add ``certify-writer`` and ``check-scenarios`` to the ``lancespec`` subcommands ``sub``."""
+    writer = sub.add_parser("certify-writer", help="run the writer scenarios against a writer",
+                            description="Exit 0 certified (expected divergences and unsupported steps allowed), "
+                            "1 a step, a certification or a comparison failed.")
+    writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, or cmd:COMMAND")
+    writer.add_argument("--scenarios", action="append", metavar="GLOB",
+                        help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
+    writer.add_argument("--store", action="append", choices=("local", "s3"),
+                        help="run on this store only (default both; s3 starts the embedded server); repeat")
+    writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
+    writer.add_argument("--format", choices=("text", "json", "junit", "html"), default="text",
+                        help="html: the scenario x store grid as one self-contained page (docs/reports.md)")
+    writer.add_argument("--output", metavar="FILE", help="write the report here")
+    writer.add_argument("--no-compare", action="store_true", help="do not compare results with the reference")
+    writer.add_argument("--workdir", metavar="DIR", help="keep the runs' local data here (default: a temp dir)")
+    writer.set_defaults(func=run_certify_writer)
+
+    check = sub.add_parser("check-scenarios", help="validate scenario files (lancespec.scenario/1)",
+                           description="Prints one line per file, ok or what is invalid; exit 1 when a file is "
+                           "invalid.")
+    check.add_argument("files", nargs="*", metavar="FILE", help="scenario files")
+    check.set_defaults(func=run_check)
+
+
+def run_certify_writer(args: argparse.Namespace) -> int:
+    from lancespec.conformance.scenarios import builtin_scenarios, load_scenarios
+    from lancespec.conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
+    from lancespec.progress import progress_bar
+    from lancespec.render.commands import writer_html
+
+    scenarios = []
+    for pattern in args.scenarios or ["*"]:
+        if pattern.endswith(".json") or "/" in pattern:
+            scenarios += load_scenarios([pattern])
+        else:
+            scenarios += builtin_scenarios(pattern)
+    if not scenarios:
+        raise InvalidOption(f"no scenario matches {args.scenarios}")
+    unique = {s.name: s for s in scenarios}
+    writer = make_writer(args.writer, args.capabilities)
+    with progress_bar("certifying writer") as progress:
+        report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
+                                workdir=args.workdir, compare=not args.no_compare, progress=progress)
+    emit_report(report, {**RENDERERS, "html": writer_html}, args.format, args.output)
+    return report.exit_code
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from lancespec.conformance.scenarios import load_scenario
+
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError as exc:
+            print(f"invalid: {exc}")
+            status = EXIT_FAILED
+        else:
+            print(f"ok: {path}: {scenario.name} ({len(scenario.steps)} steps)")
+    return status
