@@ -48,7 +48,7 @@ class PreflightResult:
                 "double_wins": self.double_wins, "no_wins": self.no_wins, "errors": self.errors[:10]}
 
 
-def _client(endpoint: str, options: Mapping[str, str]) -> Any:
+def s3_client(endpoint: str, options: Mapping[str, str]) -> Any:
     import boto3
     from botocore.config import Config
 
@@ -155,7 +155,7 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
     """Run both checks against ``endpoint`` in ``bucket`` (keys under ``prefix/``, left behind). The
     contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
     run = uuid.uuid4().hex[:12]
-    clients = [_client(endpoint, storage_options) for _ in range(racers)]
+    clients = [s3_client(endpoint, storage_options) for _ in range(racers)]
     result = PreflightResult(endpoint, False, "", False, rounds, racers)
 
     key = f"{prefix}/{run}/sequential"

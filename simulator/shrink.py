@@ -94,7 +94,7 @@ def regression_source(result: ShrinkResult, test_name: str) -> str:
     fields = {f.name: getattr(shrunk, f.name) for f in dataclasses.fields(RunConfig)
               if getattr(shrunk, f.name) != f.default and f.name not in ("endpoint", "storage_options", "bucket")
               and not (f.name == "weights" and shrunk.weights is None)}
-    arguments = ", ".join(f"{name}={value!r}" for name, value in fields.items())
+    arguments = "".join(f"\n        {name}={value!r}," for name, value in fields.items())
     return f'''"""Shrunk simulator counterexample: {", ".join(result.invariants)}.
 
 Original: {replay_command(result.original)}
@@ -109,6 +109,7 @@ from lancespec.simulator.simulate import RunConfig, simulate
 
 @pytest.mark.s3
 def {test_name}() -> None:
-    report = simulate(RunConfig({arguments}))
+    report = simulate(RunConfig({arguments}
+    ))
     assert report.ok, [a.message for a in report.result.anomalies]
 '''

@@ -198,9 +198,9 @@ def _default_options() -> dict[str, str]:
 
 
 def _ensure_bucket(endpoint: str, options: dict[str, str], bucket: str) -> None:
-    from .preflight import _client
+    from .preflight import s3_client
 
-    client = _client(endpoint, options)
+    client = s3_client(endpoint, options)
     try:
         client.head_bucket(Bucket=bucket)
     except Exception:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .preflight import _client, _status, preflight
+from .preflight import _status, preflight, s3_client
 
 __all__ = ["PROPERTIES", "PropertyVerdict", "StoreVerdict", "judge_store"]
 
@@ -230,7 +230,7 @@ def judge_store(endpoint: str, bucket: str, storage_options: Mapping[str, str], 
     """Probe every property (or those in ``only``) against ``endpoint``/``bucket``; keys are left under
     ``_lancespec_store_judge/{run}/``. A probe that raises is a failed property with the error observed."""
     run = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    probe = _Probe(_client(endpoint, storage_options), bucket, f"_lancespec_store_judge/{run}", endpoint,
+    probe = _Probe(s3_client(endpoint, storage_options), bucket, f"_lancespec_store_judge/{run}", endpoint,
                    storage_options, race_rounds)
     verdict = StoreVerdict(endpoint, bucket)
     for name, check, critical in PROPERTIES:

@@ -125,14 +125,16 @@ class Verdict:
     seconds: float
 
 
-def _battery(src: Path, env: dict[str, str], where: Path, timeout: float) -> tuple[str, str]:
-    """Run the battery in the prepared copy; (status, which run decided it)."""
+def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
+             shrink: list[str] | None = None) -> tuple[str, str]:
+    """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
+    the killing run shrink itself (``simulate --shrink``), its output then ends the detail."""
     for faults, seed in BATTERY:
         report = where / f"report-{faults}-{seed}.json"
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report)]
+                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report), *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
                                   check=False)
@@ -140,19 +142,20 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float) -> tup
             return "error", f"faults={faults} seed={seed}: no verdict within {timeout:.0f}s"
         if done.returncode == 1:
             first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
-            return "killed", f"faults={faults} seed={seed}: {first[:140]}"
+            shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
+            return "killed", f"faults={faults} seed={seed}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()
             return "error", f"faults={faults} seed={seed}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
     return "survived", "no run of the battery found an anomaly"
 
 
-def run(where: Path, mutant: SimMutant | None, timeout: float) -> Verdict:
+def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None) -> Verdict:
     src, pkg = prepare(where)
     if mutant is not None:
         apply(src, mutant)
     start = time.monotonic()
-    status, detail = _battery(src, _environment(src, pkg, where), where, timeout)
+    status, detail = _battery(src, _environment(src, pkg, where), where, timeout, shrink)
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
 
 
@@ -162,7 +165,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
     parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--shrink", metavar="FILE",
+                        help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
+    if args.shrink:
+        if not args.only or len(args.only) != 1:
+            parser.error("--shrink takes exactly one --only mutant")
+        mutant = next((m for m in MUTANTS if m.name == args.only[0]), None)
+        if mutant is None:
+            parser.error(f"no mutant named {args.only[0]!r}")
+        with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
+            verdict = run(Path(tmp) / mutant.name, mutant, args.timeout * 10,
+                          ["--shrink", "--shrink-runs", "12", "--write-regression", str(Path(args.shrink).resolve())])
+        print(f"{mutant.name}: {verdict.status} ({verdict.seconds:.0f}s)\n{verdict.detail}")
+        return 0 if verdict.status == "killed" else 1
     if args.list:
         for m in MUTANTS:
             print(f"{m.name:30} reference/{m.file:14} {m.what}")

@@ -72,6 +72,13 @@ def register(sub: Any) -> None:
     parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")
+    parser.add_argument("--shrink", action="store_true",
+                        help="when the run finds an anomaly, reduce it to a small run that still does and print "
+                        "its replay command (docs/simulator.md)")
+    parser.add_argument("--shrink-runs", type=int, default=20, metavar="N",
+                        help="at most this many runs while shrinking (default 20)")
+    parser.add_argument("--write-regression", metavar="FILE",
+                        help="with --shrink: write the shrunk run as a pytest regression here")
     parser.set_defaults(func=run)
 
 
@@ -102,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         render(report, console)
     if len(reports) > 1:
         render_matrix(reports, console)
+    failing = next((r for r in reports if not r.result.ok), None)
+    if args.shrink and failing is not None:
+        shrink_and_report(failing, args, console)
     if args.report:
         payload: dict[str, Any] = reports[0].to_json() if len(reports) == 1 else {
             "format": "lancespec.simulate-matrix/1", "runs": [r.to_json() for r in reports]}
@@ -110,6 +120,25 @@ def run(args: argparse.Namespace) -> int:
             fh.write("\n")
         console.print(f"report written to {args.report}")
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+
+
+def shrink_and_report(report: RunReport, args: argparse.Namespace, console: Console) -> None:
+    """Shrink ``report``'s run, print the replay command of the result, write the regression if asked."""
+    from lancespec.simulator.shrink import regression_source, shrink
+
+    console.print(f"shrinking (at most {args.shrink_runs} runs) ...")
+    result = shrink(report.config, report, max_runs=args.shrink_runs,
+                    run=lambda config: simulate(config), note=console.print)
+    shrunk = result.shrunk
+    console.print(f"shrunk in {result.runs} runs ({result.seconds:.0f} s): {', '.join(result.steps) or 'nothing'}; "
+                  f"{shrunk.writers} writer(s), {shrunk.ops} operations, faults '{shrunk.faults}' still break "
+                  f"{', '.join(result.invariants)}")
+    console.print(f"replay: {replay_command(shrunk)}", soft_wrap=True)
+    if args.write_regression:
+        name = f"test_shrunk_seed_{shrunk.seed}_{'_'.join(i.replace('-', '_') for i in result.invariants)}"
+        with open(args.write_regression, "w", encoding="utf-8") as fh:
+            fh.write(regression_source(result, name))
+        console.print(f"regression written to {args.write_regression}")
 
 
 def render(report: RunReport, console: Console) -> None:

@@ -5,9 +5,11 @@ npm (skipped, with the reason, when setup could not install it)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,3 +97,31 @@ def test_s3rver_verdict(s3rver: str) -> None:
         "error-codes": True, "listing-pages": False,
     }, verdict.to_json()
     assert not verdict.commit_safe
+
+
+def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lancespec", *argv], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_certify_store_command_exit_status_follows_the_commit_critical_verdict(
+        s3_server: EmbeddedS3Server, bucket: str, tmp_path: Path) -> None:
+    credentials = [f"--storage-option={k}={v}" for k, v in s3_server.storage_options().items()
+                   if k in ("aws_access_key_id", "aws_secret_access_key")]
+    out = tmp_path / "verdict.json"
+    safe = run_cli("certify-store", "--endpoint", s3_server.endpoint, "--bucket", bucket, "--race-rounds", "5",
+                   "--json", str(out), *credentials)
+    assert safe.returncode == 0, safe.stdout + safe.stderr
+    assert "safe on this store" in safe.stdout
+    assert json.loads(out.read_text())["commit_safe"] is True
+    with FaultProxy(s3_server.endpoint, 1, personality="no-conditional") as proxy:
+        unsafe = run_cli("certify-store", "--endpoint", proxy.endpoint(0), "--bucket", bucket, "--race-rounds", "5",
+                         *credentials)
+    assert unsafe.returncode == 1, unsafe.stdout + unsafe.stderr
+    assert "NOT safe" in unsafe.stdout and "conditional-create" in unsafe.stdout
+
+
+def test_certify_store_command_unreachable_endpoint_is_one_line_exit_2() -> None:
+    done = run_cli("certify-store", "--endpoint", f"http://127.0.0.1:{_free_port()}", "--bucket", "b", timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach bucket" in done.stderr
