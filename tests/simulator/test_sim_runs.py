@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 from pathlib import Path
@@ -107,6 +108,28 @@ def test_cli_reports_anomalies_with_the_replay_command(tmp_path: Path, capsys: p
     assert report["invariants"]["acknowledged-commits-kept"]["holds"] is False
     assert "pre-flight" in printed and "NOT vouched" in printed
     assert {e["type"] for e in report["history"]} >= {"invoke", "ok"}
+
+
+def test_cli_shrinks_a_failing_run_and_writes_its_regression(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """An endpoint ignoring If-None-Match loses commits with two writers; ``--shrink`` finds a smaller run that
+    still does, prints its replay command and writes a regression that builds exactly that run."""
+    regression = tmp_path / "test_regression.py"
+    code = main(["simulate", "--writers", "3", "--ops", "12", "--seed", "3", "--faults", "none", "--datasets", "1",
+                 "--personality", "no-conditional", "--preflight-rounds", "0", "--shrink", "--shrink-runs", "3",
+                 "--write-regression", str(regression)])
+    printed = capsys.readouterr().out
+    assert code == 1
+    replay = next(line for line in printed.splitlines() if line.startswith("replay: "))[len("replay: "):]
+    shrunk = config_of(build_parser().parse_args(shlex.split(replay)[1:]), "no-conditional")
+    assert shrunk.writers * max(1, shrunk.ops // shrunk.writers) < 12 and shrunk.seed == 3
+    source = regression.read_text()
+    assert replay in source
+    call = next(n for n in ast.walk(ast.parse(source))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "RunConfig")
+    built = RunConfig(**{k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg})
+    assert (built.writers, built.ops, built.seed, built.personality) == (shrunk.writers, shrunk.ops, 3,
+                                                                         "no-conditional")
 
 
 def test_replay_command_round_trips() -> None:
