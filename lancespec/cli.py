@@ -130,17 +130,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
+    from .conformance.baseline import set_aside_ids, write_baseline
     from .conformance.certify import certify
     from .conformance.report import RENDERERS
     from .progress import progress_bar
+    from .reference import __version__
 
     check_areas(args.only)
-
+    set_aside = set_aside_ids(args.ignore, args.baseline)
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
-                         io_parallelism=args.io_parallelism, limits=limits_of(args))
+                         io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
     emit_report(report, RENDERERS, args.format, args.output)
+    if args.write_baseline:
+        write_baseline(report, args.write_baseline, __version__)
     return report.exit_code
 
 
@@ -257,6 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--only", action="append", metavar="AREA",
                          help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
                          "history, blobs, portability); repeat")
+    certify.add_argument("--ignore", action="append", default=[], metavar="ID",
+                         help="set aside the findings of a requirement (MAN-013) or a known divergence (F-004): "
+                         "reported, not counted in the exit status; repeat")
+    certify.add_argument("--baseline", action="append", default=[], metavar="FILE",
+                         help="set aside every id a baseline file lists (written by --write-baseline); repeat")
+    certify.add_argument("--write-baseline", metavar="FILE",
+                         help="write a baseline setting aside every finding of this run")
     _add_storage_option(certify)
     add_limit_options(certify)
     certify.set_defaults(func=cmd_certify)

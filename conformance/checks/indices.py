@@ -28,24 +28,24 @@ def files_exist(ctx: VersionContext) -> None:
     for index in section.indices:
         name = index_directory_name(index.uuid.uuid)
         base_id = index.base_id if index.HasField("base_id") else None
-        where = f"{ctx.snap.manifest_uri} index {index.name or name}"
+        manifest, where = ctx.snap.manifest_uri, f"index {index.name or name}"
         if (base_id is not None and base_id in unusable) or not all(is_relative_path(f.path) for f in index.files):
             continue  # BASE-001/BASE-002's or PORT-001's finding
         try:
-            directory = join(base_directory(ctx.snap.root, bases, base_id, FileKind.INDEX, where), name)
+            directory = join(base_directory(ctx.snap.root, bases, base_id, FileKind.INDEX, manifest), name)
         except LanceSpecError:
             continue  # no such base: BASE-003
         listed = {info.uri.rstrip("/"): info.size for info in ctx.storage.list(directory + "/")}
         if not listed:
-            ctx.finding("IDX-001", where, f"the index directory {directory}/ holds nothing")
+            ctx.finding("IDX-001", directory, f"the index directory {directory}/ holds nothing", where)
             continue
         for index_file in index.files:
             uri = join(directory, index_file.path)
             try:
                 size = listed[uri] if uri in listed else ctx.storage.head(uri).size
             except ObjectNotFound:
-                ctx.finding("IDX-001", where, f"index file {uri} does not exist")
+                ctx.finding("IDX-001", uri, f"index file {uri} does not exist", where)
                 continue
             if index_file.size_bytes and size != index_file.size_bytes:
-                ctx.finding("IDX-001", where, f"index file {uri} is {size} bytes, the metadata records "
-                            f"{index_file.size_bytes}")
+                ctx.finding("IDX-001", uri, f"index file {uri} is {size} bytes, the metadata records "
+                            f"{index_file.size_bytes}", where)
