@@ -404,13 +404,21 @@ def schema_evolution(workdir: Path) -> Shape:
     ds = lance.write_dataset(table, str(root), max_rows_per_file=3)
     ds.add_columns({"double": "id * 2"})
     ds.add_columns(pa.field("note", pa.string()))
-    ds.alter_columns({"path": "name", "name": "label"})
-    ds.alter_columns({"path": "point.x", "name": "px"})
-    ds.alter_columns({"path": "value", "data_type": pa.float32()})
+    _alter(root, path="name", name="label")
+    _alter(root, path="point.x", name="px")
+    _alter(root, path="value", data_type=pa.float32())
+    ds = lance.dataset(str(root))
     ds.drop_columns(["double"])
     ds.drop_columns(["point.y"])
     _append(root, lance.dataset(str(root)).to_table().slice(0, 2))
     return Shape("schema_evolution", str(root), "add, add null, rename, rename nested, cast, drop, drop nested")
+
+
+def _alter(root: Path, **alteration: Any) -> None:
+    """One ``alter_columns`` change of the latest version (``path`` and ``name``, ``data_type`` or
+    ``nullable``)."""
+    change: Any = alteration  # pylance's annotation wants an iterable of changes per argument
+    lance.dataset(str(root)).alter_columns(change)
 
 
 def _vectors(start: int, count: int, dim: int = 8) -> pa.Array:
@@ -429,8 +437,9 @@ def indices(workdir: Path) -> Shape:
              .append_column("tags", pa.array([[f"t{i % 3}", f"u{i % 5}"] for i in range(n)]))
              .append_column("vec", _vectors(0, n)))
     ds = lance.write_dataset(table, str(root))
-    for column, kind in (("id", "BTREE"), ("cat", "BITMAP"), ("tags", "LABEL_LIST"), ("name", "INVERTED"),
-                         ("name", "NGRAM"), ("value", "ZONEMAP")):
+    kinds: tuple[tuple[str, Any], ...] = (("id", "BTREE"), ("cat", "BITMAP"), ("tags", "LABEL_LIST"),
+                                          ("name", "INVERTED"), ("name", "NGRAM"), ("value", "ZONEMAP"))
+    for column, kind in kinds:
         ds.create_scalar_index(column, kind, name=f"{column}_{kind.lower()}")
     ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2, name="vec_ivf_pq")
     ds.create_index("vec", "IVF_FLAT", num_partitions=2, name="vec_ivf_flat")
@@ -484,7 +493,8 @@ def restore(workdir: Path) -> Shape:
     root = _fresh(workdir) / "ds"
     lance.write_dataset(rows(0, 4), str(root))
     _append(root, rows(4, 4))
-    lance.dataset(str(root), version=1).restore()
+    first: Any = lance.dataset(str(root), version=1)
+    first.restore()
     return Shape("restore", str(root), "version 1 restored as version 3")
 
 
@@ -498,7 +508,7 @@ def manifest_migrated(workdir: Path) -> Shape:
     return Shape("manifest_migrated", str(root), "V1 names migrated to V2, then an append")
 
 
-def _storage_version(version: str) -> Callable[[Path], Shape]:
+def _storage_version(version: Any) -> Callable[[Path], Shape]:
     """A builder for data storage version ``version`` (``legacy``: the 0.1 data format, files of version
     0.2): two fragments, a delete, a computed column, a rename, a drop and an append."""
 
@@ -507,7 +517,7 @@ def _storage_version(version: str) -> Callable[[Path], Shape]:
         lance.write_dataset(rows(0, 6), str(root), data_storage_version=version, max_rows_per_file=3)
         lance.dataset(str(root)).delete("id = 1")
         lance.dataset(str(root)).add_columns({"double": "id * 2"})
-        lance.dataset(str(root)).alter_columns({"path": "name", "name": "label"})
+        _alter(root, path="name", name="label")
         lance.dataset(str(root)).drop_columns(["value"])
         _append(root, lance.dataset(str(root)).to_table().slice(0, 2))
         return Shape(f"storage_{version.replace('.', '_')}", str(root),
