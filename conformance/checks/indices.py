@@ -37,7 +37,9 @@ def files_exist(ctx: VersionContext) -> None:
             continue  # no such base: BASE-003
         listed = {info.uri.rstrip("/"): info.size for info in ctx.storage.list(directory + "/")}
         if not listed:
-            ctx.finding("IDX-001", directory, f"the index directory {directory}/ holds nothing", where)
+            files = ", ".join(join(directory, f.path) for f in index.files[:3]) + (" …" if len(index.files) > 3 else "")
+            ctx.finding("IDX-001", directory, f"the index directory {directory}/ holds nothing"
+                        + (f"; missing: {files}" if files else ""), where)
             continue
         for index_file in index.files:
             uri = join(directory, index_file.path)
