@@ -19,7 +19,8 @@ from .portability import is_relative_path
 def files_exist(ctx: VersionContext) -> None:
     """Every index resolves to ``{root or dataset-root base}/_indices/{uuid}/`` (``{base}/{uuid}/`` for a
     non-root base), which holds at least one object, and every file its metadata lists exists there with
-    the recorded size (IDX-001)."""
+    the recorded size (IDX-001). A system index, which covers no field, lists no file and keeps its content
+    in its inline details (the MemWAL index of LanceDB's LSM writes), has no directory to check."""
     section = ctx.snap.manifest_file.index_section
     if section is None:
         return
@@ -31,6 +32,8 @@ def files_exist(ctx: VersionContext) -> None:
         manifest, where = ctx.snap.manifest_uri, f"index {index.name or name}"
         if (base_id is not None and base_id in unusable) or not all(is_relative_path(f.path) for f in index.files):
             continue  # BASE-001/BASE-002's or PORT-001's finding
+        if not index.fields and not index.files and index.HasField("index_details"):
+            continue  # a system index: its details are its content
         try:
             directory = join(base_directory(ctx.snap.root, bases, base_id, FileKind.INDEX, manifest), name)
         except LanceSpecError:

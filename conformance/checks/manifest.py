@@ -179,11 +179,16 @@ def data_format(ctx: VersionContext) -> None:
 
 @version_check("manifest.feature_flags", "MAN-010")
 def feature_flags_match(ctx: VersionContext) -> None:
-    """Flags recomputed from content match the recorded ones (MAN-010). Unknown bits are not judged here:
-    a reader flag certify does not know makes it decline to judge (MAN-011, ``judgement``)."""
+    """Flags recomputed from content match the recorded ones (MAN-010). A version without fragments may
+    set the stable row ids bit: the table uses them and has no row to number yet (pylance 14.0.2 and
+    LanceDB 0.40.0 create empty tables so). Unknown bits are not judged here: a reader flag certify does
+    not know makes it decline to judge (MAN-011, ``judgement``)."""
     manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
     transaction_written = not manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE
-    reader, writer = feature_flags.compute_flags(manifest, transaction_file_written=transaction_written)
+    stable = feature_flags.uses_stable_row_ids(manifest) or (
+        not manifest.fragments and bool(manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS))
+    reader, writer = feature_flags.compute_flags(manifest, stable_row_ids=stable,
+                                                 transaction_file_written=transaction_written)
     for word, recorded, expected in (("reader", manifest.reader_feature_flags, reader),
                                      ("writer", manifest.writer_feature_flags, writer)):
         known_part = recorded & feature_flags.KNOWN_FLAGS & ~feature_flags.USE_V2_FORMAT_DEPRECATED

@@ -4,6 +4,7 @@ the writer is not installed (``pip install 'lancespec[lancedb]'``; ``npm ci`` in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.thirdparty)
+
+
+@pytest.fixture(scope="session")
+def lancedb_built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``lancedb_built(name)``: the database folder of a shape of ``lancedb_shapes``, written with LanceDB
+    for Python on first request (read-only after). Skips when LanceDB is not installed."""
+    pytest.importorskip("lancedb", reason="LanceDB for Python is not installed (pip install 'lancespec[lancedb]')")
+    from lancedb_shapes import SHAPES
+
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            folder = tmp_path_factory.mktemp(f"lancedb-{name}") / "db"
+            SHAPES[name](folder)
+            done[name] = folder
+        return done[name]
+
+    return get

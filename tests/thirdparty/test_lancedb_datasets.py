@@ -28,19 +28,9 @@ from lancespec.reference.table import Dataset  # noqa: E402
 NOT_READ = {"storage_legacy", "blob_v2"}
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``built(name)``: the database folder of the shape, written on first request (read-only after)."""
-    done: dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in done:
-            folder = tmp_path_factory.mktemp(f"lancedb-{name}") / "db"
-            SHAPES[name](folder)
-            done[name] = folder
-        return done[name]
-
-    return get
+@pytest.fixture
+def built(lancedb_built: Callable[[str], Path]) -> Callable[[str], Path]:
+    return lancedb_built
 
 
 def open_table(folder: Path) -> Any:
