@@ -22,7 +22,6 @@ from .conformance.certify import CertifyError, bug_site
 from .reference.errors import LanceSpecError
 from .reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
 from .reference.printable import printable
-from .reference.table import Dataset
 
 R = TypeVar("R")
 
@@ -116,10 +115,10 @@ def _add_storage_option(parser: argparse.ArgumentParser) -> None:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from .conformance.fetch import RunStorage
-    from .inspect import inspect_report, render_text
+    from .inspect import inspect_report, open_dataset, render_text
 
     storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
-    dataset = Dataset.open(args.uri, storage=storage)
+    dataset = open_dataset(args.uri, storage)
     snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
     report = inspect_report(dataset, snapshot)
     if args.json:
