@@ -1,6 +1,6 @@
 """Third-party writers: datasets written by LanceDB for Python and for Node, certified by lancespec. Every
 test collected from this folder carries ``pytest.mark.thirdparty``; the tests skip, with the reason, when
-the writer is not installed (``pip install 'lancespec[lancedb]'``; ``npm ci`` in tests/thirdparty/node)."""
+the writer is not installed (``pip install 'lancespec[lancedb]'``; ``npm install --prefix tests/thirdparty/node``)."""
 
 from __future__ import annotations
 

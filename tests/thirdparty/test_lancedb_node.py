@@ -3,7 +3,7 @@
 vector indices, optimize, merge_insert, tags, checkout and restore); each certifies --all-versions with no
 MUST finding and only known divergences, and the reference reader reads what pylance reads from it. The
 database folder itself is answered with the tables it holds. Skipped, with the reason, when node or the
-package is not installed (``npm ci --prefix tests/thirdparty/node``)."""
+package is not installed (``npm install --prefix tests/thirdparty/node``)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if node is None:
         pytest.skip("node is not installed")
     if not (NODE_DIR / "node_modules" / "@lancedb" / "lancedb").is_dir():
-        pytest.skip("@lancedb/lancedb is not installed: run npm ci --prefix tests/thirdparty/node")
+        pytest.skip("@lancedb/lancedb is not installed: run npm install --prefix tests/thirdparty/node")
     folder = tmp_path_factory.mktemp("lancedb-node") / "db"
     done = subprocess.run([node, str(NODE_DIR / "write_shapes.mjs"), str(folder)], capture_output=True, text=True,
                           timeout=600, check=False, cwd=NODE_DIR)
