@@ -1,10 +1,12 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
-Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
-a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge",
-``judgement``), 3 a check failed by a bug of lancespec (the report then holds what was checked before,
-and ``internal_error`` says where). Unreadable manifests are reported as findings too, so a person always
-learns what was wrong and where.
+Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached (counting only the
+findings the run did not set aside: ``conformance.baseline``), 2 the dataset (or a version asked for)
+cannot be read at all, or needs a feature lancespec does not know ("cannot judge", ``judgement``), 3 a
+check failed by a bug of lancespec (the report then holds what was checked before, and ``internal_error``
+says where). Unreadable manifests are reported as findings too, so a person always learns what was wrong
+and where. A URI holding no dataset and a version that does not exist are no report: certify raises
+(DatasetNotFound, VersionNotFound), and the command line says so in one line (exit 2).
 """
 
 from __future__ import annotations
