@@ -91,7 +91,11 @@ def _tag(findings: Sequence[Finding]) -> str:
 
 
 def _place(f: Finding) -> str:
-    return printable(f.path) + (f" ({printable(f.detail)})" if f.detail else "")
+    """`` [path (detail)]``, less what the message already names."""
+    path = "" if f.path in f.message else printable(f.path)
+    detail = printable(f.detail) if f.detail else ""
+    shown = f"{path} ({detail})" if path and detail else path or detail
+    return f" [{shown}]" if shown else ""
 
 
 def _group_lines(findings: Sequence[Finding]) -> list[str]:
@@ -109,13 +113,13 @@ def _group_lines(findings: Sequence[Finding]) -> list[str]:
         head = f"{severity:6} {rid:10} {len(group):>3}x {_where(group)}{_tag(group)}"
         if len(said) == 1:
             paths = {f.path for f in group}
-            where = f" [{_place(group[0])}]" if len(paths) == 1 else ""
+            where = _place(group[0]) if len(paths) == 1 else ""
             lines.append(f"{head}: {printable(group[0].message)}{where}")
             continue
         lines.append(f"{head}:")
         for (message, _), same in list(said.items())[:SHOWN_MESSAGES]:
             paths = {f.path for f in same}
-            where = f" [{_place(same[0])}]" if len(paths) == 1 else ""
+            where = _place(same[0]) if len(paths) == 1 else ""
             lines.append(f"         {_where(same)}: {printable(message)}{where}")
         if len(said) > SHOWN_MESSAGES:
             lines.append(f"         ... and {len(said) - SHOWN_MESSAGES} more (--format json lists every finding)")
@@ -176,7 +180,7 @@ def render_junit(report: Report) -> str:
             continue
         known = f" [known divergence {f.known}]" if f.known else ""
         counted.setdefault(f.requirement, []).append(
-            f"{_where([f])} {_place(f)}: {printable(f.message)}{known}")
+            f"{_where([f])}: {printable(f.message)}{_place(f)}{known}")
     checked = sorted(set(report.requirements_checked) | set(counted) | set(aside))
     failures = sum(1 for r in checked if r in counted and catalogue[r].severity == "MUST")
     errors = [m for m in ("the dataset could not be read" if not report.readable else None,
