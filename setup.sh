@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 
-"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev,spark,report]"
+"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[dev,spark,report,lancedb]"
 
 # Spark (the spark extra, tests/spark) runs on a Java runtime. Install OpenJDK 17 only when no java runs:
 # as root on Debian/Ubuntu with apt-get; elsewhere say what is missing (the Spark tests then skip, saying why).
@@ -22,12 +22,15 @@ if ! java -version >/dev/null 2>&1; then
   fi
 fi
 
-# Node packages the tests use where node is present (tools/node/package.json: s3rver, a third-party S3 server
-# that certify-store is tested against). Without npm those tests skip, saying why.
+# Node packages the tests use where node is present: tools/node (s3rver, a third-party S3 server certify-store
+# is tested against) and tests/thirdparty/node (@lancedb/lancedb, a third-party writer the tests certify).
+# Without npm those tests skip, saying why.
 if command -v npm >/dev/null 2>&1; then
   npm install --prefix tools/node --no-audit --no-fund --silent >/dev/null
+  npm install --prefix tests/thirdparty/node --no-audit --no-fund --silent >/dev/null \
+    || echo "lancespec setup: npm could not install @lancedb/lancedb; the Node LanceDB tests will skip" >&2
 else
-  echo "lancespec setup: npm not found; the tests that need Node packages (s3rver) will skip" >&2
+  echo "lancespec setup: npm not found; the tests that need Node packages (s3rver, LanceDB for Node) will skip" >&2
 fi
 
 # The lineage diagram and the HTML reports (docs/reports.md) are laid out by Graphviz's dot; the browser tests

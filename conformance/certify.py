@@ -1,10 +1,12 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
-Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached, 2 the dataset (or
-a version asked for) cannot be read at all, or needs a feature lancespec does not know ("cannot judge",
-``judgement``), 3 a check failed by a bug of lancespec (the report then holds what was checked before,
-and ``internal_error`` says where). Unreadable manifests are reported as findings too, so a person always
-learns what was wrong and where.
+Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached (counting only the
+findings the run did not set aside: ``conformance.baseline``), 2 the dataset (or a version asked for)
+cannot be read at all, or needs a feature lancespec does not know ("cannot judge", ``judgement``), 3 a
+check failed by a bug of lancespec (the report then holds what was checked before, and ``internal_error``
+says where). Unreadable manifests are reported as findings too, so a person always learns what was wrong
+and where. A URI holding no dataset and a version that does not exist are no report: certify raises
+(DatasetNotFound, VersionNotFound), and the command line says so in one line (exit 2).
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CertifyError, InvalidRefName, LanceSpecError
+from lancespec.reference.errors import CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
 from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
 from lancespec.reference.table import Dataset, Snapshot
 
+from .baseline import settle
 from .catalogue import load_catalogue
 from .checks import Check, DatasetContext, VersionContext, select
 from .fetch import RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
+from .locate import what_is_there
+from .report import version_ranges
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
@@ -86,7 +91,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,
             offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
-            limits: Limits = DEFAULT_LIMITS) -> Report:
+            limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
@@ -97,18 +102,26 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     once): the manifests of every version selected, then every read the selected version checks declare
     (``Check.prefetch``); the checks then run one by one on what was fetched. ``lazy`` skips the plan:
     each check reads what it needs when it needs it, one request at a time, through an uncached store
-    (the behaviour the plan must reproduce exactly; tests compare the two)."""
+    (the behaviour the plan must reproduce exactly; tests compare the two).
+
+    Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
+    where they came from: ``conformance.baseline``) names it or its requirement. A ``uri`` that holds no
+    dataset raises DatasetNotFound saying what is there instead (``conformance.locate``), a ``version``
+    without a manifest VersionNotFound naming the versions there are: neither is a finding about a dataset."""
     storage = (open_store(storage_options, limits) if lazy
                else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
-    report = Report(main.uri)
+    report = Report(main.uri, set_aside=dict(set_aside or {}))
     try:
-        return _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
+        _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
     except CertifyError as exc:
         report.internal_error = str(exc)
-        report.findings = order_findings(report.findings)
         exc.report = report
         raise
+    finally:
+        report.findings = order_findings(report.findings)
+        settle(report)
+    return report
 
 
 def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
@@ -126,9 +139,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         report.findings.append(_unreadable(main, None, exc.where or main.uri, exc.message))
         return report
     if not entries:
-        report.readable = False
-        report.findings.append(_unreadable(main, None, main.uri, "no dataset here: _versions/ holds no manifest"))
-        return report
+        raise what_is_there(main.storage, main.uri)
 
     plan: list[tuple[Dataset, list[int]]] = []
     for root in _roots(main, all_versions):
@@ -140,9 +151,8 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         if root is main and not all_versions:
             wanted = version if version is not None else listed[-1]
             if wanted not in listed:
-                report.readable = False
-                report.findings.append(_unreadable(main, wanted, main.uri, f"version {wanted} has no manifest"))
-                return report
+                raise VersionNotFound(f"version {wanted} does not exist; the versions are {version_ranges(listed)}",
+                                      main.uri)
             listed = [wanted]
         plan.append((root, listed))
 
@@ -177,10 +187,12 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots, attached=attached)
             _run(check, dctx)
             report.findings.extend(dctx.findings)
-        report.versions.extend(v for v in versions if root is main)
+        if root is main:
+            report.versions.extend(versions)
+        else:
+            report.branch_versions[label] = list(versions)
     if progress:
         progress(1, 1, "done")
-    report.findings = order_findings(report.findings)
     return report
 
 

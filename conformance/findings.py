@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, order=True)
 class Finding:
-    """A breach of ``requirement`` found at ``path`` (a URI or a file) of ``version`` (None for findings
-    about the dataset as a whole, such as refs). ``message`` is a sentence a person can act on."""
+    """A breach of ``requirement`` found at ``path`` (always a URI or a file: the manifest, a data file, a
+    ref file) of ``version`` (None for findings about the dataset as a whole, such as refs). ``detail``
+    names the element inside ``path`` when there is one ("fragment 3 file x.lance", "base 1"); ``message``
+    is a sentence a person can act on. ``known`` is the id of the documented divergence the finding
+    matches (spec/divergences.toml), ``set_aside`` the ``--ignore``/baseline id that set it aside for the
+    run (``conformance.divergences``)."""
 
     requirement: str
     severity: str
@@ -16,10 +20,14 @@ class Finding:
     path: str
     message: str
     branch: str | None = None
+    detail: str | None = None
+    known: str | None = None
+    set_aside: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"requirement": self.requirement, "severity": self.severity, "version": self.version,
-                "branch": self.branch, "path": self.path, "message": self.message}
+                "branch": self.branch, "path": self.path, "detail": self.detail, "message": self.message,
+                "known_divergence": self.known, "set_aside_by": self.set_aside}
 
 
 @dataclass
@@ -32,6 +40,10 @@ class Report:
     lancespec bug, and where in the code (exit 3; the findings are those of everything checked before).
     ``checks_run`` lists the checks that ran; ``requirements_checked`` the requirement ids they cover (the
     basis of the JUnit report: a requirement passes when it was checked and has no finding).
+    ``versions`` are the main root's versions checked, ``branch_versions`` each branch's (--all-versions).
+    ``set_aside`` maps each requirement or divergence id the run set aside to where it came from
+    ("--ignore", "baseline FILE"); findings it set aside carry the id and count for nothing
+    (``must_findings`` leaves them out, and so the exit status).
     """
 
     uri: str
@@ -42,10 +54,18 @@ class Report:
     readable: bool = True
     cannot_judge: list[str] = field(default_factory=list)
     internal_error: str | None = None
+    branch_versions: dict[str, list[int]] = field(default_factory=dict)
+    set_aside: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def counted_findings(self) -> list[Finding]:
+        """The findings the run did not set aside."""
+        return [f for f in self.findings if f.set_aside is None]
 
     @property
     def must_findings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "MUST"]
+        """The MUST findings the run did not set aside: any of them makes the dataset not conformant."""
+        return [f for f in self.counted_findings if f.severity == "MUST"]
 
     @property
     def conformant(self) -> bool:

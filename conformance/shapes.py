@@ -393,6 +393,140 @@ def index(workdir: Path) -> Shape:
     return Shape("index", str(root), "BTREE index over two of three fragments", data_file_roots=(str(root),))
 
 
+# --- what every writer does day to day: schema evolution, indices, compaction, merges, row ids ------------
+
+
+def schema_evolution(workdir: Path) -> Shape:
+    """Every schema change (docs/lance-format.md §16.7) on two fragments with a struct column: add a computed
+    column (new data files), add an all-null column (metadata only), rename a column and a nested field,
+    cast a column (rewritten under a new field id), drop a column and a nested field (metadata only: the
+    data files keep the dropped ids), then append under the final schema."""
+    root = _fresh(workdir) / "ds"
+    table = rows(0, 6).append_column("point", pa.array([{"x": i, "y": -i} for i in range(6)]))
+    ds = lance.write_dataset(table, str(root), max_rows_per_file=3)
+    ds.add_columns({"double": "id * 2"})
+    ds.add_columns(pa.field("note", pa.string()))
+    _alter(root, path="name", name="label")
+    _alter(root, path="point.x", name="px")
+    _alter(root, path="value", data_type=pa.float32())
+    ds = lance.dataset(str(root))
+    ds.drop_columns(["double"])
+    ds.drop_columns(["point.y"])
+    _append(root, lance.dataset(str(root)).to_table().slice(0, 2))
+    return Shape("schema_evolution", str(root), "add, add null, rename, rename nested, cast, drop, drop nested")
+
+
+def _alter(root: Path, **alteration: Any) -> None:
+    """One ``alter_columns`` change of the latest version (``path`` and ``name``, ``data_type`` or
+    ``nullable``)."""
+    change: Any = alteration  # pylance's annotation wants an iterable of changes per argument
+    lance.dataset(str(root)).alter_columns(change)
+
+
+def _vectors(start: int, count: int, dim: int = 8) -> pa.Array:
+    """Deterministic float32 vectors of ``dim`` values for rows ``start ..``."""
+    return pa.array([[((i * 7 + j * 3) % 11) / 11 for j in range(dim)] for i in range(start, start + count)],
+                    pa.list_(pa.float32(), dim))
+
+
+def indices(workdir: Path) -> Shape:
+    """One index of every kind pylance builds on a few hundred rows: scalar BTREE, BITMAP, LABEL_LIST,
+    INVERTED (full text), NGRAM and ZONEMAP; vector IVF_PQ and IVF_FLAT; then an append the indices do not
+    cover and ``optimize_indices`` (delta indices)."""
+    root = _fresh(workdir) / "ds"
+    n = 300
+    table = (rows(0, n).append_column("cat", pa.array([f"c{i % 4}" for i in range(n)]))
+             .append_column("tags", pa.array([[f"t{i % 3}", f"u{i % 5}"] for i in range(n)]))
+             .append_column("vec", _vectors(0, n)))
+    ds = lance.write_dataset(table, str(root))
+    kinds: tuple[tuple[str, Any], ...] = (("id", "BTREE"), ("cat", "BITMAP"), ("tags", "LABEL_LIST"),
+                                          ("name", "INVERTED"), ("name", "NGRAM"), ("value", "ZONEMAP"))
+    for column, kind in kinds:
+        ds.create_scalar_index(column, kind, name=f"{column}_{kind.lower()}")
+    ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2, name="vec_ivf_pq")
+    ds.create_index("vec", "IVF_FLAT", num_partitions=2, name="vec_ivf_flat")
+    _append(root, table.slice(0, 10))
+    lance.dataset(str(root)).optimize.optimize_indices()
+    return Shape("indices", str(root), "scalar, full-text and vector indices, then an append and optimize")
+
+
+def compaction(workdir: Path) -> Shape:
+    """Five one-fragment writes, a BTREE index, a delete, then ``compact_files``: the fragments merge into
+    one (deleted rows dropped) and the index is remapped; the old files stay until cleanup."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 4), str(root))
+    for i in range(4):
+        _append(root, rows(4 + 4 * i, 4))
+    lance.dataset(str(root)).create_scalar_index("id", "BTREE")
+    lance.dataset(str(root)).delete("id % 3 = 0")
+    lance.dataset(str(root)).optimize.compact_files()
+    return Shape("compaction", str(root), "five fragments, an index and a delete, compacted")
+
+
+def merge_update(workdir: Path) -> Shape:
+    """``merge_insert`` as an upsert, as an upsert that deletes the rows the source lacks, then ``update``:
+    rewritten rows go to new fragments, the old ones get deletion files."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 10), str(root), max_rows_per_file=5)
+    (lance.dataset(str(root)).merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+     .execute(rows(8, 5)))
+    (lance.dataset(str(root)).merge_insert("id").when_matched_update_all().when_not_matched_by_source_delete()
+     .execute(rows(0, 6)))
+    lance.dataset(str(root)).update({"name": "'updated'"}, where="id < 3")
+    return Shape("merge_update", str(root), "upsert, upsert deleting what the source lacks, update")
+
+
+def stable_row_ids(workdir: Path) -> Shape:
+    """Stable row ids (``enable_stable_row_ids``, reader flag 2): an update moves rows to a new fragment
+    under their ids (the old fragment keeps the ids of the rows it deleted), a delete, an upsert, then a
+    compaction that gathers every live id into one fragment."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 10), str(root), enable_stable_row_ids=True, max_rows_per_file=5)
+    lance.dataset(str(root)).update({"name": "'moved'"}, where="id < 3")
+    lance.dataset(str(root)).delete("id = 7")
+    (lance.dataset(str(root)).merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+     .execute(rows(8, 4)))
+    lance.dataset(str(root)).optimize.compact_files()
+    return Shape("stable_row_ids", str(root), "stable row ids through update, delete, upsert and compaction")
+
+
+def restore(workdir: Path) -> Shape:
+    """``restore`` of version 1 after an append: version 3 holds version 1's fragments again."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 4), str(root))
+    _append(root, rows(4, 4))
+    first: Any = lance.dataset(str(root), version=1)
+    first.restore()
+    return Shape("restore", str(root), "version 1 restored as version 3")
+
+
+def manifest_migrated(workdir: Path) -> Shape:
+    """V1 manifest names migrated to V2 (``migrate_manifest_paths_v2``, which renames every manifest), then
+    an append under the V2 scheme."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 4), str(root), enable_v2_manifest_paths=False)
+    _append(root, rows(4, 4)).migrate_manifest_paths_v2()
+    _append(root, rows(8, 4))
+    return Shape("manifest_migrated", str(root), "V1 names migrated to V2, then an append")
+
+
+def _storage_version(version: Any) -> Callable[[Path], Shape]:
+    """A builder for data storage version ``version`` (``legacy``: the 0.1 data format, files of version
+    0.2): two fragments, a delete, a computed column, a rename, a drop and an append."""
+
+    def build(workdir: Path) -> Shape:
+        root = _fresh(workdir) / "ds"
+        lance.write_dataset(rows(0, 6), str(root), data_storage_version=version, max_rows_per_file=3)
+        lance.dataset(str(root)).delete("id = 1")
+        lance.dataset(str(root)).add_columns({"double": "id * 2"})
+        _alter(root, path="name", name="label")
+        lance.dataset(str(root)).drop_columns(["value"])
+        _append(root, lance.dataset(str(root)).to_table().slice(0, 2))
+        return Shape(f"storage_{version.replace('.', '_')}", str(root),
+                     f"data storage version {version}: delete, add, rename, drop, append")
+
+    return build
+
 SHAPES: dict[str, Callable[[Path], Shape]] = {
     "single_base": single_base,
     "multi_base_nonroot": multi_base_nonroot,
@@ -410,6 +544,14 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
     "deep_clone": deep_clone,
     "blob_v2": blob_v2,
     "index": index,
+    "schema_evolution": schema_evolution,
+    "indices": indices,
+    "compaction": compaction,
+    "merge_update": merge_update,
+    "stable_row_ids": stable_row_ids,
+    "restore": restore,
+    "manifest_migrated": manifest_migrated,
+    **{f"storage_{v.replace('.', '_')}": _storage_version(v) for v in ("2.0", "2.1", "2.2", "legacy")},
 }
 
 

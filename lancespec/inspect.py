@@ -2,24 +2,29 @@
 
 The JSON document (schema in docs/inspect-json.md, version 1) has the keys ``format``, ``uri``,
 ``version``, ``branch``, ``naming``, ``versions``, ``bases``, ``fragments``, ``index_files``, ``tags``,
-``tag_branches``, ``branches``, ``branch_forks`` and ``clone``. Keys are only ever added, never renamed or
-removed.
+``tag_branches``, ``branches``, ``branch_forks`` and ``clone``, and since issue 14 ``data_format``,
+``schema``, ``indices`` and ``blob_sidecars``. Keys are only ever added, never renamed or removed. The
+text (``render_text``) is meant for an 80-column terminal: paths are shown relative to the dataset root
+(or their base), one per line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pyroaring import BitMap
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from .conformance.fetch import RunStorage
+from .conformance.locate import what_is_there
+from .conformance.report import version_ranges
+from .reference.blob.columns import has_blob_column, is_blob_field
 from .reference.commit import load_transaction
-from .reference.errors import LanceSpecError
-from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR
+from .reference.errors import DatasetNotFound, LanceSpecError
+from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, index_directory_name
 from .reference.printable import printable
-from .reference.store.uri import join
+from .reference.store import Storage
+from .reference.store.uri import join, relative_to
 from .reference.table import Dataset, ResolvedFile, Snapshot
 
 INSPECT_FORMAT = "lancespec.inspect/1"
@@ -52,6 +57,59 @@ def _clone_of(root: Dataset, versions: list[int]) -> dict[str, Any] | None:
     clone = txn.clone
     return {"shallow": clone.is_shallow, "source": clone.ref_path, "source_branch": clone.ref_name or None,
             "source_version": clone.ref_version}
+
+
+def open_dataset(uri: str, storage: Storage) -> Dataset:
+    """``Dataset.open``, answering a URI that holds no dataset with what it holds instead (nothing, a
+    LanceDB database folder and its tables: ``conformance.locate``)."""
+    try:
+        return Dataset.open(uri, storage=storage)
+    except DatasetNotFound:
+        raise what_is_there(storage, uri) from None
+
+
+def _schema_json(snapshot: Snapshot) -> list[dict[str, Any]]:
+    return [{"id": f.id, "parent_id": f.parent_id, "name": f.name, "logical_type": f.logical_type,
+             "nullable": f.nullable, "blob": is_blob_field(f)} for f in snapshot.manifest.fields]
+
+
+def _index_kind(type_url: str) -> str:
+    """``/lance.table.BTreeIndexDetails`` -> ``BTree``: the kind an index's details name."""
+    return type_url.rsplit(".", 1)[-1].removesuffix("IndexDetails") or "unknown"
+
+
+def _indices_json(snapshot: Snapshot) -> list[dict[str, Any]]:
+    section = snapshot.manifest_file.index_section
+    names = {f.id: f.name for f in snapshot.manifest.fields}
+    out = []
+    for index in section.indices if section is not None else ():
+        try:
+            fragments: int | None = len(BitMap.deserialize(index.fragment_bitmap)) if index.fragment_bitmap else 0
+        except (ValueError, OverflowError):
+            fragments = None
+        out.append({
+            "name": index.name, "uuid": index_directory_name(index.uuid.uuid),
+            "kind": _index_kind(index.index_details.type_url) if index.HasField("index_details") else "unknown",
+            "columns": [names.get(i, f"field {i}") for i in index.fields],
+            "base_id": index.base_id if index.HasField("base_id") else None,
+            "fragments": fragments, "files": len(index.files),
+        })
+    return out
+
+
+def _blob_sidecars(snapshot: Snapshot, storage: Storage) -> list[dict[str, Any]]:
+    """The sidecar files next to the data files that hold a blob column: ``{data file less .lance}/*.blob``
+    (Blob v2 post, "Packed" and "Dedicated"), found by listing each such directory."""
+    fields = list(snapshot.manifest.fields)
+    out = []
+    for fragment in snapshot.fragments:
+        for resolved, proto in zip(fragment.files, fragment.proto.files, strict=True):
+            if resolved.uri is None or not has_blob_column(fields, proto.fields):
+                continue
+            directory = resolved.uri.removesuffix(".lance")
+            out += [{"uri": info.uri, "size": info.size, "data_file": resolved.uri}
+                    for info in storage.list(directory + "/", recursive=False) if info.uri.endswith(".blob")]
+    return out
 
 
 def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
@@ -94,6 +152,10 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
             for frag in snapshot.fragments
         ],
         "index_files": [_file_json(f) for f in snapshot.index_files],
+        "data_format": snapshot.manifest.data_format.version,
+        "schema": _schema_json(snapshot),
+        "indices": _indices_json(snapshot),
+        "blob_sidecars": _blob_sidecars(snapshot, dataset.storage),
         "tags": {name: tag.version for name, tag in tags},
         "tag_branches": {name: tag.branch for name, tag in tags},
         "branches": {name: _latest_of_branch(main, name) for name in sorted(branches)},
@@ -106,40 +168,119 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _shown(value: object) -> str:
-    """A value of the dataset as rich prints it literally: escaped, cut, no markup (docs/security.md)."""
-    return escape(printable(value))
+    """A value of the dataset as it is printed: escaped and cut (docs/security.md)."""
+    return printable(value)
+
+
+def _short(uri: str | None, root: str, bases: list[dict[str, Any]], directory: str = "") -> str:
+    """``uri`` relative to ``{root}/{directory}``, else to the base holding it (``base ID/...``, less
+    ``directory`` in a dataset-root base), else whole: a path that fits a line."""
+    if uri is None:
+        return "(unresolvable)"
+    prefix = f"{directory}/" if directory else ""
+    inside = relative_to(uri, root)
+    if inside is not None:
+        return _shown(inside.removeprefix(prefix))
+    holding = [b for b in bases if relative_to(uri, b["path"]) is not None]
+    if not holding:
+        return _shown(uri)
+    b = max(holding, key=lambda b: len(b["path"]))  # the innermost: a branch root lies inside the main root
+    below = relative_to(uri, b["path"]) or ""
+    return f"base {b['id']}/{_shown(below.removeprefix(prefix) if b['is_dataset_root'] else below)}"
+
+
+def _size(size: int | None) -> str:
+    """``size`` bytes in at most 9 characters (``1,517 B``, ``4.0 MiB``)."""
+    if size is None:
+        return ""
+    if size < 10_000:
+        return f"{size:,} B"
+    value, unit = float(size), "B"
+    for larger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1000 and unit != "B":
+            break
+        value, unit = value / 1024, larger
+    return f"{value:.1f} {unit}"
+
+
+def _schema_lines(report: dict[str, Any]) -> list[str]:
+    fields = report["schema"]
+    depth: dict[int, int] = {}
+    lines = []
+    for f in fields:
+        depth[f["id"]] = 0 if f["parent_id"] == -1 else depth.get(f["parent_id"], 0) + 1
+        name = "  " * depth[f["id"]] + _shown(f["name"])
+        kind = "blob" if f["blob"] else _shown(f["logical_type"])
+        lines.append(f"  {name:<24} {kind}{'' if f['nullable'] else ' not null'}")
+    return lines
+
+
+def _index_lines(report: dict[str, Any], root: str) -> list[str]:
+    lines = []
+    total = len(report["fragments"])
+    for i in report["indices"]:
+        columns = ", ".join(_shown(c) for c in i["columns"]) or "no column"
+        covered = "" if i["fragments"] is None else f", {i['fragments']} of {total} fragments"
+        lines.append(f"  {_shown(i['name'] or '(unnamed)')}: {_shown(i['kind'])} on {columns}{covered}")
+        files = [f for f in report["index_files"] if f["path"].startswith(i["uuid"] + "/")]
+        if files:
+            directory = _short(files[0]["uri"], root, report["bases"]).rsplit("/", 1)[0]
+            lines.append(f"    {directory}/ ({len(files)} file(s), {_size(sum(f['size'] or 0 for f in files))})")
+    return lines
+
+
+def _fragment_lines(report: dict[str, Any], root: str) -> list[str]:
+    lines = []
+    for frag in report["fragments"]:
+        lines.append(f"  {frag['id']}: {frag['num_rows']:,} of {frag['physical_rows']:,} rows")
+        for f in frag["files"]:
+            lines.append(f"    {_short(f['uri'], root, report['bases'], 'data')}  {_size(f['size'])}".rstrip())
+        deletion = frag["deletion"]
+        if deletion is not None:
+            lines.append(f"    deletes {deletion['num_deleted_rows']:,}: "
+                         f"{_short(deletion['uri'], root, report['bases'])}")
+    return lines
+
+
+def _sidecar_lines(report: dict[str, Any], root: str) -> list[str]:
+    lines = []
+    last_directory = None
+    for sidecar in report["blob_sidecars"]:
+        directory, _, name = _short(sidecar["uri"], root, report["bases"]).rpartition("/")
+        if directory != last_directory:
+            lines.append(f"  {directory}/")
+            last_directory = directory
+        lines.append(f"    {name}  {_size(sidecar['size'])}")
+    return lines
 
 
 def render_text(report: dict[str, Any], console: Console) -> None:
-    """Print the report for a person; every name the dataset controls goes through ``_shown``."""
-    branch = f" (branch {_shown(report['branch'])})" if report["branch"] else ""
-    console.print(f"[bold]{_shown(report['uri'])}[/bold] version {report['version']}{branch}, "
-                  f"{report['num_rows']} rows, {report['naming'].upper()} manifest names")
-    console.print(f"versions: {', '.join(map(str, report['versions']))}")
+    """Print the report for a person, for an 80-column terminal: the version line, the schema, the
+    indices, the fragments with their files (relative to the root or their base), the blob sidecars, the
+    bases and the refs. Every name the dataset controls goes through ``_shown``; nothing is markup."""
+    root = report["uri"]
+    branch = f", branch {_shown(report['branch'])}" if report["branch"] else ""
+    lines = [
+        _shown(root),
+        f"version {report['version']}{branch} (versions {version_ranges(report['versions'])}), "
+        f"{report['num_rows']:,} rows in {len(report['fragments'])} fragment(s)",
+        f"data format {_shown(report['data_format'])}, {report['naming'].upper()} manifest names",
+        "",
+        f"schema ({sum(f['parent_id'] == -1 for f in report['schema'])} columns)",
+        *_schema_lines(report),
+    ]
+    if report["indices"]:
+        lines += [f"indices ({len(report['indices'])})", *_index_lines(report, root)]
+    lines += ["fragments (data files in data/ of the root, or in base ID)", *_fragment_lines(report, root)]
+    if report["blob_sidecars"]:
+        lines += [f"blob sidecars ({len(report['blob_sidecars'])})", *_sidecar_lines(report, root)]
     if report["bases"]:
-        bases = Table("id", "name", "path", "dataset root", title="bases")
-        bases.columns[2].overflow = "fold"
+        lines.append("bases")
         for b in report["bases"]:
-            bases.add_row(str(b["id"]), _shown(b["name"] or ""), _shown(b["path"]),
-                          "yes" if b["is_dataset_root"] else "no")
-        console.print(bases)
-    frags = Table("fragment", "rows", "file", "base", "size", "deletion", title="fragments")
-    for column in (frags.columns[2], frags.columns[5]):
-        column.overflow = "fold"
-    for frag in report["fragments"]:
-        deletion = frag["deletion"]
-        deleted = "" if deletion is None else f"{deletion['num_deleted_rows']} rows: {_shown(deletion['uri'])}"
-        for i, f in enumerate(frag["files"]):
-            frags.add_row(
-                str(frag["id"]) if i == 0 else "",
-                f"{frag['num_rows']}/{frag['physical_rows']}" if i == 0 else "",
-                _shown(f["uri"] or f["path"]),
-                "root" if f["base_id"] is None else str(f["base_id"]),
-                "" if f["size"] is None else str(f["size"]),
-                deleted if i == 0 else "",
-            )
-    console.print(frags)
+            kind = "dataset root" if b["is_dataset_root"] else "plain"
+            lines.append(f"  {b['id']} {_shown(b['name'] or '(unnamed)')} ({kind}): {_shown(b['path'])}")
     for kind in ("tags", "branches"):
         if report[kind]:
-            console.print(f"{kind}: " + ", ".join(f"{_shown(k)} -> v{'?' if v is None else v}"
-                                                  for k, v in report[kind].items()))
+            lines.append(f"{kind}: " + ", ".join(f"{_shown(k)} -> v{'?' if v is None else v}"
+                                                 for k, v in report[kind].items()))
+    console.out("\n".join(lines), highlight=False)

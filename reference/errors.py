@@ -96,11 +96,15 @@ class ReaderError(Exception):
 class CertifyError(Exception):
     """A check failed in a way that is a bug of lancespec, not a finding about the dataset: the command line
     exits 3 with ``report``, the report of everything checked before the failure, which ``certify``
-    attaches (a ``conformance.model.Report``)."""
+    attaches (a ``conformance.findings.Report``)."""
 
     def __init__(self, message: str, where: str | None = None) -> None:
         super().__init__(f"{where}: {message}" if where else message)
-        self.report: Any = None  # a conformance.model.Report (this module imports no other of lancespec)
+        self.report: Any = None  # a conformance.findings.Report (this module imports no other of lancespec)
+
+
+class DivergenceFileError(Exception):
+    """spec/divergences.toml breaks its own rules: a fault of lancespec's own data (exit 3)."""
 
 
 class CatalogueError(Exception):

@@ -16,40 +16,62 @@ import pyarrow.compute as pc
 
 from .blob.columns import has_blob_column
 from .blob.read import read_blob_data_file
-from .errors import FormatError, LanceSpecError
+from .codec.datafile import TailedObject, file_descriptor, read_footer
+from .errors import FormatError, LanceSpecError, UnsupportedFeatureError
 from .isolated import decode_data_file
 from .proto import file_pb2
+from .schema import arrow_field
 from .store import Storage
 from .table import FragmentView, Snapshot, deleted_offsets
 
-TOMBSTONE = -2
+
+def _file_fields(storage: Storage, uri: str) -> list[file_pb2.Field]:
+    """The schema a data file records for itself (its FileDescriptor): field ids as the manifest knows them,
+    names as they were when the file was written. A legacy (0.x) file is refused by name: the reference
+    reader decodes the v2 file format only."""
+    obj = TailedObject.fetch(storage, uri)
+    footer = read_footer(obj)
+    if footer.is_legacy:
+        raise UnsupportedFeatureError(f"a legacy ({footer.major}.{footer.minor}) data file: the reference reader "
+                                      "decodes the v2 file format only", uri)
+    return list(file_descriptor(obj, footer).schema.fields)
 
 
-def _top_level_owner(fields: list[file_pb2.Field]) -> dict[int, int]:
-    parent = {f.id: f.parent_id for f in fields}
-    owner = {}
-    for f in fields:
-        top = f.id
-        while parent.get(top, -1) != -1:
-            top = parent[top]
-        owner[f.id] = top
-    return owner
+def _conform(column: pa.ChunkedArray, stored: pa.Field, field_id: int, file_fields: list[file_pb2.Field],
+             live: dict[int, file_pb2.Field], uri: str) -> tuple[pa.Field, pa.ChunkedArray]:
+    """A column as the file stored it (field ``field_id``), renamed as the schema names it now and, for a
+    struct, keeping only the children the schema still has (renamed likewise): a rename or a drop changes
+    the manifest, never the data file (Table Format "Data Evolution")."""
+    name = live[field_id].name
+    stored_children = [f for f in file_fields if f.parent_id == field_id]
+    if not pa.types.is_struct(stored.type) or not stored_children:  # a leaf, or a blob read as descriptors
+        return stored.with_name(name), column
+    if len(stored_children) != stored.type.num_fields:
+        raise FormatError(f"struct field id {field_id} has {stored.type.num_fields} children in the data, "
+                          f"{len(stored_children)} in the file's schema", uri)
+    array = column.combine_chunks()
+    kept = [(child.id, i) for i, child in enumerate(stored_children) if child.id in live]
+    parts = [_conform(pa.chunked_array([array.field(i)]), stored.type.field(i), child_id, file_fields, live, uri)
+             for child_id, i in kept]
+    struct = pa.StructArray.from_arrays([p[1].combine_chunks() for p in parts], fields=[p[0] for p in parts],
+                                        mask=array.is_null())
+    return pa.field(name, struct.type, nullable=stored.nullable), pa.chunked_array([struct])
 
 
 def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                   storage_options: Mapping[str, str] | None = None, with_deleted: bool = False) -> pa.Table:
-    """The fragment's rows with every top-level column of the schema that some data file holds."""
+    """The fragment's rows with every top-level column of the schema. Columns are found by field id (the
+    data file's own schema gives each id's stored name), so renamed, dropped and cast columns read as the
+    schema says; a column no data file holds (added as all-null, metadata only) reads as nulls."""
     fields = list(snapshot.manifest.fields)
-    owner = _top_level_owner(fields)
-    names = {f.id: f.name for f in fields}
-    columns: dict[int, pa.ChunkedArray] = {}
-    arrow_fields: dict[int, pa.Field] = {}
+    live = {f.id: f for f in fields}
+    columns: dict[int, tuple[pa.Field, pa.ChunkedArray]] = {}
     for data_file, proto in zip(fragment.files, fragment.proto.files, strict=True):
         if data_file.uri is None:
             raise data_file.problem or LanceSpecError("unresolvable data file")
-        wanted = {owner[i] for i in proto.fields if i != TOMBSTONE and i in owner}
-        if not wanted:
+        if not any(i in live for i in proto.fields):
             continue
+        file_fields = _file_fields(storage, data_file.uri)
         if has_blob_column(fields, proto.fields):  # blob v2 columns read as their stored descriptors
             table = read_blob_data_file(storage, data_file.uri, proto.file_size_bytes or None)
         else:
@@ -59,15 +81,21 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                 f"data file holds {table.num_rows} rows, the fragment records {fragment.physical_rows}",
                 data_file.uri,
             )
-        for top in wanted:
-            if names[top] not in table.column_names:
-                raise FormatError(f"data file has no column {names[top]!r}", data_file.uri)
-            columns[top] = table.column(names[top])
-            arrow_fields[top] = table.schema.field(names[top])
-    order = [f.id for f in fields if f.parent_id == -1 and f.id in columns]
+        for stored in file_fields:
+            if stored.parent_id != -1 or stored.id not in live:
+                continue
+            if stored.name not in table.column_names:
+                raise FormatError(f"data file has no column {stored.name!r} (field id {stored.id})", data_file.uri)
+            columns[stored.id] = _conform(table.column(stored.name), table.schema.field(stored.name), stored.id,
+                                          file_fields, live, data_file.uri)
+    for f in fields:
+        if f.parent_id == -1 and f.id not in columns:
+            nulls = pa.nulls(fragment.physical_rows, arrow_field(f, fields).type)
+            columns[f.id] = (arrow_field(f, fields), pa.chunked_array([nulls]))
+    order = [f.id for f in fields if f.parent_id == -1]
     metadata = dict(snapshot.manifest.schema_metadata) or None
-    schema = pa.schema([arrow_fields[i] for i in order], metadata=metadata)
-    result = pa.table([columns[i] for i in order], schema=schema)
+    schema = pa.schema([columns[i][0] for i in order], metadata=metadata)
+    result = pa.table([columns[i][1] for i in order], schema=schema)
     if with_deleted:
         return result
     deleted = deleted_offsets(storage, fragment)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-from .errors import ValidationError
+from .errors import UnsupportedFeatureError, ValidationError
 from .proto import file_pb2
 
 EXTENSION_NAME_KEY = "ARROW:extension:name"
@@ -74,6 +74,31 @@ def logical_type(dtype: pa.DataType) -> str:
     if pa.types.is_list(dtype):
         return "list.struct" if pa.types.is_struct(dtype.value_type) else "list"
     raise ValidationError(f"Arrow type {dtype} has no Lance logical type in this implementation")
+
+
+_FROM_SIMPLE = {name: dtype for dtype, name in _SIMPLE.items()}
+
+
+def arrow_field(field: file_pb2.Field, fields: Sequence[file_pb2.Field]) -> pa.Field:
+    """The Arrow field a manifest field stands for, its children found among ``fields`` by ``parent_id``:
+    the simple types, timestamps, structs and lists. Raises UnsupportedFeatureError for another logical
+    type (the reader then says which field it cannot build)."""
+    text = field.logical_type
+    children = [f for f in fields if f.parent_id == field.id]
+    if text in _FROM_SIMPLE:
+        dtype = _FROM_SIMPLE[text]
+    elif text.startswith("timestamp:"):
+        _, unit, tz = [*text.split(":", 2), "-"][:3]
+        dtype = pa.timestamp(unit, None if tz == "-" else tz)
+    elif text == "struct":
+        dtype = pa.struct([arrow_field(c, fields) for c in children])
+    elif text in ("list", "large_list", "list.struct", "large_list.struct") and len(children) == 1:
+        item = arrow_field(children[0], fields)
+        dtype = pa.large_list(item) if text.startswith("large_list") else pa.list_(item)
+    else:
+        raise UnsupportedFeatureError(f"field {field.name!r} (id {field.id}) has logical type {text!r}, which the "
+                                      "reference reader cannot build without a data file holding it")
+    return pa.field(field.name, dtype, nullable=field.nullable)
 
 
 def _children(dtype: pa.DataType) -> list[pa.Field]:

@@ -168,7 +168,10 @@ class _Resolver:
         self.memo: ResolutionMemo = memo if memo is not None else {}
         self._directories: dict[tuple[int | None, FileKind], str | LanceSpecError] = {}
 
-    def file(self, base_id: int | None, kind: FileKind, path: str, size: int | None, where: str) -> ResolvedFile:
+    def file(self, base_id: int | None, kind: FileKind, path: str, size: int | None, where: str,
+             detail: str) -> ResolvedFile:
+        """The file ``path`` of ``kind`` recorded against ``base_id`` by the manifest ``where``, as its
+        ``detail`` (the fragment or index) names it; unresolvable, it carries the problem, naming both."""
         key = (self.bases, base_id, kind, path, size)
         found = self.memo.get(key)
         if found is not None:
@@ -181,7 +184,7 @@ class _Resolver:
                 directory = exc
             self._directories[(base_id, kind)] = directory
         if isinstance(directory, LanceSpecError):
-            problem = type(directory)(directory.message, where or None)
+            problem = type(directory)(f"{detail}: {directory.message}", where or None)
             return ResolvedFile(kind, path, base_id, None, size, problem)
         found = self.memo[key] = ResolvedFile(kind, path, base_id, join(directory, path), size)
         return found
@@ -203,10 +206,10 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     resolver = _Resolver(root, bases, memo)
     fragments = []
     for frag in manifest.fragments:
-        where = f"{manifest_uri} fragment {frag.id}"
+        where = f"fragment {frag.id}"
         files = tuple(
             resolver.file(df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
-                          df.file_size_bytes or None, where)
+                          df.file_size_bytes or None, manifest_uri, where)
             for df in frag.files
         )
         deletion = None
@@ -215,23 +218,24 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
             base_id = d.base_id if d.HasField("base_id") else None
             if d.file_type in DELETION_EXTENSIONS:
                 name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
-                resolved = resolver.file(base_id, FileKind.DELETION, name, None, where)
+                resolved = resolver.file(base_id, FileKind.DELETION, name, None, manifest_uri, where)
             else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
                 name = f"{frag.id}-{d.read_version}-{d.id}"
                 resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
-                                        FormatError(f"unknown deletion file type {d.file_type}", where))
+                                        FormatError(f"{where}: unknown deletion file type {d.file_type}",
+                                                    manifest_uri))
             deletion = DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
         fragments.append(FragmentView(frag.id, frag.physical_rows, files, deletion, frag))
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:
         for index in manifest_file.index_section.indices:
             index_dir = index_directory_name(index.uuid.uuid)
-            where = f"{manifest_uri} index {index.name or index_dir}"
+            where = f"index {index.name or index_dir}"
             base_id = index.base_id if index.HasField("base_id") else None
             for index_file in index.files:
                 index_files.append(
                     resolver.file(base_id, FileKind.INDEX, f"{index_dir}/{index_file.path}",
-                                  index_file.size_bytes or None, where)
+                                  index_file.size_bytes or None, manifest_uri, where)
                 )
     return Snapshot(root, version, naming, manifest_uri, manifest_file, bases, tuple(fragments),
                     tuple(index_files))

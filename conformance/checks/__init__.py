@@ -36,16 +36,19 @@ class _Context:
     def storage(self) -> Storage:
         return self.dataset.storage
 
-    def finding(self, requirement: str, path: str, message: str) -> None:
-        """Record a breach of ``requirement`` (one of the running check's declared ids)."""
-        self.finding_at(self.version, requirement, path, message)
+    def finding(self, requirement: str, path: str, message: str, detail: str | None = None) -> None:
+        """Record a breach of ``requirement`` (one of the running check's declared ids) at ``path`` (a URI or
+        file, nothing else), ``detail`` naming the element inside it (``Finding``)."""
+        self.finding_at(self.version, requirement, path, message, detail)
 
-    def finding_at(self, version: int | None, requirement: str, path: str, message: str) -> None:
+    def finding_at(self, version: int | None, requirement: str, path: str, message: str,
+                   detail: str | None = None) -> None:
         """``finding``, about ``version`` (a dataset check's findings otherwise carry none)."""
         if requirement not in self.declared:
             raise AssertionError(f"check reported {requirement}, which it does not declare ({self.declared})")
         severity = load_catalogue()[requirement].severity
-        self.findings.append(Finding(requirement, severity, version, path, message, self.dataset.branch_name))
+        self.findings.append(Finding(requirement, severity, version, path, message, self.dataset.branch_name,
+                                     detail))
 
 
 @dataclass

@@ -148,11 +148,11 @@ def entries(ctx: VersionContext) -> None:
     for base_id, n in sorted(ids.items()):
         if n > 1:
             paths = ", ".join(b.path for b in bases if b.id == base_id)
-            ctx.finding("BASE-001", f"{where} base {base_id}", f"base id {base_id} is used by {n} entries ({paths})")
+            ctx.finding("BASE-001", where, f"base id {base_id} is used by {n} entries ({paths})", f"base {base_id}")
     for base in bases:
         if not base.path or not is_absolute(base.path):
-            ctx.finding("BASE-002", f"{where} base {base.id}",
-                        f"base {base.id} has path {base.path!r}, which is not an absolute path or URI")
+            ctx.finding("BASE-002", where, f"base {base.id} has path {base.path!r}, which is not an absolute path or "
+                        "URI", f"base {base.id}")
     names = Counter(b.name for b in bases if b.HasField("name"))
     for name, n in sorted(names.items()):
         if n > 1:
@@ -174,23 +174,23 @@ def references(ctx: VersionContext) -> None:
     for fragment in manifest.fragments:
         for data_file in fragment.files:
             if data_file.HasField("base_id") and data_file.base_id not in by_id:
-                ctx.finding("BASE-003", f"{where} fragment {fragment.id} file {data_file.path}",
-                            f"data file records base_id {data_file.base_id}, which names no base (defined: {known})")
+                ctx.finding("BASE-003", where, f"data file records base_id {data_file.base_id}, which names no base "
+                            f"(defined: {known})", f"fragment {fragment.id} file {data_file.path}")
         if fragment.HasField("deletion_file") and fragment.deletion_file.HasField("base_id"):
             base_id = fragment.deletion_file.base_id
-            spot = f"{where} fragment {fragment.id} deletion file"
+            spot = f"fragment {fragment.id} deletion file"
             if base_id not in by_id:
-                ctx.finding("BASE-003", spot, f"deletion file records base_id {base_id}, which names no base "
-                            f"(defined: {known})")
+                ctx.finding("BASE-003", where, f"deletion file records base_id {base_id}, which names no base "
+                            f"(defined: {known})", spot)
             elif not any(b.is_dataset_root for b in by_id[base_id]):
-                ctx.finding("BASE-005", spot, f"deletion file lives in {_describe(by_id[base_id][0])}, which is not "
+                ctx.finding("BASE-005", where, f"deletion file lives in {_describe(by_id[base_id][0])}, which is not "
                             "a dataset root (is_dataset_root = false): the Lance readers refuse deletion files "
-                            "there (F-032)")
+                            "there (F-032)", spot)
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         if index.HasField("base_id") and index.base_id not in by_id:
-            ctx.finding("BASE-003", f"{where} index {index.name or '(unnamed)'}",
-                        f"index records base_id {index.base_id}, which names no base (defined: {known})")
+            ctx.finding("BASE-003", where, f"index records base_id {index.base_id}, which names no base "
+                        f"(defined: {known})", f"index {index.name or '(unnamed)'}")
 
 
 @version_check("bases.overlap", "BASE-007")
@@ -218,11 +218,11 @@ def overlap(ctx: VersionContext) -> None:
     for i, base in enumerate(bases):
         rel = relation(base.path, own)
         if rel is not None and not family(base.path, base.is_dataset_root, own, True):
-            ctx.finding("BASE-007", f"{where} base {base.id}", f"{_describe(base)} {rel} the dataset root {own}")
+            ctx.finding("BASE-007", where, f"{_describe(base)} {rel} the dataset root {own}", f"base {base.id}")
         for other in bases[i + 1:]:
             rel = relation(base.path, other.path)
             if rel is not None and not family(base.path, base.is_dataset_root, other.path, other.is_dataset_root):
-                ctx.finding("BASE-007", f"{where} base {base.id}", f"{_describe(base)} {rel} {_describe(other)}")
+                ctx.finding("BASE-007", where, f"{_describe(base)} {rel} {_describe(other)}", f"base {base.id}")
 
 
 def _holds_manifest(storage: Storage, path: str) -> bool:
@@ -267,6 +267,6 @@ def dataset_root_bases(ctx: VersionContext) -> None:
         except StorageError:
             continue
         if empty:
-            ctx.finding("BASE-008", f"{ctx.snap.manifest_uri} base {base.id}",
+            ctx.finding("BASE-008", ctx.snap.manifest_uri,
                         f"{_describe(base)} is declared a dataset root but holds no manifest in {VERSIONS_DIR}/ and "
-                        f"nothing in {', '.join(d + '/' for d in empty)}, where its files resolve")
+                        f"nothing in {', '.join(d + '/' for d in empty)}, where its files resolve", f"base {base.id}")

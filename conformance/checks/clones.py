@@ -66,10 +66,6 @@ def _later(ctx: DatasetContext, lineage: _Lineage) -> Iterable[Snapshot]:
     return [ctx.snapshots[v] for v in sorted(ctx.snapshots) if v > lineage.first]
 
 
-def _where(snapshot: Snapshot, resolved: ResolvedFile) -> str:
-    return f"{snapshot.manifest_uri} {resolved.kind.name.lower()} file {resolved.path}"
-
-
 def _holds_dataset(storage: Storage, uri: str) -> bool:
     try:
         return bool(Dataset(uri, storage).version_entries(allow_mixed=True))
@@ -161,7 +157,7 @@ def _shallow_writes_stay_home(ctx: DatasetContext, found: _Lineage) -> None:
             source = next((s for s in sources if _under(resolved.uri, s)), None)
             if source is not None:
                 reported.add(key)
-                ctx.finding_at(snapshot.version, "CLONE-003", _where(snapshot, resolved),
+                ctx.finding_at(snapshot.version, "CLONE-003", resolved.uri,
                                f"written after the clone (version {found.first}) but resolves into the source "
                                f"{source}: {resolved.uri}")
 
@@ -184,7 +180,7 @@ def _deep_shares_nothing(ctx: DatasetContext, found: _Lineage) -> None:
             if own_later_base:
                 continue
             reported.add(key)
-            ctx.finding_at(snapshot.version, "CLONE-004", _where(snapshot, resolved),
+            ctx.finding_at(snapshot.version, "CLONE-004", resolved.uri,
                            f"a deep clone's file resolves outside its own root {own}: {resolved.uri}")
 
 
@@ -317,6 +313,6 @@ def deep_copies_identical(ctx: DatasetContext) -> None:
         except LanceSpecError:
             continue
         if not same:
-            ctx.finding_at(found.first, "CLONE-007", _where(found.snapshot, copy),
+            ctx.finding_at(found.first, "CLONE-007", copy.uri,
                            f"the deep copy {copy.uri} ({mine} bytes) differs from the source's {original} "
                            f"({theirs} bytes)")

@@ -13,6 +13,7 @@ def read_version(ctx: VersionContext) -> None:
     for fragment in ctx.snap.fragments:
         deletion = fragment.deletion
         if deletion is not None and deletion.read_version >= ctx.snap.version:
-            ctx.finding("DEL-008", f"{ctx.snap.manifest_uri} fragment {fragment.id} deletion file {deletion.file.path}",
+            ctx.finding("DEL-008", ctx.snap.manifest_uri,
                         f"read_version {deletion.read_version} is not below version {ctx.snap.version}: the "
-                        "deletion was not built from an earlier version")
+                        "deletion was not built from an earlier version",
+                        f"fragment {fragment.id} deletion file {deletion.file.path}")

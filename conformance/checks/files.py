@@ -159,11 +159,11 @@ def data_files_exist(ctx: VersionContext) -> None:
                 continue
             if inherited is None:
                 inherited = _inherited(ctx)
-            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {resolved.path}"
+            where = f"fragment {fragment.id}"
             if (resolved.path, resolved.base_id) in inherited:
-                ctx.finding("CLONE-001", where, f"inherited data file {resolved.uri} {problem}")
+                ctx.finding("CLONE-001", resolved.uri, f"inherited data file {resolved.uri} {problem}", where)
             else:
-                ctx.finding("BASE-004", where, f"data file {resolved.uri} {problem}")
+                ctx.finding("BASE-004", resolved.uri, f"data file {resolved.uri} {problem}", where)
 
 
 @version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads, fragment_local=True)
@@ -181,12 +181,12 @@ def physical_rows(ctx: VersionContext) -> None:
             rows = _data_file_state(ctx.storage, resolved.uri).rows
             if rows is None:
                 continue
-            where = f"{ctx.snap.manifest_uri} fragment {fragment.id} file {resolved.path}"
+            where = f"fragment {fragment.id}"
             if isinstance(rows, str):
-                ctx.finding("MAN-004", where, f"the row count of {resolved.uri} cannot be read: {rows}")
+                ctx.finding("MAN-004", resolved.uri, f"the row count of {resolved.uri} cannot be read: {rows}", where)
             elif rows != fragment.physical_rows:
-                ctx.finding("MAN-004", where, f"data file holds {rows} rows, the fragment's physical_rows is "
-                            f"{fragment.physical_rows}")
+                ctx.finding("MAN-004", resolved.uri, f"data file {resolved.uri} holds {rows} rows, the "
+                            f"fragment's physical_rows is {fragment.physical_rows}", where)
 
 
 # --- deletion files -------------------------------------------------------------------------------------
@@ -298,28 +298,29 @@ def deletion_files(ctx: VersionContext) -> None:
         deletion = fragment.deletion
         if deletion is None:
             continue
-        where = f"{ctx.snap.manifest_uri} fragment {fragment.id} deletion file {deletion.file.path}"
+        where = f"fragment {fragment.id}"
         if deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
-            ctx.finding("DEL-002", where, f"deletion file type {deletion.file_type} is neither ARROW_ARRAY (0) nor "
-                        "BITMAP (1)")
+            ctx.finding("DEL-002", ctx.snap.manifest_uri, f"deletion file type {deletion.file_type} is neither "
+                        "ARROW_ARRAY (0) nor BITMAP (1)", where)
             continue
         if not _followable(deletion.file, unusable):
             continue
         assert deletion.file.uri is not None
+        file_uri = deletion.file.uri  # the file the findings below are about
         found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type, fragment.physical_rows)
         if not found.exists:
-            ctx.finding("DEL-001", where, f"deletion file {deletion.file.uri} does not exist")
+            ctx.finding("DEL-001", file_uri, f"deletion file {deletion.file.uri} does not exist", where)
             continue
         if found.problem is not None:
-            ctx.finding("DEL-002", where, f"deletion file {deletion.file.uri} {found.problem}")
+            ctx.finding("DEL-002", file_uri, f"deletion file {deletion.file.uri} {found.problem}", where)
             continue
         if found.distinct != deletion.num_deleted_rows:
-            ctx.finding("DEL-003", where, f"deletion file holds {found.distinct} distinct offsets, the manifest "
-                        f"records num_deleted_rows = {deletion.num_deleted_rows}")
+            ctx.finding("DEL-003", file_uri, f"deletion file holds {found.distinct} distinct offsets, the manifest "
+                        f"records num_deleted_rows = {deletion.num_deleted_rows}", where)
         if found.outside:
             shown = ", ".join(map(str, found.first_outside)) + (" …" if found.outside > _SHOWN_OFFSETS else "")
-            ctx.finding("DEL-004", where, f"{found.outside} deleted offset(s) are not below physical_rows = "
-                        f"{fragment.physical_rows}: {shown}")
+            ctx.finding("DEL-004", file_uri, f"{found.outside} deleted offset(s) are not below physical_rows = "
+                        f"{fragment.physical_rows}: {shown}", where)
         if found.arrow_schema is not None and found.arrow_schema != DELETION_ARROW_SCHEMA:
-            ctx.finding("DEL-005", where, f"the offsets column is `{found.arrow_schema}`, not "
-                        f"`{DELETION_ARROW_SCHEMA}`, the only one the Lance readers accept")
+            ctx.finding("DEL-005", file_uri, f"the offsets column is `{found.arrow_schema}`, not "
+                        f"`{DELETION_ARROW_SCHEMA}`, the only one the Lance readers accept", where)

@@ -19,7 +19,8 @@ from .portability import is_relative_path
 def files_exist(ctx: VersionContext) -> None:
     """Every index resolves to ``{root or dataset-root base}/_indices/{uuid}/`` (``{base}/{uuid}/`` for a
     non-root base), which holds at least one object, and every file its metadata lists exists there with
-    the recorded size (IDX-001)."""
+    the recorded size (IDX-001). A system index, which covers no field, lists no file and keeps its content
+    in its inline details (the MemWAL index of LanceDB's LSM writes), has no directory to check."""
     section = ctx.snap.manifest_file.index_section
     if section is None:
         return
@@ -28,24 +29,28 @@ def files_exist(ctx: VersionContext) -> None:
     for index in section.indices:
         name = index_directory_name(index.uuid.uuid)
         base_id = index.base_id if index.HasField("base_id") else None
-        where = f"{ctx.snap.manifest_uri} index {index.name or name}"
+        manifest, where = ctx.snap.manifest_uri, f"index {index.name or name}"
         if (base_id is not None and base_id in unusable) or not all(is_relative_path(f.path) for f in index.files):
             continue  # BASE-001/BASE-002's or PORT-001's finding
+        if not index.fields and not index.files and index.HasField("index_details"):
+            continue  # a system index: its details are its content
         try:
-            directory = join(base_directory(ctx.snap.root, bases, base_id, FileKind.INDEX, where), name)
+            directory = join(base_directory(ctx.snap.root, bases, base_id, FileKind.INDEX, manifest), name)
         except LanceSpecError:
             continue  # no such base: BASE-003
         listed = {info.uri.rstrip("/"): info.size for info in ctx.storage.list(directory + "/")}
         if not listed:
-            ctx.finding("IDX-001", where, f"the index directory {directory}/ holds nothing")
+            files = ", ".join(join(directory, f.path) for f in index.files[:3]) + (" …" if len(index.files) > 3 else "")
+            ctx.finding("IDX-001", directory, f"the index directory {directory}/ holds nothing"
+                        + (f"; missing: {files}" if files else ""), where)
             continue
         for index_file in index.files:
             uri = join(directory, index_file.path)
             try:
                 size = listed[uri] if uri in listed else ctx.storage.head(uri).size
             except ObjectNotFound:
-                ctx.finding("IDX-001", where, f"index file {uri} does not exist")
+                ctx.finding("IDX-001", uri, f"index file {uri} does not exist", where)
                 continue
             if index_file.size_bytes and size != index_file.size_bytes:
-                ctx.finding("IDX-001", where, f"index file {uri} is {size} bytes, the metadata records "
-                            f"{index_file.size_bytes}")
+                ctx.finding("IDX-001", uri, f"index file {uri} is {size} bytes, the metadata records "
+                            f"{index_file.size_bytes}", where)

@@ -96,8 +96,8 @@ def data_file_names(ctx: VersionContext) -> None:
                 reason = "has a stem that is not 24 binary then 26 lowercase hex digits"
             else:  # pragma: no cover - is_data_file_name and the parts above agree
                 reason = "is not a data file name"
-            ctx.finding("LAYOUT-003", f"{ctx.snap.manifest_uri} fragment {fragment.id} file {path}",
-                        f"data file name {name!r} {reason}")
+            ctx.finding("LAYOUT-003", ctx.snap.manifest_uri, f"data file name {name!r} {reason}",
+                        f"fragment {fragment.id} file {path}")
 
 
 @version_check("layout.transaction_file_names", "LAYOUT-004")

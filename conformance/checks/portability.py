@@ -39,16 +39,15 @@ def relative_paths(ctx: VersionContext) -> None:
     for fragment in ctx.snap.manifest.fragments:
         for data_file in fragment.files:
             if not is_relative_path(data_file.path):
-                ctx.finding("PORT-001", f"{where} fragment {fragment.id} file {data_file.path}",
-                            f"data file path {data_file.path!r} is not relative to its data directory"
-                            f"{_escape_note(data_file.path)}")
+                ctx.finding("PORT-001", where, f"data file path {data_file.path!r} is not relative to its data "
+                            f"directory{_escape_note(data_file.path)}", f"fragment {fragment.id} file {data_file.path}")
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         for index_file in index.files:
             if not is_relative_path(index_file.path):
-                ctx.finding("PORT-001", f"{where} index {index.name or '(unnamed)'} file {index_file.path}",
-                            f"index file path {index_file.path!r} is not relative to its index directory"
-                            f"{_escape_note(index_file.path)}")
+                ctx.finding("PORT-001", where, f"index file path {index_file.path!r} is not relative to its index "
+                            f"directory{_escape_note(index_file.path)}",
+                            f"index {index.name or '(unnamed)'} file {index_file.path}")
 
 
 @version_check("portability.self_reference", "PORT-002")
@@ -70,6 +69,6 @@ def self_reference(ctx: VersionContext) -> None:
             continue
         if base.is_dataset_root and branch_family(base.path, own, roots):
             continue
-        ctx.finding("PORT-002", f"{ctx.snap.manifest_uri} base {base.id}",
+        ctx.finding("PORT-002", ctx.snap.manifest_uri,
                     f"base {base.id} path {base.path} {'is' if rel == 'equals' else 'lies inside'} the dataset's own "
-                    f"root {own}: a copy of the root would keep using the original location")
+                    f"root {own}: a copy of the root would keep using the original location", f"base {base.id}")

@@ -13,7 +13,9 @@ import struct
 from collections.abc import Iterator
 
 from lancespec.reference import flags as feature_flags
+from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.proto import rowids_pb2
+from lancespec.reference.table import deleted_offsets
 
 from . import VersionContext, version_check
 
@@ -70,17 +72,20 @@ def _ids(segment: rowids_pb2.U64Segment) -> Iterator[int]:
 @version_check("rowids.sequences", "ROW-001")
 def sequences(ctx: VersionContext) -> None:
     """With stable row ids (reader flag 2): every fragment stores a row-id sequence of physical_rows ids,
-    no id appears twice in the version, every id is below next_row_id (ROW-001)."""
+    every id is below next_row_id, and no id is held by two live rows of the version (ROW-001). A deleted
+    row keeps its id in its fragment's sequence, so an id may appear twice when all but one of its rows
+    are deleted: an update moves a row to a new fragment under the same id. Deletion files are read only
+    for the fragments that share an id."""
     manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
     if not manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
         return
     decoded: list[tuple[int, rowids_pb2.RowIdSequence]] = []
     for fragment in manifest.fragments:
-        spot = f"{where} fragment {fragment.id}"
+        spot = f"fragment {fragment.id}"
         kind = fragment.WhichOneof("row_id_sequence")
         if kind is None:
-            ctx.finding("ROW-001", spot, f"fragment {fragment.id} stores no row-id sequence, but the version uses "
-                        "stable row ids")
+            ctx.finding("ROW-001", where, f"fragment {fragment.id} stores no row-id sequence, but the version uses "
+                        "stable row ids", spot)
             continue
         if kind != "inline_row_ids":
             continue
@@ -88,26 +93,47 @@ def sequences(ctx: VersionContext) -> None:
         try:
             sequence.ParseFromString(fragment.inline_row_ids)
         except Exception as exc:  # protobuf raises its own DecodeError
-            ctx.finding("ROW-001", spot, f"the inline row-id sequence does not decode: {exc}")
+            ctx.finding("ROW-001", where, f"the inline row-id sequence does not decode: {exc}", spot)
             continue
         count = sum(_count(s) for s in sequence.segments)
         if count != fragment.physical_rows:
-            ctx.finding("ROW-001", spot, f"the row-id sequence holds {count} ids for {fragment.physical_rows} "
-                        "physical rows")
+            ctx.finding("ROW-001", where, f"the row-id sequence holds {count} ids for {fragment.physical_rows} "
+                        "physical rows", spot)
             continue
         decoded.append((fragment.id, sequence))
     if sum(_count(s) for _, seq in decoded for s in seq.segments) > MAX_COMPARED_IDS:
         return
-    owner: dict[int, int] = {}
+    holders: dict[int, list[tuple[int, int]]] = {}  # row id -> (fragment id, offset) of every row holding it
     for fragment_id, sequence in decoded:
+        offset = 0
         for segment in sequence.segments:
             for row_id in _ids(segment):
                 if row_id >= manifest.next_row_id:
-                    ctx.finding("ROW-001", f"{where} fragment {fragment_id}",
-                                f"row id {row_id} is not below next_row_id {manifest.next_row_id}")
+                    ctx.finding("ROW-001", where, f"row id {row_id} is not below next_row_id {manifest.next_row_id}",
+                                detail=f"fragment {fragment_id}")
                     return
-                if row_id in owner:
-                    ctx.finding("ROW-001", f"{where} fragment {fragment_id}",
-                                f"row id {row_id} is also held by fragment {owner[row_id]}")
-                    return
-                owner[row_id] = fragment_id
+                holders.setdefault(row_id, []).append((fragment_id, offset))
+                offset += 1
+    shared = {row_id: rows for row_id, rows in holders.items() if len(rows) > 1}
+    if not shared:
+        return
+    deleted = _deleted_offsets(ctx, {fragment_id for rows in shared.values() for fragment_id, _ in rows})
+    for row_id, rows in sorted(shared.items()):
+        live = [fragment_id for fragment_id, offset in rows if offset not in deleted.get(fragment_id, ())]
+        if len(live) > 1:
+            ctx.finding("ROW-001", where, f"row id {row_id} is held by live rows of fragments "
+                        f"{', '.join(map(str, live))}", detail=f"fragment {live[-1]}")
+            return
+
+
+def _deleted_offsets(ctx: VersionContext, fragment_ids: set[int]) -> dict[int, frozenset[int]]:
+    """The deleted row offsets of the given fragments (a deletion file that cannot be read counts as
+    deleting nothing: the deletion-file checks report it)."""
+    out: dict[int, frozenset[int]] = {}
+    for fragment in ctx.snap.fragments:
+        if fragment.id in fragment_ids:
+            try:
+                out[fragment.id] = frozenset(deleted_offsets(ctx.storage, fragment))
+            except LanceSpecError:
+                out[fragment.id] = frozenset()
+    return out

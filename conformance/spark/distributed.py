@@ -41,6 +41,7 @@ from lancespec.reference.proto import table_pb2, transaction_pb2
 from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
+from ..baseline import settle
 from ..certify import _run, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
@@ -160,7 +161,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
                     tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
 
-    Yields ``("finding", requirement, severity, version, branch, path, message)`` per finding,
+    Yields ``("finding", requirement, severity, version, branch, path, message, detail)`` per finding,
     ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
     fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
     storage = RunStorage(storage_options)  # one per partition: the read cache lives as long as it does
@@ -197,7 +198,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
                 ctx = VersionContext(dataset, version=work.version, snapshot=part)
                 _run(registry[name], ctx)
                 for f in ctx.findings:
-                    yield ("finding", f.requirement, f.severity, f.version, f.branch, f.path, f.message)
+                    yield ("finding", f.requirement, f.severity, f.version, f.branch, f.path, f.message, f.detail)
         except Exception as exc:
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
@@ -272,8 +273,9 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
-        found = [Finding(r[1], r[2], r[3], r[5], r[6], r[4]) for r in rows if r[0] == "finding"]
+        found = [Finding(r[1], r[2], r[3], r[5], r[6], r[4], r[7]) for r in rows if r[0] == "finding"]
         report.findings = order_findings([*report.findings, *found])
+        settle(report)  # the executors' findings are marked as certify marks its own
         result.tasks = partitions
         result.fragments = sum(r[1] for r in rows if r[0] == "done")
         result.files = sum(r[2] for r in rows if r[0] == "done")

@@ -50,6 +50,13 @@ def register(sub: Any) -> None:
     parser.add_argument("--only", action="append", metavar="AREA",
                         help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
                         "history, blobs, portability); repeat")
+    parser.add_argument("--ignore", action="append", default=[], metavar="ID",
+                        help="set aside the findings of a requirement (MAN-013) or a known divergence (F-004): "
+                        "reported, not counted in the exit status; repeat")
+    parser.add_argument("--baseline", action="append", default=[], metavar="FILE",
+                        help="set aside every id a baseline file lists (written by --write-baseline); repeat")
+    parser.add_argument("--write-baseline", metavar="FILE",
+                        help="write a baseline setting aside every finding of this run")
     add_storage_options(parser)
     add_limit_options(parser)
     parser.set_defaults(func=run)
@@ -68,14 +75,19 @@ def renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]
 
 
 def run(args: argparse.Namespace) -> int:
+    from lancespec.conformance.baseline import set_aside_ids, write_baseline
     from lancespec.conformance.certify import certify
     from lancespec.progress import progress_bar
+    from lancespec.reference import __version__
 
     check_areas(args.only)
     chosen = renderers(args)
+    set_aside = set_aside_ids(args.ignore, args.baseline)
     with progress_bar("certifying") as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
-                         io_parallelism=args.io_parallelism, limits=limits_of(args))
+                         io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
     emit_report(report, chosen, args.format, args.output)
+    if args.write_baseline:
+        write_baseline(report, args.write_baseline, __version__)
     return report.exit_code

@@ -33,14 +33,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from lancespec.conformance.fetch import RunStorage
-    from lancespec.inspect import inspect_report, render_text
-    from lancespec.reference.table import Dataset
+    from lancespec.inspect import inspect_report, open_dataset, render_text
 
     if args.graph and (args.json or args.version is not None or args.tag or args.branch):
         raise InvalidOption("--graph draws every version of every branch; "
                             "it takes no --json, --version, --tag or --branch")
     storage = RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
-    dataset = Dataset.open(args.uri, storage=storage)
+    dataset = open_dataset(args.uri, storage)
     snapshot = dataset.snapshot(args.version, tag=args.tag, branch=args.branch)
     if args.graph:
         from lancespec.render.commands import draw_lineage

@@ -120,12 +120,19 @@ def read_row_count(storage: ObjectStore, uri: str, size: int) -> int:
 
 
 def row_count(obj: TailedObject, footer: DataFileFooter) -> int:
-    """The row count of a v2 data file from its parsed footer (docs/lance-format.md §5.2): entry 0 of the
-    global-buffer offset table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``)
-    locates global buffer 0, the ``lance.file.FileDescriptor`` whose ``length`` is the number of rows.
+    """The row count of a v2 data file from its parsed footer: the ``length`` of its FileDescriptor
+    (``file_descriptor``)."""
+    return int(file_descriptor(obj, footer).length)
+
+
+def file_descriptor(obj: TailedObject, footer: DataFileFooter) -> file_pb2.FileDescriptor:
+    """The FileDescriptor of a v2 data file from its parsed footer (docs/lance-format.md §5.2): entry 0 of
+    the global-buffer offset table at ``gbo_table_pos`` (``num_global_buffers`` x ``{u64 pos, u64 size}``)
+    locates global buffer 0, the ``lance.file.FileDescriptor``: the file's schema (field ids as the
+    manifest records them, names as they were when the file was written) and its ``length`` in rows.
     Both come from the fetched tail when it reaches back far enough. Raises FormatError when the table
     entry or the descriptor is damaged, and UnsupportedFeatureError for a legacy (0.x) file, which keeps
-    its row count elsewhere.
+    its metadata elsewhere.
     """
     uri = obj.uri
     if footer.is_legacy:
@@ -153,4 +160,4 @@ def row_count(obj: TailedObject, footer: DataFileFooter) -> int:
         raise FormatError(f"global buffer 0 does not decode as lance.file.FileDescriptor: {exc}", uri) from exc
     if not descriptor.HasField("schema"):
         raise FormatError("global buffer 0 is no lance.file.FileDescriptor (no schema)", uri)
-    return int(descriptor.length)
+    return descriptor

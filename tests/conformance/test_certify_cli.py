@@ -5,11 +5,13 @@ plugin (fixture and --lance-certify items)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pyarrow as pa
@@ -52,8 +54,11 @@ def test_exit_codes(clean: str, breached: str, tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "NOT CONFORMANT" in out and "MAN-001" in out
     assert main(["certify", str(tmp_path / "nothing")]) == 2
-    assert "UNREADABLE" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"lancespec: error: {tmp_path / 'nothing'}: does not exist\n"
     assert main(["certify", clean, "--version", "9"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"lancespec: error: {clean}: version 9 does not exist; the versions are 1-2\n"
 
 
 def test_json_report_follows_its_schema(breached: str, clean: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,3 +147,32 @@ def test_an_unknown_writer_flag_does_not_stop_judgement(clean: str) -> None:
     """Writer flags bind writers (MAN-020), not readers: certify still judges the dataset."""
     _set_latest(clean, lambda m: setattr(m, "writer_feature_flags", m.writer_feature_flags | 1 << 40))
     assert main(["certify", clean]) == 0
+
+
+def test_every_finding_path_is_a_path(clean_dataset: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A finding's ``path`` names a file or directory, never a phrase: what lies inside it (a fragment, a
+    base, an index) is its ``detail``. Damage several elements of one dataset and look at every finding."""
+    from conformance_kit import latest_version, rewrite_manifest, snapshot
+
+    uri = clean_dataset(bases=True, deletions=("arrow",))
+    latest = snapshot(uri)
+    deletion = next(f.deletion for f in latest.fragments if f.deletion is not None)
+    assert deletion.file.uri is not None
+    Path(deletion.file.uri).unlink()
+
+    def edit(m: Any) -> None:
+        m.fragments[1].id = m.fragments[0].id  # MAN-001
+        m.fragments[0].files[0].fields.append(-1)  # MAN-006
+        m.base_paths[0].path = "relative/base"  # BASE-002
+
+    rewrite_manifest(uri, latest_version(uri), edit)
+    assert main(["certify", uri, "--format", "json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    found = {f["requirement"]: f for f in document["findings"]}
+    assert {"MAN-001", "MAN-006", "BASE-002", "DEL-001"} <= set(found)
+    for f in document["findings"]:
+        assert not re.search(r" (fragment|base|index|file|deletion) ", f["path"]), f
+        assert f["path"].startswith(uri) or f["path"].startswith("relative"), f
+    assert found["DEL-001"]["path"] == deletion.file.uri and found["DEL-001"]["detail"].startswith("fragment ")
+    assert found["MAN-006"]["detail"].startswith("fragment 0 file ")
+    assert found["BASE-002"]["detail"] == f"base {latest.bases[0].id}"

@@ -79,7 +79,13 @@ def test_certify_0_1_and_2_for_the_dataset(clean: str, breached: str, tmp_path: 
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["certify", clean]) == 0
     assert main(["certify", breached]) == 1
+    capsys.readouterr()
     assert main(["certify", str(tmp_path / "nothing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    garbled = tmp_path / "garbled" / "_versions"
+    garbled.mkdir(parents=True)
+    (garbled / "18446744073709551614.manifest").write_bytes(b"not a manifest")
+    assert main(["certify", str(tmp_path / "garbled")]) == 2
     assert "UNREADABLE" in capsys.readouterr().out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -241,3 +242,38 @@ def test_unreadable_input_as_a_subprocess(build_shape: Callable[[str], Shape],
     assert done.returncode == EXIT_UNREADABLE
     assert done.stdout == "" and "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1 and str(manifest) in done.stderr
+
+
+@pytest.mark.parametrize("name", ["blob_v2", "indices", "schema_evolution", "multi_base_root", "branches"])
+def test_text_reads_at_80_columns(build_shape: Callable[[str], Shape], name: str) -> None:
+    """The text report fits an 80-column terminal (the root's and the bases' own paths aside, each alone on
+    its line) and shows the schema, the indices and the blob sidecars; pylance and the filesystem say
+    what they must be."""
+    shape = build_shape(name)
+    done = subprocess.run([sys.executable, "-m", "lancespec", "inspect", shape.uri, *selector_args(dict(
+        shape.open_kwargs))], capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    roots = (shape.uri, *shape.extra_roots)
+    assert [line for line in lines if len(line) > 80 and not any(r in line for r in roots)] == []
+    ds = shape.open_lance()
+    schema_names = set(ds.schema.names)
+    shown = {line.split()[0] for line in lines[lines.index(next(x for x in lines if x.startswith("schema"))) + 1:]
+             if line.startswith("  ") and not line.startswith("    ")}
+    assert schema_names <= shown
+    for index in ds.describe_indices():
+        assert any(line.startswith(f"  {index.name}: ") for line in lines), index.name
+    sidecars = [p for p in Path(shape.lance_uri, "data").rglob("*.blob")]
+    assert all(any(line.strip().startswith(p.name) for line in lines) for p in sidecars)
+    assert bool(sidecars) == any(line.startswith("blob sidecars") for line in lines)
+
+
+def test_a_database_folder_and_a_missing_path(build_shape: Callable[[str], Shape], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder holding {name}.lance tables (a LanceDB database) is answered with the tables; a path that
+    does not exist with "does not exist"."""
+    folder = tmp_path / "db"
+    shutil.copytree(build_shape("single_base").uri, folder / "events.lance")
+    said = one_line_error(capsys, "inspect", str(folder))
+    assert "LanceDB database folder" in said and "events.lance" in said
+    assert one_line_error(capsys, "inspect", str(tmp_path / "nothing")).endswith("does not exist")

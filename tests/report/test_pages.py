@@ -79,8 +79,10 @@ def test_graph_refuses_other_names_and_version_selectors(corpus: Callable[[str],
 
 
 def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
+    versions = tmp_path / "garbled" / "_versions"
+    versions.mkdir(parents=True)
+    (versions / "18446744073709551614.manifest").write_bytes(b"not a manifest")
     page = tmp_path / "c.html"
-    assert run_cli("certify", str(tmp_path / "empty"), "--format", "html", "--output", str(page))[0] == 2
+    assert run_cli("certify", str(tmp_path / "garbled"), "--format", "html", "--output", str(page))[0] == 2
     text = page.read_text()
     assert ">UNREADABLE</h1>" in text and "No diagram: the lineage could not be read" in text

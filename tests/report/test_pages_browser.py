@@ -93,6 +93,7 @@ def test_certify_page(browser: Any, corpus: Callable[[str], Path], tmp_path: Pat
         marked = {_where(f) for f in findings if f["version"] is not None}
         assert tooltips(page, "svg g.node.version.marked") == marked
 
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")  # unfold all
         page.uncheck('input[data-facet="severity"][value="MUST"]')
         should = [f for f in findings if f["severity"] == "SHOULD"]
         assert page.locator("tr.finding:visible").count() == len(should)

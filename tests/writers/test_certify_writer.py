@@ -166,5 +166,5 @@ def test_a_result_that_cannot_be_read_is_a_failed_step_not_a_crash(tmp_path: Pat
     report = certify_writer(make_writer("pylance"), [scenario], stores=["local"], workdir=str(tmp_path))
     (run,) = report.runs
     failed = [r for r in run.results if r.outcome == FAIL]
-    assert failed and "cannot read the result" in failed[0].detail and "Not found" in failed[0].detail
+    assert failed and "cannot read the result" in failed[0].detail and "/tree/f1/data/" in failed[0].detail
     assert report.exit_code == 1

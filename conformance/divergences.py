@@ -1,0 +1,107 @@
+"""Known divergences as data: which findings a documented divergence of a real writer explains.
+
+spec/divergences.toml lists, per divergence of spec/findings.md that certify can see, the requirement it
+breaches and a predicate on the finding (a regular expression on the message or the path, the kind of
+root). ``annotate`` marks every finding that matches an entry with the entry's finding id
+(``Finding.known``). No check knows about divergences: the knowledge lives in the data file alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from lancespec.reference.errors import DivergenceFileError
+
+from .catalogue import load_catalogue
+from .findings import Finding
+
+_FINDING_ID = re.compile(r"^F-\d{3}$")
+_PREDICATES = ("message", "path", "branch")
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One entry: finding ``finding`` (an F-id of spec/findings.md) shows as findings of ``requirement``
+    whose message and path match the expressions (``{root}`` standing for the certified root) and, when
+    ``branch`` is set, that are (True) or are not (False) about a branch root."""
+
+    finding: str
+    requirement: str
+    summary: str
+    message: str | None = None
+    path: str | None = None
+    branch: bool | None = None
+
+    def matches(self, finding: Finding, root: str) -> bool:
+        """Whether ``finding``, made certifying the dataset at ``root``, is this divergence."""
+        if finding.requirement != self.requirement:
+            return False
+        if self.branch is not None and (finding.branch is not None) != self.branch:
+            return False
+        return all(pattern is None or _compile(pattern, root).search(value) is not None
+                   for pattern, value in ((self.message, finding.message), (self.path, finding.path)))
+
+
+@cache
+def _compile(pattern: str, root: str) -> re.Pattern[str]:
+    return re.compile(pattern.replace("{root}", re.escape(root.rstrip("/"))))
+
+
+def parse_divergences(text: str) -> tuple[Divergence, ...]:
+    """Parse and validate the divergence file: known keys, F-ids well-formed, requirements in the catalogue,
+    at least one predicate per entry, expressions that compile."""
+    catalogue = load_catalogue()
+    out = []
+    for entry in tomllib.loads(text).get("divergence", []):
+        label = f"{entry.get('finding')}/{entry.get('requirement')}"
+        unknown = set(entry) - {"finding", "requirement", "summary", *_PREDICATES}
+        if unknown:
+            raise DivergenceFileError(f"{label}: unknown keys {sorted(unknown)}")
+        if not _FINDING_ID.match(str(entry.get("finding", ""))):
+            raise DivergenceFileError(f"{label}: finding must be an F-NNN id")
+        if entry.get("requirement") not in catalogue:
+            raise DivergenceFileError(f"{label}: requirement is not in the catalogue")
+        if not str(entry.get("summary", "")).strip():
+            raise DivergenceFileError(f"{label}: no summary")
+        if not any(key in entry for key in _PREDICATES):
+            raise DivergenceFileError(f"{label}: no predicate ({', '.join(_PREDICATES)}): it would claim every "
+                                      "finding of the requirement")
+        for key in ("message", "path"):
+            if key in entry:
+                try:
+                    re.compile(entry[key].replace("{root}", "/r"))
+                except re.error as exc:
+                    raise DivergenceFileError(f"{label}: {key} is no regular expression: {exc}") from exc
+        out.append(Divergence(**entry))
+    return tuple(out)
+
+
+@cache
+def load_divergences() -> tuple[Divergence, ...]:
+    """The divergences shipped with lancespec (spec/divergences.toml)."""
+    return parse_divergences(resources.files("lancespec.spec").joinpath("divergences.toml").read_text())
+
+
+def known_ids() -> set[str]:
+    """The finding ids of every known divergence (what ``--ignore`` accepts besides requirement ids)."""
+    return {d.finding for d in load_divergences()}
+
+
+def annotate(findings: Iterable[Finding], root: str,
+             divergences: Iterable[Divergence] | None = None) -> list[Finding]:
+    """``findings`` with ``known`` set to the finding id of the first divergence each one matches."""
+    entries = tuple(load_divergences() if divergences is None else divergences)
+    out = []
+    for finding in findings:
+        match = next((d for d in entries if d.matches(finding, root)), None)
+        out.append(finding if match is None else dataclasses.replace(finding, known=match.finding))
+    return out
+
+
+__all__ = ["Divergence", "DivergenceFileError", "annotate", "known_ids", "load_divergences", "parse_divergences"]
