@@ -34,7 +34,7 @@ def test_lost_race_counterexample_is_clean_on_the_reference() -> None:
     report = simulate(LOST_RACE)
     assert report.ok, [a.message for a in report.result.anomalies]
     committers = {owner.writer for owner in report.result.owners.values() if owner is not None}
-    assert committers == {0, 1}  # both writers committed: the race the mutant mishandles was run
+    assert committers >= {0, 1}  # both writers committed (-1 is the setup): the race the mutant mishandles was run
 
 
 def _tool() -> ModuleType:
