@@ -18,6 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Folder
+from lancespec.conformance.operations import Create
+
 from .checker import CheckResult, FinalState, check
 from .faults import FaultProfile, profile
 from .history import History
@@ -69,7 +73,7 @@ class RunConfig:
             raise ValueError(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
         if self.personality == "unlocked" and self.endpoint is not None:
             raise ValueError("the unlocked personality is a property of the embedded server; drop --endpoint")
-        writer_kind(self.writer, 0)
+        registry.get(writer_kind(self.writer, 0))
         profile(self.faults)
 
     def to_json(self) -> dict[str, Any]:
@@ -235,20 +239,12 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
 
 
 def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[str]:
-    import pyarrow as pa
-
-    from lancespec.reference import ops
-    from lancespec.reference.store import open_store
-
-    from .writers import SCHEMA
-
-    storage = open_store(options)
+    """Version 1 of every dataset, written by the reference writer."""
+    session = registry.get("reference").open(Folder(f"s3://{bucket}", options))
     names = []
     for i in range(count):
         ids = initial_ids(i)
-        table = pa.table({"id": pa.array(ids, pa.int64()), "writer": pa.array([-1] * len(ids), pa.int32()),
-                          "op": pa.array([i] * len(ids), pa.int32())}, schema=SCHEMA)
-        ops.create(f"s3://{bucket}/ds{i}", table, storage=storage, max_rows_per_file=2)
+        session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=2))
         names.append(f"ds{i}")
     return names
 
@@ -268,8 +264,8 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         kind = writer_kind(config.writer, w)
         writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS})
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
-                                 args=(w, kind, bucket, writer_options, [op.to_json() for op in ops], start, results,
-                                       config.time_limit_s)))
+                                 args=(w, kind, registry.origin(kind), bucket, writer_options,
+                                       [op.to_json() for op in ops], start, results, config.time_limit_s)))
     for proc in procs:
         proc.start()
     raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []

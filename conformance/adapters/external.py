@@ -1,13 +1,16 @@
-"""An external process behind the JSON-lines contract (docs/writer-contract.md): ``cmd:COMMAND``.
+"""A writer or reader in another process, behind the JSON-lines contract (docs/writer-contract.md):
+``cmd:COMMAND``.
 
 The process reads one JSON object per line on stdin and answers each with one line on stdout:
 ``{"id": n, "ok": true, "result": {...}}`` or ``{"id": n, "ok": false, "error": {"kind", "message"}}``.
 The first message is ``hello`` (contract version, storage options); the last is ``bye``. Anything the
-process writes to stderr is kept and shown when it breaks the contract.
+process writes to stderr is kept and shown when it breaks the contract. ``message`` writes an operation of
+the language as the contract's message (locations resolved to URIs, rows to explicit columns).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import queue
@@ -18,7 +21,45 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from .base import CONTRACT, Capabilities, ContractError, WriterRefusal
+import pyarrow as pa
+
+from lancespec.conformance.operations import (
+    AddBase,
+    AddBases,
+    Append,
+    Branch,
+    Cleanup,
+    Create,
+    DeepClone,
+    Delete,
+    DropBranch,
+    DropTag,
+    Operation,
+    Overwrite,
+    Relocate,
+    ShallowClone,
+    Tag,
+    reference_of,
+    split_root,
+)
+from lancespec.conformance.payload import columns
+
+from .base import (
+    CONTRACT,
+    Capabilities,
+    ContractError,
+    Folder,
+    Implementation,
+    ReaderError,
+    ReadResult,
+    Site,
+    Target,
+    WriterRefusal,
+    base_keys,
+    registered_path,
+    resolve,
+    write_targets,
+)
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -112,43 +153,136 @@ class JsonLinesProcess:
 
 
 def hello(proc: JsonLinesProcess, storage_options: Mapping[str, str], role: str) -> dict[str, Any]:
-    result = proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
-    return result
+    return proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
+
+
+_NAMES: dict[type, str] = {Create: "create", Append: "append", Overwrite: "overwrite", Delete: "delete",
+                           AddBase: "add_bases", AddBases: "add_bases", DropTag: "tag_delete",
+                           Branch: "branch_create", DropBranch: "branch_delete", ShallowClone: "shallow_clone",
+                           DeepClone: "deep_clone", Relocate: "relocate", Cleanup: "cleanup"}
+
+
+def _reference(op: Tag | Branch | ShallowClone | DeepClone) -> Any:
+    reference = reference_of(op)
+    return reference if isinstance(reference, str) else {"branch": reference[0], "version": reference[1]}
+
+
+def message(op: Operation, site: Site) -> dict[str, Any]:
+    """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
+    if isinstance(op, Tag):
+        name = "tag_update" if op.move else "tag_create"
+    elif type(op) in _NAMES:
+        name = _NAMES[type(op)]
+    else:
+        raise WriterRefusal("invalid_input", f"the JSON-lines contract has no {type(op).__name__} operation")
+    root = getattr(op, "root", None) or op.family  # type: ignore[union-attr]
+    family, branch = split_root(root)
+    uri = resolve(site, root)
+    out: dict[str, Any] = {"op": name, "dataset": root, "uri": uri, "main_uri": resolve(site, family),
+                           "on_branch": branch}
+    if isinstance(op, Create | Append | Overwrite):
+        out["data"] = columns(op.start, op.count, op.data, lambda location: resolve(site, location))
+        out.update(write_targets(site, op, uri))
+    if isinstance(op, Create):
+        out.update(manifest_naming=op.manifest_naming, data_storage_version=op.data_storage_version)
+    if isinstance(op, Create | AddBase | AddBases):
+        out["bases"] = [{"path": registered_path(site, b), "name": b.name, "is_dataset_root": b.is_dataset_root,
+                         "id": b.id} for b in op.bases]
+    if isinstance(op, Delete):
+        out["predicate"] = op.predicate
+    if isinstance(op, Tag | DropTag):
+        out["tag"] = op.name
+    if isinstance(op, Branch | DropBranch):
+        out["branch"] = op.name
+    if isinstance(op, Tag | Branch | ShallowClone | DeepClone):
+        out["reference"] = _reference(op)
+    if isinstance(op, ShallowClone | DeepClone):
+        out["target_uri"] = resolve(site, op.target)
+    if isinstance(op, Relocate):
+        from lancespec.reference.table import Dataset
+
+        keys = base_keys(site, [old for old, _ in op.moves], lambda: Dataset(uri, site.storage).snapshot().bases)
+        out["moves"] = {key: resolve(site, new) for key, (_, new) in zip(keys, op.moves, strict=True)}
+        out["adopt_from"] = None if op.adopt_from is None else resolve(site, op.adopt_from)
+    if isinstance(op, Cleanup):
+        out.update(retain_versions=op.retain_versions, delete_unverified=op.delete_unverified,
+                   error_if_tagged_old_versions=op.error_if_tagged)
+        if op.older_than_zero:
+            out["older_than_seconds"] = 0
+    return out
 
 
 class ExternalSession:
-    def __init__(self, command: str, storage_options: Mapping[str, str]) -> None:
+    def __init__(self, command: str, site: Site) -> None:
+        self.site = site
         self.proc = JsonLinesProcess(command)
         try:
-            self.info = hello(self.proc, storage_options, "writer")
+            self.info = hello(self.proc, site.options, "writer")
         except (ContractError, WriterRefusal):
             self.proc.close()
             raise
 
-    def apply(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        return self.proc.call(message)
+    def apply(self, operation: Operation) -> dict[str, Any]:
+        return self.proc.call(message(operation, self.site))
 
     def close(self) -> None:
         self.proc.close()
 
 
-class ExternalWriter:
-    """``cmd:COMMAND``: a writer in any language (one process per scenario run)."""
+class CommandReader:
+    """The reader half of the contract: ``read`` answers ``{"num_rows", "columns": [{"name", "values"}], "blobs":
+    {col: [base64 | null]}}``, ``files`` (optional) ``{"files": [...]}``; binary values are ``{"base64": ...}``."""
+
+    def __init__(self, command: str) -> None:
+        self.name = f"cmd:{command}"
+        self.proc = JsonLinesProcess(command)
+        hello(self.proc, {}, "reader")
+
+    def read(self, target: Target) -> ReadResult:
+        request = {"op": "read", "uri": target.root, "version": target.version, "tag": target.tag,
+                   "branch": target.branch, "blob_columns": list(target.blob_columns)}
+        try:
+            result = self.proc.call(request)
+        except WriterRefusal as exc:
+            raise ReaderError(exc.message) from exc
+        arrays = {}
+        for col in result.get("columns", []):
+            arrays[col["name"]] = pa.array([base64.b64decode(v["base64"]) if isinstance(v, dict) and "base64" in v
+                                            else v for v in col["values"]])
+        blobs = {name: [None if v is None else base64.b64decode(v) for v in values]
+                 for name, values in dict(result.get("blobs", {})).items()}
+        try:
+            files: list[str] | None = sorted(self.proc.call({**request, "op": "files"}).get("files", []))
+        except WriterRefusal:
+            files = None
+        return ReadResult(pa.table(arrays) if arrays else pa.table({}), blobs, files)
+
+    def close(self) -> None:
+        self.proc.close()
+
+
+class ExternalImplementation(Implementation):
+    """``cmd:COMMAND``: a writer in any language (one process per session). Without a capability file it is
+    taken to support every operation of the contract."""
 
     def __init__(self, command: str, capabilities: Capabilities | None = None) -> None:
+        super().__init__(capabilities or Capabilities(
+            f"cmd:{command}", {"two_phase": "the JSON-lines contract has no two-phase write"}))
         self.command = command
         self.name = f"cmd:{command}"
-        self.capabilities = capabilities or Capabilities(writer=self.name)
         self._version: str | None = None
 
     def version(self) -> str:
         if self._version is None:
-            session = ExternalSession(self.command, {})
+            session = ExternalSession(self.command, Folder(""))
             try:
                 self._version = f"{session.info.get('writer', '?')} {session.info.get('version', '')}".strip()
             finally:
                 session.close()
         return self._version
 
-    def open(self, storage_options: Mapping[str, str]) -> ExternalSession:
-        return ExternalSession(self.command, storage_options)
+    def open(self, site: Site) -> ExternalSession:
+        return ExternalSession(self.command, site)
+
+    def reader(self) -> CommandReader:
+        return CommandReader(self.command)

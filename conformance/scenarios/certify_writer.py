@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.adapters.base import Capabilities, Writer
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Capabilities, Implementation
 from lancespec.reference import __version__
 
 from .format import Scenario
@@ -43,22 +44,10 @@ REPORT_FORMAT = "lancespec.certify-writer/1"
 Progress = Callable[[int, int, str], None]
 
 
-def make_writer(spec: str, capabilities: str | None = None) -> Writer:
-    """``reference``, ``pylance`` or ``cmd:COMMAND``; ``capabilities`` overrides the capability file."""
-    caps = Capabilities.load(capabilities) if capabilities else None
-    if spec == "reference":
-        from lancespec.conformance.adapters.reference import ReferenceWriter
-
-        return ReferenceWriter(caps)
-    if spec == "pylance":
-        from lancespec.conformance.adapters.pylance import PylanceWriter
-
-        return PylanceWriter(caps)
-    if spec.startswith("cmd:") and spec[4:].strip():
-        from lancespec.conformance.adapters.external import ExternalWriter
-
-        return ExternalWriter(spec[4:].strip(), caps)
-    raise ValueError(f"unknown writer {spec!r}: use reference, pylance or cmd:COMMAND")
+def make_writer(spec: str, capabilities: str | None = None) -> Implementation:
+    """The writer named ``spec`` (a registered name or ``cmd:COMMAND``); ``capabilities`` overrides its
+    capability file."""
+    return registry.get(spec, capabilities)
 
 
 @dataclass
@@ -74,6 +63,11 @@ class WriterReport:
             for r in run.results:
                 out[r.outcome] += 1
         return out
+
+    @property
+    def applied(self) -> int:
+        """Runs in which every step applied (none needed a feature the writer does not declare)."""
+        return sum(run.applied for run in self.runs)
 
     @property
     def failed_runs(self) -> list[ScenarioRun]:
@@ -126,14 +120,12 @@ def _workdir(path: str | None) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def certify_writer(writer: Writer, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
+def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
                    create_bucket: Callable[[str], object] | None = None,
                    progress: Progress | None = None) -> WriterReport:
     """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run."""
-    from lancespec.conformance.adapters.reference import ReferenceWriter
-
-    reference = ReferenceWriter()
+    reference = registry.get("reference")
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
     caps = writer.capabilities
@@ -192,6 +184,7 @@ def to_json(report: WriterReport) -> dict[str, Any]:
     return {"format": REPORT_FORMAT, "lancespec_version": __version__, "writer": report.writer,
             "writer_version": report.writer_version, "stores": report.stores,
             "certified": report.exit_code == 0, "exit_code": report.exit_code, "summary": report.counts(),
+            "applied": report.applied,
             "runs": [r.to_json() for r in report.runs]}
 
 
@@ -222,14 +215,16 @@ def render_text(report: WriterReport) -> str:
     scenarios = len({r.scenario for r in report.runs})
     lines = [f"{verdict}: {report.writer} ({report.writer_version})",
              f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; "
-             + ", ".join(f"{v} {k}" for k, v in counts.items())]
+             + ", ".join(f"{v} {k}" for k, v in counts.items()),
+             f"  {report.applied} of {len(report.runs)} runs applied in full; the others skip steps that need "
+             "features the writer does not declare"]
     for run in report.runs:
         lines.append(_run_line(run))
         for r in run.results:
             if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
                 tag = f" ({r.finding})" if r.finding else ""
                 lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
-        unsupported = [s for s in run.steps if s.outcome == SKIP and s.detail.startswith("unsupported")]
+        unsupported = [s for s in run.steps if s.unsupported]
         for s in unsupported:
             lines.append(f"      SKIP  step {s.index} {s.op}: {s.detail}")
     return "\n".join(lines) + "\n"

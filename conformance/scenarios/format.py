@@ -2,7 +2,9 @@
 
 A scenario is JSON: ``{"format", "name", "description", "requirements", "stores", "steps"}``. Loading
 validates every step's keys and values and raises ``ScenarioError`` naming the file, the step and what is
-wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores.
+wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores. Each writer step becomes
+an operation of the language (``Step.operation``, ``lancespec.conformance.operations``) whose locations are
+the scenario's ``bucket:path`` locations; a dataset handle stands for its root location (``Scenario.roots``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,27 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from lancespec.conformance.operations import (
+    AddBases,
+    Append,
+    BaseSpec,
+    Branch,
+    Cleanup,
+    Create,
+    DeepClone,
+    Delete,
+    DropBranch,
+    DropTag,
+    Operation,
+    Overwrite,
+    Relocate,
+    ShallowClone,
+    Tag,
+    Targets,
+    root_dir,
+    split_root,
+)
+from lancespec.conformance.payload import Blob, Blobs
 from lancespec.reference.errors import LanceSpecError
 
 FORMAT = "lancespec.scenario/1"
@@ -31,6 +54,7 @@ ERROR_KINDS = (
     "ref_not_found",
     "dataset_exists",
     "empty_operation",
+    "conflict",
     "invalid_input",
 )
 
@@ -104,6 +128,9 @@ class Location:
 
 @dataclass(frozen=True)
 class Refusal:
+    """The kind a correct writer refuses with (judged); ``mentions``: what a person should find in its message
+    (for readers of the file: refusals are judged on their kind, never on words)."""
+
     kind: str
     mentions: tuple[str, ...]
 
@@ -120,6 +147,8 @@ class Step:
     expect: Mapping[str, Any] | None = field(default=None, hash=False)
     refuse: Refusal | None = None
     note: str | None = None
+    operation: Operation | None = None
+    """What a writer step asks of the writer (None for a harness step)."""
 
     @property
     def harness(self) -> bool:
@@ -146,6 +175,8 @@ class Scenario:
     requirements: tuple[str, ...] = ()
     stores: tuple[str, ...] = STORES
     source: str = ""
+    roots: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Every dataset handle and the root location it stands for."""
 
     @property
     def operations(self) -> set[str]:
@@ -248,7 +279,7 @@ def _check_expect(value: Any, where: str) -> None:
         raise ScenarioError("expect.blobs is {column, sizes}", where)
 
 
-def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
+def _check_step(raw: Any, index: int, source: str, handles: dict[str, str]) -> Step:
     where = f"{source} step {index}"
     if not isinstance(raw, dict) or not isinstance(raw.get("op"), str):
         raise ScenarioError("a step is an object with an 'op'", where)
@@ -314,7 +345,7 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
         _check_expect(raw["expect"], where)
         expect = raw["expect"]
         target = expect.get("dataset")
-        if target is not None and target not in handles | {raw.get("as"), dataset}:
+        if target is not None and target not in {*handles, raw.get("as"), dataset}:
             raise ScenarioError(f"expect.dataset {target!r} is not a known handle", where)
     refuse = None
     if "refuse" in raw:
@@ -326,11 +357,101 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
             raise ScenarioError("refuse.mentions is a list of words", where)
         refuse = Refusal(spec["kind"], tuple(mentions))
     args = {k: v for k, v in raw.items() if k not in _COMMON}
+    operation = _operation(op, raw, handles, where) if op in WRITER_OPS else None
     step = Step(index, op, dataset if isinstance(dataset, str) else None, args, expect, refuse,
-                raw.get("note"))
+                raw.get("note"), operation)
     if step.introduces and refuse is None:
-        handles.add(step.introduces)
+        handles[step.introduces] = _introduced_root(raw, handles)
     return step
+
+
+# --- steps as operations ------------------------------------------------------------------------------
+
+
+def _introduced_root(raw: Mapping[str, Any], handles: Mapping[str, str]) -> str:
+    """The root location of the handle a step introduces."""
+    if raw["op"] == "create":
+        return str(raw["at"])
+    if raw["op"] == "branch_create":
+        return root_dir(split_root(handles[raw["dataset"]])[0], raw["branch"])
+    if raw["op"] == "open":
+        return root_dir(raw["at"], raw.get("branch"))
+    return str(raw["target"])  # a clone
+
+
+def _base(spec: Mapping[str, Any]) -> BaseSpec:
+    raw = "raw" in spec
+    return BaseSpec(str(spec["raw"] if raw else spec["at"]), spec.get("name"), bool(spec.get("is_dataset_root")),
+                    raw=raw, id=spec.get("id"))
+
+
+def _reference(value: Any, on: str | None) -> tuple[str | None, int | None, str | None]:
+    """(branch, version, tag) of a scenario reference read on branch ``on`` of the handle."""
+    if isinstance(value, str):
+        return None, None, value
+    if isinstance(value, dict):
+        branch = value.get("branch")
+        return (None if branch in (None, "main") else branch), value.get("version"), None
+    return on, value, None
+
+
+def _data(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``start``, ``count``, ``data``, ``targets`` and ``max_rows_per_file`` of a writing step."""
+    spec = raw["data"]
+    out: dict[str, Any] = {"max_rows_per_file": raw.get("max_rows_per_file")}
+    if "rows" in spec:
+        out["start"], out["count"] = spec["rows"]
+    else:
+        values = tuple(None if v is None else Blob(text="" if v.get("empty") else v.get("bytes"), fill=v.get("fill"),
+                                                    size=v.get("size"), at=v.get("at"), position=v.get("position"))
+                       for v in spec["blobs"])
+        out.update(start=int(spec.get("start", 0)), count=len(values),
+                   data=Blobs(values, tuple(sorted(dict(spec.get("thresholds", {})).items()))))
+    if "target_bases" in raw and "target_all_bases" in raw:
+        raise ScenarioError("a step has target_bases or target_all_bases, not both", where)
+    targets: Targets = None
+    if "target_bases" in raw:
+        targets = tuple(raw["target_bases"])
+    elif "target_all_bases" in raw:
+        targets = "all" if raw["target_all_bases"] else "bases"
+    out["targets"] = targets
+    return out
+
+
+def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], where: str) -> Operation:
+    """The operation a writer step asks for."""
+    root = str(raw["at"]) if op == "create" else handles[raw["dataset"]]
+    family, on = split_root(root)
+    branch, version, tag = _reference(raw.get("reference"), on)
+    if op == "create":
+        return Create(root, bases=tuple(_base(b) for b in raw.get("bases", [])), **_data(raw, where),
+                      manifest_naming=raw.get("manifest_naming", "v2"),
+                      data_storage_version=raw.get("data_storage_version"))
+    if op in ("append", "overwrite"):
+        return (Append if op == "append" else Overwrite)(root, **_data(raw, where))
+    if op == "delete":
+        return Delete(root, (), raw["predicate"])
+    if op == "add_bases":
+        return AddBases(root, tuple(_base(b) for b in raw["bases"]))
+    if op in ("tag_create", "tag_update"):
+        return Tag(family, raw["tag"], branch, version, tag, move=op == "tag_update")
+    if op == "tag_delete":
+        return DropTag(family, raw["tag"])
+    if op == "branch_create":
+        return Branch(family, raw["branch"], branch, version, tag)
+    if op == "branch_delete":
+        return DropBranch(family, raw["branch"])
+    if op == "shallow_clone":
+        return ShallowClone(family, tag, raw["target"], branch, version)
+    if op == "deep_clone":
+        return DeepClone(family, branch, version, raw["target"], tag)
+    if op == "relocate":
+        return Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
+    seconds = raw.get("older_than_seconds")
+    if seconds not in (None, 0):
+        raise ScenarioError("older_than_seconds is 0 (everything is old) or absent (the writer's default)", where)
+    return Cleanup(root, seconds == 0, raw.get("retain_versions"), bool(raw.get("delete_unverified", False)),
+                   bool(raw.get("error_if_tagged_old_versions", True)))
 
 
 def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
@@ -358,9 +479,9 @@ def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError("steps must be a non-empty list", source)
-    handles: set[str] = set()
+    handles: dict[str, str] = {}
     steps = tuple(_check_step(raw, i, f"{source} [{name}]", handles) for i, raw in enumerate(raw_steps, 1))
-    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source)
+    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source, handles)
 
 
 def load_scenario(path: str | Path) -> Scenario:
