@@ -141,12 +141,11 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
                     problems = certify_handles(handles, run, result.removed)
                     result.certify = _judged(StepResult(-1, "certify", FAIL if problems else PASS,
                                                         "; ".join(problems)), caps, scenario.name, kind)
-                    result.summary = summarize(handles, run)
                     if compare and writer.name != reference.name:
                         ref_run = pool.new(kind)
                         ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
                         if ref_result.completed:
-                            diffs = compare_summaries(result.summary, summarize(ref_handles, ref_run))
+                            diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
                             result.compare = _judged(StepResult(0, "compare", FAIL if diffs else PASS,
                                                                 "; ".join(diffs)), caps, scenario.name, kind)
                         else:

@@ -69,7 +69,6 @@ class ScenarioRun:
     steps: list[StepResult] = field(default_factory=list)
     certify: StepResult | None = None
     compare: StepResult | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
     removed: list[Location] = field(default_factory=list)
     halted: bool = False
     """A step stopped the run (failed, diverged as expected, or needed a missing feature)."""
