@@ -31,7 +31,7 @@ from lancespec.conformance.payload import Blob, Blobs
 
 __all__ = [
     "KNOWN_FINDINGS", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseModel", "BaseSpec", "Branch", "Cleanup",
-    "CommitStaged", "Create", "DeepClone", "Delete", "DropBranch", "DropTag", "FragmentModel", "Model", "ModelError",
+    "CommitStaged", "Create", "DeepClone", "Delete", "DropRef", "FragmentModel", "Model", "ModelError",
     "ModelOperation", "Operation", "Outcome", "Overwrite", "Reference", "Relocate", "RootModel", "ShallowClone",
     "Stage", "Tag", "Targets", "VersionModel", "operation_from_dict", "operation_to_dict", "reference_of",
     "replay_model", "root_dir", "split_root",
@@ -80,7 +80,22 @@ class Create:
 
 
 @dataclass(frozen=True)
+class Delete:
+    """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
+
+    root: str
+    ids: tuple[int, ...]
+    where: str | None = None
+
+    @property
+    def predicate(self) -> str:
+        return self.where if self.where is not None else f"id IN ({', '.join(str(i) for i in self.ids)})"
+
+
+@dataclass(frozen=True)
 class _Write:
+    """The fields an append and an overwrite share (a create has bases between them)."""
+
     root: str
     start: int
     count: int
@@ -100,16 +115,12 @@ class Overwrite(_Write):
 
 
 @dataclass(frozen=True)
-class Delete:
-    """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
+class DropRef:
+    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
 
-    root: str
-    ids: tuple[int, ...]
-    where: str | None = None
-
-    @property
-    def predicate(self) -> str:
-        return self.where if self.where is not None else f"id IN ({', '.join(str(i) for i in self.ids)})"
+    family: str
+    kind: Literal["tag", "branch"]
+    name: str
 
 
 @dataclass(frozen=True)
@@ -145,14 +156,6 @@ class Tag:
 
 
 @dataclass(frozen=True)
-class DropTag:
-    """``tags.delete(name)`` at ``family``."""
-
-    family: str
-    name: str
-
-
-@dataclass(frozen=True)
 class Branch:
     """``create_branch(name, (parent, version))`` (or from ``tag``) at the main root ``family``."""
 
@@ -161,14 +164,6 @@ class Branch:
     parent: str | None
     version: int | None
     tag: str | None = None
-
-
-@dataclass(frozen=True)
-class DropBranch:
-    """``branches.delete(name)`` at ``family``."""
-
-    family: str
-    name: str
 
 
 @dataclass(frozen=True)
@@ -240,10 +235,10 @@ class CommitStaged:
 
 ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
 """The operations the model covers: what the property machine draws."""
-Operation = ModelOperation | Overwrite | AddBases | DropTag | DropBranch | Stage | CommitStaged
+Operation = ModelOperation | Overwrite | AddBases | DropRef | Stage | CommitStaged
 OPERATIONS: dict[str, type[Operation]] = {
-    cls.__name__: cls for cls in (Create, Append, Overwrite, Delete, AddBase, AddBases, Tag, DropTag, Branch,
-                                  DropBranch, ShallowClone, DeepClone, Relocate, Cleanup, Stage, CommitStaged)
+    cls.__name__: cls for cls in (Create, Append, Overwrite, Delete, AddBase, AddBases, Tag, DropRef, Branch,
+                                  ShallowClone, DeepClone, Relocate, Cleanup, Stage, CommitStaged)
 }
 
 

@@ -20,26 +20,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from lancespec.conformance.operations import (
-    AddBase,
-    AddBases,
-    Append,
-    Branch,
-    Cleanup,
-    CommitStaged,
-    Create,
-    DeepClone,
-    Delete,
-    DropBranch,
-    DropTag,
-    Operation,
-    Overwrite,
-    Relocate,
-    ShallowClone,
-    Stage,
-    Tag,
-    split_root,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.scenarios.format import ERROR_KINDS  # the refusal kinds of the scenario format
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.store import Storage, open_store
@@ -127,7 +108,7 @@ def base_keys(site: Site, entries: Iterable[str], registered: Callable[[], Itera
     return out
 
 
-def write_targets(site: Site, op: Create | Any, root_uri: str) -> dict[str, Any]:
+def write_targets(site: Site, op: lang.Create | Any, root_uri: str) -> dict[str, Any]:
     """``target_bases`` / ``target_all_bases`` / ``max_rows_per_file`` keywords of a create, append or overwrite."""
     kwargs: dict[str, Any] = {}
     if op.max_rows_per_file is not None:
@@ -135,7 +116,7 @@ def write_targets(site: Site, op: Create | Any, root_uri: str) -> dict[str, Any]
     if op.targets in ("all", "bases"):
         kwargs["target_all_bases"] = op.targets == "all"
     elif op.targets is not None:
-        if isinstance(op, Create):
+        if isinstance(op, lang.Create):
             specs = [_Named(b.name, registered_path(site, b)) for b in op.bases]
             kwargs["target_bases"] = base_keys(site, op.targets, lambda: specs)
         else:
@@ -152,7 +133,7 @@ class _Named:
 
 def family_and_branch(site: Site, root: str) -> tuple[str, str | None]:
     """The URI of the main root of ``root`` (a site location) and the branch it names, if any."""
-    family, branch = split_root(root)
+    family, branch = lang.split_root(root)
     return resolve(site, family), branch
 
 
@@ -162,7 +143,7 @@ def family_and_branch(site: Site, root: str) -> tuple[str, str | None]:
 class Session(Protocol):
     """One connection to a writer on one site (one scenario run, one simulator process, one shape)."""
 
-    def apply(self, operation: Operation) -> dict[str, Any]:
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
         """Carry out ``operation``; raise WriterRefusal when the writer refuses it. The result may say
         ``version`` (the version committed), ``noop`` (nothing committed), ``attempts``, ``tag_version``,
         ``removed_versions`` and ``read_version``."""
@@ -172,7 +153,8 @@ class Session(Protocol):
 
 @dataclass(frozen=True)
 class Target:
-    """What a reader opens: ``root`` (a URI), at most one of ``version``/``tag``, and ``branch`` (None = main)."""
+    """What a reader opens: ``root`` (a URI), at most one of ``version``/``tag``, and ``branch`` (None = main);
+    the reader returns the bytes of ``blob_columns`` apart."""
 
     root: str
     version: int | None = None
@@ -201,10 +183,12 @@ class Reader(Protocol):
 
 
 class Implementation:
-    """A writer (and its reader) under one name. Subclasses set ``name`` and implement ``version``, ``open``
-    and ``reader``; the capability file is ``{module}.toml`` beside the subclass's module unless given."""
+    """A writer (and its reader) under one name: ``name``, ``version()``, a ``session`` class opened on a site,
+    a ``reading`` class; the capability file is ``{module}.toml`` beside the subclass's module unless given."""
 
     name: str = ""
+    session: Callable[[Site], Session]
+    reading: Callable[[], Reader]
 
     def __init__(self, capabilities: Capabilities | None = None) -> None:
         if capabilities is None:
@@ -216,10 +200,10 @@ class Implementation:
         raise NotImplementedError
 
     def open(self, site: Site) -> Session:
-        raise NotImplementedError
+        return type(self).session(site)
 
     def reader(self) -> Reader:
-        raise NotImplementedError
+        return type(self).reading()
 
 
 # --- capabilities ----------------------------------------------------------------------------------------
@@ -239,17 +223,17 @@ FEATURES: dict[str, str] = {
 """Every feature a capability file may declare unsupported, and what it is."""
 
 _OPERATION_FEATURE: dict[type, str] = {
-    Create: "create", Append: "append", Overwrite: "overwrite", Delete: "delete", AddBase: "bases",
-    AddBases: "bases", Tag: "tags", DropTag: "tags", Branch: "branches", DropBranch: "branches",
-    ShallowClone: "shallow_clone", DeepClone: "deep_clone", Relocate: "relocate", Cleanup: "cleanup",
-    Stage: "two_phase", CommitStaged: "two_phase",
+    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
+    lang.AddBase: "bases", lang.AddBases: "bases", lang.Tag: "tags", lang.Branch: "branches",
+    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
+    lang.Relocate: "relocate", lang.Cleanup: "cleanup", lang.Stage: "two_phase", lang.CommitStaged: "two_phase",
 }
 
 
-def needs(op: Operation, refusal: str | None = None) -> list[str]:
+def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     """The features applying ``op`` takes, read off the operation and its arguments; ``refusal``: the error
     kind a correct writer refuses it with."""
-    out = [_OPERATION_FEATURE[type(op)]]
+    out = [f"{op.kind}s" if isinstance(op, lang.DropRef) else _OPERATION_FEATURE[type(op)]]
     bases = getattr(op, "bases", ())
     out += ["bases"] * bool(bases) + ["base_ids"] * any(b.id is not None for b in bases)
     targets = getattr(op, "targets", None)
@@ -260,7 +244,7 @@ def needs(op: Operation, refusal: str | None = None) -> list[str]:
     out += ["manifest_v1"] * (getattr(op, "manifest_naming", "v2") == "v1")
     out += ["data_storage_version"] * (getattr(op, "data_storage_version", None) is not None)
     on_branch = any(getattr(op, key, None) is not None for key in ("branch", "parent"))
-    out += ["branches"] * (on_branch or split_root(getattr(op, "root", ""))[1] is not None)
+    out += ["branches"] * (on_branch or lang.split_root(getattr(op, "root", ""))[1] is not None)
     out += [f"refuses.{refusal}"] * (refusal is not None)
     return list(dict.fromkeys(out))
 

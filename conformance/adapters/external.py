@@ -23,43 +23,11 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from lancespec.conformance.operations import (
-    AddBase,
-    AddBases,
-    Append,
-    Branch,
-    Cleanup,
-    Create,
-    DeepClone,
-    Delete,
-    DropBranch,
-    DropTag,
-    Operation,
-    Overwrite,
-    Relocate,
-    ShallowClone,
-    Tag,
-    reference_of,
-    split_root,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import columns
 
-from .base import (
-    CONTRACT,
-    Capabilities,
-    ContractError,
-    Folder,
-    Implementation,
-    ReaderError,
-    ReadResult,
-    Site,
-    Target,
-    WriterRefusal,
-    base_keys,
-    registered_path,
-    resolve,
-    write_targets,
-)
+from . import base
+from .base import CONTRACT, Capabilities, ContractError, Implementation, Site, WriterRefusal
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -156,55 +124,59 @@ def hello(proc: JsonLinesProcess, storage_options: Mapping[str, str], role: str)
     return proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
 
 
-_NAMES: dict[type, str] = {Create: "create", Append: "append", Overwrite: "overwrite", Delete: "delete",
-                           AddBase: "add_bases", AddBases: "add_bases", DropTag: "tag_delete",
-                           Branch: "branch_create", DropBranch: "branch_delete", ShallowClone: "shallow_clone",
-                           DeepClone: "deep_clone", Relocate: "relocate", Cleanup: "cleanup"}
+_NAMES: dict[type, str] = {
+    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
+    lang.AddBase: "add_bases", lang.AddBases: "add_bases", lang.Branch: "branch_create",
+    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
+    lang.Relocate: "relocate", lang.Cleanup: "cleanup",
+}
 
 
-def _reference(op: Tag | Branch | ShallowClone | DeepClone) -> Any:
-    reference = reference_of(op)
+def _reference(op: lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> Any:
+    reference = lang.reference_of(op)
     return reference if isinstance(reference, str) else {"branch": reference[0], "version": reference[1]}
 
 
-def message(op: Operation, site: Site) -> dict[str, Any]:
+def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
-    if isinstance(op, Tag):
+    if isinstance(op, lang.Tag):
         name = "tag_update" if op.move else "tag_create"
+    elif isinstance(op, lang.DropRef):
+        name = f"{op.kind}_delete"
     elif type(op) in _NAMES:
         name = _NAMES[type(op)]
     else:
         raise WriterRefusal("invalid_input", f"the JSON-lines contract has no {type(op).__name__} operation")
     root = getattr(op, "root", None) or op.family  # type: ignore[union-attr]
-    family, branch = split_root(root)
-    uri = resolve(site, root)
-    out: dict[str, Any] = {"op": name, "dataset": root, "uri": uri, "main_uri": resolve(site, family),
+    family, branch = lang.split_root(root)
+    uri = base.resolve(site, root)
+    out: dict[str, Any] = {"op": name, "dataset": root, "uri": uri, "main_uri": base.resolve(site, family),
                            "on_branch": branch}
-    if isinstance(op, Create | Append | Overwrite):
-        out["data"] = columns(op.start, op.count, op.data, lambda location: resolve(site, location))
-        out.update(write_targets(site, op, uri))
-    if isinstance(op, Create):
+    if isinstance(op, lang.Create | lang.Append | lang.Overwrite):
+        out["data"] = columns(op.start, op.count, op.data, lambda location: base.resolve(site, location))
+        out.update(base.write_targets(site, op, uri))
+    if isinstance(op, lang.Create):
         out.update(manifest_naming=op.manifest_naming, data_storage_version=op.data_storage_version)
-    if isinstance(op, Create | AddBase | AddBases):
-        out["bases"] = [{"path": registered_path(site, b), "name": b.name, "is_dataset_root": b.is_dataset_root,
+    if isinstance(op, lang.Create | lang.AddBase | lang.AddBases):
+        out["bases"] = [{"path": base.registered_path(site, b), "name": b.name, "is_dataset_root": b.is_dataset_root,
                          "id": b.id} for b in op.bases]
-    if isinstance(op, Delete):
+    if isinstance(op, lang.Delete):
         out["predicate"] = op.predicate
-    if isinstance(op, Tag | DropTag):
+    if isinstance(op, lang.Tag) or (isinstance(op, lang.DropRef) and op.kind == "tag"):
         out["tag"] = op.name
-    if isinstance(op, Branch | DropBranch):
+    if isinstance(op, lang.Branch) or (isinstance(op, lang.DropRef) and op.kind == "branch"):
         out["branch"] = op.name
-    if isinstance(op, Tag | Branch | ShallowClone | DeepClone):
+    if isinstance(op, lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone):
         out["reference"] = _reference(op)
-    if isinstance(op, ShallowClone | DeepClone):
-        out["target_uri"] = resolve(site, op.target)
-    if isinstance(op, Relocate):
+    if isinstance(op, lang.ShallowClone | lang.DeepClone):
+        out["target_uri"] = base.resolve(site, op.target)
+    if isinstance(op, lang.Relocate):
         from lancespec.reference.table import Dataset
 
-        keys = base_keys(site, [old for old, _ in op.moves], lambda: Dataset(uri, site.storage).snapshot().bases)
-        out["moves"] = {key: resolve(site, new) for key, (_, new) in zip(keys, op.moves, strict=True)}
-        out["adopt_from"] = None if op.adopt_from is None else resolve(site, op.adopt_from)
-    if isinstance(op, Cleanup):
+        keys = base.base_keys(site, [old for old, _ in op.moves], lambda: Dataset(uri, site.storage).snapshot().bases)
+        out["moves"] = {key: base.resolve(site, new) for key, (_, new) in zip(keys, op.moves, strict=True)}
+        out["adopt_from"] = None if op.adopt_from is None else base.resolve(site, op.adopt_from)
+    if isinstance(op, lang.Cleanup):
         out.update(retain_versions=op.retain_versions, delete_unverified=op.delete_unverified,
                    error_if_tagged_old_versions=op.error_if_tagged)
         if op.older_than_zero:
@@ -222,7 +194,7 @@ class ExternalSession:
             self.proc.close()
             raise
 
-    def apply(self, operation: Operation) -> dict[str, Any]:
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
         return self.proc.call(message(operation, self.site))
 
     def close(self) -> None:
@@ -238,13 +210,13 @@ class CommandReader:
         self.proc = JsonLinesProcess(command)
         hello(self.proc, {}, "reader")
 
-    def read(self, target: Target) -> ReadResult:
+    def read(self, target: base.Target) -> base.ReadResult:
         request = {"op": "read", "uri": target.root, "version": target.version, "tag": target.tag,
                    "branch": target.branch, "blob_columns": list(target.blob_columns)}
         try:
             result = self.proc.call(request)
         except WriterRefusal as exc:
-            raise ReaderError(exc.message) from exc
+            raise base.ReaderError(exc.message) from exc
         arrays = {}
         for col in result.get("columns", []):
             arrays[col["name"]] = pa.array([base64.b64decode(v["base64"]) if isinstance(v, dict) and "base64" in v
@@ -255,7 +227,7 @@ class CommandReader:
             files: list[str] | None = sorted(self.proc.call({**request, "op": "files"}).get("files", []))
         except WriterRefusal:
             files = None
-        return ReadResult(pa.table(arrays) if arrays else pa.table({}), blobs, files)
+        return base.ReadResult(pa.table(arrays) if arrays else pa.table({}), blobs, files)
 
     def close(self) -> None:
         self.proc.close()
@@ -274,7 +246,7 @@ class ExternalImplementation(Implementation):
 
     def version(self) -> str:
         if self._version is None:
-            session = ExternalSession(self.command, Folder(""))
+            session = ExternalSession(self.command, base.Folder(""))
             try:
                 self._version = f"{session.info.get('writer', '?')} {session.info.get('version', '')}".strip()
             finally:

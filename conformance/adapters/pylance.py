@@ -13,43 +13,11 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from lancespec.conformance.operations import (
-    AddBase,
-    AddBases,
-    Append,
-    Branch,
-    Cleanup,
-    CommitStaged,
-    Create,
-    DeepClone,
-    Delete,
-    DropBranch,
-    DropTag,
-    Operation,
-    Overwrite,
-    Relocate,
-    ShallowClone,
-    Stage,
-    Tag,
-    reference_of,
-    root_dir,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import table
 
-from . import registry
-from .base import (
-    Capabilities,
-    Implementation,
-    Reader,
-    ReaderError,
-    ReadResult,
-    Site,
-    Target,
-    WriterRefusal,
-    registered_path,
-    resolve,
-    write_targets,
-)
+from . import base, registry
+from .base import Capabilities, Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
 
 _KINDS: tuple[tuple[str, str], ...] = (
     (r"Dataset already exists", "dataset_exists"),
@@ -90,92 +58,91 @@ class PylanceSession:
         self.staged: dict[int, tuple[int, list[Any]]] = {}
 
     def _locate(self, location: str) -> str:
-        return resolve(self.site, location)
+        return base.resolve(self.site, location)
 
     def _open(self, root: str) -> Any:
-        return self.lance.dataset(resolve(self.site, root), storage_options=self.options)
+        return self.lance.dataset(base.resolve(self.site, root), storage_options=self.options)
 
     def _bases(self, specs: Any) -> list[Any]:
-        return [self.lance.DatasetBasePath(registered_path(self.site, b), name=b.name,
+        return [self.lance.DatasetBasePath(base.registered_path(self.site, b), name=b.name,
                                            is_dataset_root=b.is_dataset_root, id=b.id) for b in specs]
 
-    def apply(self, operation: Operation) -> dict[str, Any]:
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
         try:
             return self._apply(operation)
         except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
             kind, certain = classify(exc)
             raise WriterRefusal(kind, _first_line(exc), certain) from exc
 
-    def _apply(self, op: Operation) -> dict[str, Any]:
-        if isinstance(op, Create | Append | Overwrite):
+    def _apply(self, op: lang.Operation) -> dict[str, Any]:
+        if isinstance(op, lang.Create | lang.Append | lang.Overwrite):
             return self._write(op)
-        if isinstance(op, Delete):
+        if isinstance(op, lang.Delete):
             dataset = self._open(op.root)
             before = dataset.version
             dataset.delete(op.predicate)
             return {"noop": True} if dataset.version == before else {"version": dataset.version}
-        if isinstance(op, AddBase | AddBases):
+        if isinstance(op, lang.AddBase | lang.AddBases):
             self._open(op.root).add_bases(self._bases(op.bases))
-        elif isinstance(op, Tag):
+        elif isinstance(op, lang.Tag):
             return self._tag(op)
-        elif isinstance(op, DropTag):
-            self._open(op.family).tags.delete(op.name)
-        elif isinstance(op, Branch):
-            self._open(op.family).create_branch(op.name, reference_of(op))
-        elif isinstance(op, DropBranch):
-            self._open(op.family).branches.delete(op.name)
-        elif isinstance(op, ShallowClone):
-            self._open(op.family).shallow_clone(resolve(self.site, op.target), reference_of(op),
+        elif isinstance(op, lang.DropRef):
+            dataset = self._open(op.family)
+            (dataset.tags if op.kind == "tag" else dataset.branches).delete(op.name)
+        elif isinstance(op, lang.Branch):
+            self._open(op.family).create_branch(op.name, lang.reference_of(op))
+        elif isinstance(op, lang.ShallowClone):
+            self._open(op.family).shallow_clone(base.resolve(self.site, op.target), lang.reference_of(op),
                                                 storage_options=self.options)
-        elif isinstance(op, DeepClone):
-            self._open(op.family).deep_clone(resolve(self.site, op.target), reference_of(op),
+        elif isinstance(op, lang.DeepClone):
+            self._open(op.family).deep_clone(base.resolve(self.site, op.target), lang.reference_of(op),
                                              storage_options=self.options)
-        elif isinstance(op, Relocate):
+        elif isinstance(op, lang.Relocate):
             raise WriterRefusal("invalid_input", "pylance has no API that rewrites base paths "
                                 "(docs/lance-format.md §10.4)")
-        elif isinstance(op, Cleanup):
+        elif isinstance(op, lang.Cleanup):
             stats = self._open(op.root).cleanup_old_versions(
                 older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,
                 delete_unverified=op.delete_unverified, error_if_tagged_old_versions=op.error_if_tagged)
             return {"removed_versions": int(stats.old_versions)}
-        elif isinstance(op, Stage):
+        elif isinstance(op, lang.Stage):
             import lance.fragment
 
             dataset = self._open(op.root)
             rows = table(op.start, op.count, None, self._locate)
-            fragments = lance.fragment.write_fragments(rows, resolve(self.site, op.root), schema=rows.schema,
+            fragments = lance.fragment.write_fragments(rows, base.resolve(self.site, op.root), schema=rows.schema,
                                                        storage_options=self.options)
             self.staged[op.key] = (dataset.version, list(fragments))
             return {"read_version": dataset.version}
-        elif isinstance(op, CommitStaged):
+        elif isinstance(op, lang.CommitStaged):
             if op.key not in self.staged:
                 raise WriterRefusal("invalid_input", f"stage #{op.key} wrote nothing")
             read_version, fragments = self.staged.pop(op.key)
-            out = self.lance.LanceDataset.commit(resolve(self.site, op.root), self.lance.LanceOperation.Append(
+            out = self.lance.LanceDataset.commit(base.resolve(self.site, op.root), self.lance.LanceOperation.Append(
                 fragments), read_version=read_version, storage_options=self.options)
             return {"version": out.version, "read_version": read_version}
         return {}
 
-    def _write(self, op: Create | Append | Overwrite) -> dict[str, Any]:
-        uri = resolve(self.site, op.root)
-        kwargs: dict[str, Any] = {"storage_options": self.options, **write_targets(self.site, op, uri)}
-        if isinstance(op, Create):
+    def _write(self, op: lang.Create | lang.Append | lang.Overwrite) -> dict[str, Any]:
+        uri = base.resolve(self.site, op.root)
+        kwargs: dict[str, Any] = {"storage_options": self.options, **base.write_targets(self.site, op, uri)}
+        if isinstance(op, lang.Create):
             kwargs["enable_v2_manifest_paths"] = op.manifest_naming != "v1"
             if op.bases:
                 kwargs["initial_bases"] = self._bases(op.bases)
             if op.data_storage_version or op.data is not None:
                 kwargs["data_storage_version"] = op.data_storage_version or "2.2"
-        mode = "create" if isinstance(op, Create) else "append" if isinstance(op, Append) else "overwrite"
+        mode = "create" if isinstance(op, lang.Create) else "append" if isinstance(op, lang.Append) else "overwrite"
         written = self.lance.write_dataset(table(op.start, op.count, op.data, self._locate), uri, mode=mode,
                                            **kwargs)
         return {"version": written.version}
 
-    def _tag(self, op: Tag) -> dict[str, Any]:
+    def _tag(self, op: lang.Tag) -> dict[str, Any]:
         """Tag a version; the latest of a branch is read first, so that the result names the version tagged."""
         dataset = self._open(op.family)
-        reference = reference_of(op)
+        reference = lang.reference_of(op)
         if isinstance(reference, tuple) and reference[1] is None:
-            latest = dataset if reference[0] is None else self._open(root_dir(op.family, reference[0]))
+            latest = dataset if reference[0] is None else self._open(lang.root_dir(op.family, reference[0]))
             reference = (reference[0], latest.version)
         (dataset.tags.update if op.move else dataset.tags.create)(op.name, reference)
         return {"tag_version": reference[1] if isinstance(reference, tuple) else dataset.tags.get_version(op.name)}
@@ -214,31 +181,28 @@ class PylanceReader:
 
 
 def _pylance_files(ds: Any, root: str) -> list[str]:
-    """Data and deletion files of a pylance dataset, resolved by the layout rules from pylance's metadata
-    (``root``: the dataset root the version belongs to; a tag on a branch belongs to the branch's root)."""
-    bases = ds.base_paths()
-    root = root.rstrip("/")
+    """Data and deletion files of a pylance dataset: pylance's metadata resolved by the layout rules of the
+    reference (``root``: the dataset root the version belongs to; a tag on a branch belongs to the branch's)."""
+    from lancespec.reference.layout import Base, FileKind, deletion_file_name
+    from lancespec.reference.layout import resolve as resolve_file
 
-    def directory(base_id: int | None, sub: str) -> str:
-        if base_id is None:
-            return f"{root}/{sub}"
-        base = bases[base_id]
-        return f"{base.path.rstrip('/')}/{sub}" if base.is_dataset_root else base.path.rstrip("/")
-
+    bases = {i: Base(i, b.name, b.path, b.is_dataset_root) for i, b in ds.base_paths().items()}
     out = []
     for fragment in ds.get_fragments():
         meta = fragment.metadata
-        for f in meta.files:
-            out.append(f"{directory(f.base_id, 'data')}/{f.path}")
+        out += [resolve_file(root, bases, f.base_id, FileKind.DATA, f.path) for f in meta.files]
         d = meta.deletion_file
         if d is not None:
-            ext = "arrow" if str(d.file_type).lower() in ("array", "arrow_array", "0") else "bin"
-            out.append(f"{directory(d.base_id, '_deletions')}/{meta.id}-{d.read_version}-{d.id}.{ext}")
+            bitmap = str(d.file_type).lower() not in ("array", "arrow_array", "0")
+            name = deletion_file_name(meta.id, d.read_version, d.id, int(bitmap))
+            out.append(resolve_file(root, bases, d.base_id, FileKind.DELETION, name))
     return sorted(out)
 
 
 class PylanceImplementation(Implementation):
     name = "pylance"
+    session = PylanceSession
+    reading = PylanceReader
 
     def __init__(self, capabilities: Capabilities | None = None) -> None:
         import lance
@@ -247,15 +211,7 @@ class PylanceImplementation(Implementation):
         self.capabilities = dataclasses.replace(self.capabilities, version=str(lance.__version__))
 
     def version(self) -> str:
-        import lance
-
-        return f"pylance {lance.__version__}"
-
-    def open(self, site: Site) -> PylanceSession:
-        return PylanceSession(site)
-
-    def reader(self) -> Reader:
-        return PylanceReader()
+        return f"pylance {self.capabilities.version}"
 
 
 registry.register(PylanceImplementation)

@@ -6,26 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from lancespec.conformance.operations import (
-    AddBase,
-    AddBases,
-    Append,
-    Branch,
-    Cleanup,
-    CommitStaged,
-    Create,
-    DeepClone,
-    Delete,
-    DropBranch,
-    DropTag,
-    Operation,
-    Overwrite,
-    Relocate,
-    ShallowClone,
-    Stage,
-    Tag,
-    reference_of,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import table
 from lancespec.reference import __version__, clone, gc, ops, refs
 from lancespec.reference.errors import (
@@ -48,21 +29,8 @@ from lancespec.reference.gc import CleanupError
 from lancespec.reference.relocate import relocate
 from lancespec.reference.table import Dataset
 
-from . import registry
-from .base import (
-    Implementation,
-    Reader,
-    ReaderError,
-    ReadResult,
-    Site,
-    Target,
-    WriterRefusal,
-    base_keys,
-    family_and_branch,
-    registered_path,
-    resolve,
-    write_targets,
-)
+from . import base, registry
+from .base import Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
 
 
 def error_kind(exc: LanceSpecError) -> str:
@@ -102,18 +70,18 @@ class ReferenceSession:
         self.staged: dict[int, tuple[int, list[Any]]] = {}
 
     def _locate(self, location: str) -> str:
-        return resolve(self.site, location)
+        return base.resolve(self.site, location)
 
     def _dataset(self, root: str) -> Dataset:
-        family, branch = family_and_branch(self.site, root)
+        family, branch = base.family_and_branch(self.site, root)
         main = Dataset(family, self.storage)
         return main.branch(branch) if branch else main
 
     def _bases(self, specs: Any) -> list[ops.DatasetBasePath]:
-        return [ops.DatasetBasePath(registered_path(self.site, b), name=b.name, is_dataset_root=b.is_dataset_root,
+        return [ops.DatasetBasePath(base.registered_path(self.site, b), name=b.name, is_dataset_root=b.is_dataset_root,
                                     id=b.id) for b in specs]
 
-    def apply(self, operation: Operation) -> dict[str, Any]:
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
         try:
             return self._apply(operation)
         except CleanupError as exc:
@@ -121,58 +89,56 @@ class ReferenceSession:
         except LanceSpecError as exc:
             raise WriterRefusal(error_kind(exc), str(exc), _certain(exc)) from exc
 
-    def _apply(self, op: Operation) -> dict[str, Any]:
-        if isinstance(op, Create):
-            uri = resolve(self.site, op.root)
+    def _apply(self, op: lang.Operation) -> dict[str, Any]:
+        if isinstance(op, lang.Create):
+            uri = base.resolve(self.site, op.root)
             storage_version = op.data_storage_version or ("2.2" if op.data is not None else None)
             result = ops.create(uri, table(op.start, op.count, op.data, self._locate), storage=self.storage,
                                 initial_bases=self._bases(op.bases), data_storage_version=storage_version,
                                 enable_v2_manifest_paths=op.manifest_naming != "v1",
-                                **write_targets(self.site, op, uri))
+                                **base.write_targets(self.site, op, uri))
             return {"version": result.version, "attempts": result.attempts}
-        if isinstance(op, Append | Overwrite):
+        if isinstance(op, lang.Append | lang.Overwrite):
             dataset = self._dataset(op.root)
-            write = ops.append if isinstance(op, Append) else ops.overwrite
+            write = ops.append if isinstance(op, lang.Append) else ops.overwrite
             result = write(dataset, table(op.start, op.count, op.data, self._locate),
-                           **write_targets(self.site, op, dataset.uri))
+                           **base.write_targets(self.site, op, dataset.uri))
             return {"version": result.version, "attempts": result.attempts}
-        if isinstance(op, Delete):
+        if isinstance(op, lang.Delete):
             deleted = ops.delete(self._dataset(op.root), op.predicate, storage_options=self.site.options)
             return {"noop": True} if deleted is None else {"version": deleted.version, "attempts": deleted.attempts}
-        if isinstance(op, AddBase | AddBases):
+        if isinstance(op, lang.AddBase | lang.AddBases):
             return {"version": ops.add_bases(self._dataset(op.root), self._bases(op.bases)).version}
-        if isinstance(op, Tag):
+        if isinstance(op, lang.Tag):
             change = refs.update_tag if op.move else refs.create_tag
-            return {"tag_version": change(self._dataset(op.family), op.name, reference_of(op)).version}
-        if isinstance(op, DropTag):
-            refs.delete_tag(self._dataset(op.family), op.name)
-        elif isinstance(op, Branch):
-            refs.create_branch(self._dataset(op.family), op.name, reference_of(op))
-        elif isinstance(op, DropBranch):
-            refs.delete_branch(self._dataset(op.family), op.name)
-        elif isinstance(op, ShallowClone | DeepClone):
-            source, version = refs.resolve_reference(self._dataset(op.family), reference_of(op))
-            make = clone.shallow_clone if isinstance(op, ShallowClone) else clone.deep_clone
-            make(source, version, resolve(self.site, op.target))
+            return {"tag_version": change(self._dataset(op.family), op.name, lang.reference_of(op)).version}
+        if isinstance(op, lang.DropRef):
+            (refs.delete_tag if op.kind == "tag" else refs.delete_branch)(self._dataset(op.family), op.name)
+        elif isinstance(op, lang.Branch):
+            refs.create_branch(self._dataset(op.family), op.name, lang.reference_of(op))
+        elif isinstance(op, lang.ShallowClone | lang.DeepClone):
+            source, version = refs.resolve_reference(self._dataset(op.family), lang.reference_of(op))
+            make = clone.shallow_clone if isinstance(op, lang.ShallowClone) else clone.deep_clone
+            make(source, version, base.resolve(self.site, op.target))
             return {"version": version}
-        elif isinstance(op, Relocate):
+        elif isinstance(op, lang.Relocate):
             dataset = self._dataset(op.root)
-            keys = base_keys(self.site, [old for old, _ in op.moves], lambda: dataset.snapshot().bases)
-            moves: dict[int | str, str] = {key: resolve(self.site, new) for key, (_, new) in zip(keys, op.moves,
+            keys = base.base_keys(self.site, [old for old, _ in op.moves], lambda: dataset.snapshot().bases)
+            moves: dict[int | str, str] = {key: base.resolve(self.site, new) for key, (_, new) in zip(keys, op.moves,
                                                                                                   strict=True)}
-            adopt = None if op.adopt_from is None else resolve(self.site, op.adopt_from)
+            adopt = None if op.adopt_from is None else base.resolve(self.site, op.adopt_from)
             return {"version": relocate(dataset, moves, adopt).version}
-        elif isinstance(op, Cleanup):
+        elif isinstance(op, lang.Cleanup):
             policy = gc.CleanupPolicy(timedelta(0) if op.older_than_zero else None, op.retain_versions,
                                       op.delete_unverified, op.error_if_tagged)
             return {"removed_versions": gc.cleanup(self._dataset(op.root), policy).old_versions}
-        elif isinstance(op, Stage):
+        elif isinstance(op, lang.Stage):
             return self._stage(op)
-        elif isinstance(op, CommitStaged):
+        elif isinstance(op, lang.CommitStaged):
             return self._commit_staged(op)
         return {}
 
-    def _stage(self, op: Stage) -> dict[str, Any]:
+    def _stage(self, op: lang.Stage) -> dict[str, Any]:
         from lancespec.reference.schema import arrow_to_fields, same_shape
         from lancespec.reference.writer import placement_targets, write_fragments
 
@@ -188,7 +154,7 @@ class ReferenceSession:
         self.staged[op.key] = (snapshot.version, [w.fragment for w in written])
         return {"read_version": snapshot.version}
 
-    def _commit_staged(self, op: CommitStaged) -> dict[str, Any]:
+    def _commit_staged(self, op: lang.CommitStaged) -> dict[str, Any]:
         from lancespec.reference.apply import apply_transaction
         from lancespec.reference.commit import commit, new_transaction
 
@@ -233,15 +199,11 @@ class ReferenceReader:
 
 class ReferenceImplementation(Implementation):
     name = "reference"
+    session = ReferenceSession
+    reading = ReferenceReader
 
     def version(self) -> str:
         return f"lancespec {__version__}"
-
-    def open(self, site: Site) -> ReferenceSession:
-        return ReferenceSession(site)
-
-    def reader(self) -> Reader:
-        return ReferenceReader()
 
 
 registry.register(ReferenceImplementation)

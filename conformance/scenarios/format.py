@@ -18,26 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.operations import (
-    AddBases,
-    Append,
-    BaseSpec,
-    Branch,
-    Cleanup,
-    Create,
-    DeepClone,
-    Delete,
-    DropBranch,
-    DropTag,
-    Operation,
-    Overwrite,
-    Relocate,
-    ShallowClone,
-    Tag,
-    Targets,
-    root_dir,
-    split_root,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import Blob, Blobs
 from lancespec.reference.errors import LanceSpecError
 
@@ -147,7 +128,7 @@ class Step:
     expect: Mapping[str, Any] | None = field(default=None, hash=False)
     refuse: Refusal | None = None
     note: str | None = None
-    operation: Operation | None = None
+    operation: lang.Operation | None = None
     """What a writer step asks of the writer (None for a harness step)."""
 
     @property
@@ -373,15 +354,15 @@ def _introduced_root(raw: Mapping[str, Any], handles: Mapping[str, str]) -> str:
     if raw["op"] == "create":
         return str(raw["at"])
     if raw["op"] == "branch_create":
-        return root_dir(split_root(handles[raw["dataset"]])[0], raw["branch"])
+        return lang.root_dir(lang.split_root(handles[raw["dataset"]])[0], raw["branch"])
     if raw["op"] == "open":
-        return root_dir(raw["at"], raw.get("branch"))
+        return lang.root_dir(raw["at"], raw.get("branch"))
     return str(raw["target"])  # a clone
 
 
-def _base(spec: Mapping[str, Any]) -> BaseSpec:
+def _base(spec: Mapping[str, Any]) -> lang.BaseSpec:
     raw = "raw" in spec
-    return BaseSpec(str(spec["raw"] if raw else spec["at"]), spec.get("name"), bool(spec.get("is_dataset_root")),
+    return lang.BaseSpec(str(spec["raw"] if raw else spec["at"]), spec.get("name"), bool(spec.get("is_dataset_root")),
                     raw=raw, id=spec.get("id"))
 
 
@@ -409,7 +390,7 @@ def _data(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                    data=Blobs(values, tuple(sorted(dict(spec.get("thresholds", {})).items()))))
     if "target_bases" in raw and "target_all_bases" in raw:
         raise ScenarioError("a step has target_bases or target_all_bases, not both", where)
-    targets: Targets = None
+    targets: lang.Targets = None
     if "target_bases" in raw:
         targets = tuple(raw["target_bases"])
     elif "target_all_bases" in raw:
@@ -418,39 +399,39 @@ def _data(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], where: str) -> Operation:
+def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], where: str) -> lang.Operation:
     """The operation a writer step asks for."""
     root = str(raw["at"]) if op == "create" else handles[raw["dataset"]]
-    family, on = split_root(root)
+    family, on = lang.split_root(root)
     branch, version, tag = _reference(raw.get("reference"), on)
     if op == "create":
-        return Create(root, bases=tuple(_base(b) for b in raw.get("bases", [])), **_data(raw, where),
+        return lang.Create(root, bases=tuple(_base(b) for b in raw.get("bases", [])), **_data(raw, where),
                       manifest_naming=raw.get("manifest_naming", "v2"),
                       data_storage_version=raw.get("data_storage_version"))
     if op in ("append", "overwrite"):
-        return (Append if op == "append" else Overwrite)(root, **_data(raw, where))
+        return (lang.Append if op == "append" else lang.Overwrite)(root, **_data(raw, where))
     if op == "delete":
-        return Delete(root, (), raw["predicate"])
+        return lang.Delete(root, (), raw["predicate"])
     if op == "add_bases":
-        return AddBases(root, tuple(_base(b) for b in raw["bases"]))
+        return lang.AddBases(root, tuple(_base(b) for b in raw["bases"]))
     if op in ("tag_create", "tag_update"):
-        return Tag(family, raw["tag"], branch, version, tag, move=op == "tag_update")
+        return lang.Tag(family, raw["tag"], branch, version, tag, move=op == "tag_update")
     if op == "tag_delete":
-        return DropTag(family, raw["tag"])
+        return lang.DropRef(family, "tag", raw["tag"])
     if op == "branch_create":
-        return Branch(family, raw["branch"], branch, version, tag)
+        return lang.Branch(family, raw["branch"], branch, version, tag)
     if op == "branch_delete":
-        return DropBranch(family, raw["branch"])
+        return lang.DropRef(family, "branch", raw["branch"])
     if op == "shallow_clone":
-        return ShallowClone(family, tag, raw["target"], branch, version)
+        return lang.ShallowClone(family, tag, raw["target"], branch, version)
     if op == "deep_clone":
-        return DeepClone(family, branch, version, raw["target"], tag)
+        return lang.DeepClone(family, branch, version, raw["target"], tag)
     if op == "relocate":
-        return Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
+        return lang.Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
     seconds = raw.get("older_than_seconds")
     if seconds not in (None, 0):
         raise ScenarioError("older_than_seconds is 0 (everything is old) or absent (the writer's default)", where)
-    return Cleanup(root, seconds == 0, raw.get("retain_versions"), bool(raw.get("delete_unverified", False)),
+    return lang.Cleanup(root, seconds == 0, raw.get("retain_versions"), bool(raw.get("delete_unverified", False)),
                    bool(raw.get("error_if_tagged_old_versions", True)))
 
 
