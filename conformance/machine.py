@@ -73,9 +73,9 @@ from lancespec.conformance.operations import (
 from lancespec.conformance.operations import (
     ModelOperation as Operation,
 )
+from lancespec.conformance.payload import expected_rows, rows
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import builtin_dir, parse_scenario
-from lancespec.conformance.shapes import expected_rows, rows
 from lancespec.conformance.strategies import draw_create, draw_operation
 from lancespec.reference import api as ref
 from lancespec.reference.errors import LanceSpecError

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from lancespec.conformance.payload import Blob, Blobs
 
@@ -236,10 +236,7 @@ class CommitStaged:
 ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
 """The operations the model covers: what the property machine draws."""
 Operation = ModelOperation | Overwrite | AddBases | DropRef | Stage | CommitStaged
-OPERATIONS: dict[str, type[Operation]] = {
-    cls.__name__: cls for cls in (Create, Append, Overwrite, Delete, AddBase, AddBases, Tag, DropRef, Branch,
-                                  ShallowClone, DeepClone, Relocate, Cleanup, Stage, CommitStaged)
-}
+OPERATIONS: dict[str, type[Operation]] = {cls.__name__: cls for cls in get_args(Operation)}
 
 
 def root_dir(family: str, branch: str | None) -> str:

@@ -63,27 +63,35 @@ class Blobs:
     thresholds: tuple[tuple[str, int], ...] = ()
 
 
+def _items(data: Blobs, locate: Locate) -> list[dict[str, Any] | None]:
+    """Each value as ``{"bytes"}`` or ``{"uri", "position", "size"}`` (None: a null value)."""
+    out: list[dict[str, Any] | None] = []
+    for blob in data.values:
+        if blob is None or blob.content() is not None:
+            out.append(None if blob is None else {"bytes": blob.content()})
+        else:
+            out.append({"uri": locate(str(blob.at)), "position": blob.position, "size": blob.size})
+    return out
+
+
 def table(start: int, count: int, data: Blobs | None, locate: Locate) -> pa.Table:
     """The Arrow table of ``rows(start, count)``, or of ``data`` with ids from ``start``."""
     if data is None:
         return rows(start, count)
     import lance
 
-    values: list[Any] = []
-    for blob in data.values:
-        raw = None if blob is None else blob.content()
-        if blob is None:
-            values.append(None)
-        elif raw is not None:
-            values.append(raw if raw else lance.Blob.empty())
-        elif blob.position is not None:
-            values.append(lance.Blob.from_uri(locate(str(blob.at)), position=blob.position, size=blob.size))
-        else:
-            values.append(locate(str(blob.at)))
+    def value(item: dict[str, Any] | None) -> Any:
+        if item is None or "bytes" in item:
+            return None if item is None else item["bytes"] or lance.Blob.empty()
+        if item["position"] is None:
+            return item["uri"]
+        return lance.Blob.from_uri(item["uri"], position=item["position"], size=item["size"])
+
+    values = [value(item) for item in _items(data, locate)]
     thresholds: dict[str, Any] = dict(data.thresholds)
     schema = pa.schema([pa.field("id", pa.int64()), lance.blob_field("blob", **thresholds)])
-    ids = pa.array(range(start, start + len(values)), pa.int64())
-    return pa.Table.from_arrays([ids, lance.blob_array(values)], schema=schema)
+    return pa.Table.from_arrays([pa.array(range(start, start + len(values)), pa.int64()), lance.blob_array(values)],
+                                schema=schema)
 
 
 def columns(start: int, count: int, data: Blobs | None, locate: Locate) -> dict[str, Any]:
@@ -93,18 +101,8 @@ def columns(start: int, count: int, data: Blobs | None, locate: Locate) -> dict[
         return {"columns": [{"name": "id", "type": "int64", "values": ids},
                             {"name": "name", "type": "string", "values": [f"row-{i}" for i in ids]},
                             {"name": "value", "type": "float64", "values": [i * 0.5 for i in ids]}]}
-    items: list[dict[str, Any] | None] = []
-    for blob in data.values:
-        raw = None if blob is None else blob.content()
-        if blob is None:
-            items.append(None)
-        elif raw is not None:
-            items.append({"base64": base64.b64encode(raw).decode("ascii")})
-        else:
-            item: dict[str, Any] = {"uri": locate(str(blob.at))}
-            if blob.position is not None:
-                item.update(position=blob.position, size=blob.size)
-            items.append(item)
+    items = [None if item is None else {"base64": base64.b64encode(item["bytes"]).decode("ascii")} if "bytes" in item
+             else {k: v for k, v in item.items() if v is not None} for item in _items(data, locate)]
     column: dict[str, Any] = {"name": "blob", "type": "blob", "values": items}
     if data.thresholds:
         column["thresholds"] = dict(data.thresholds)

@@ -23,6 +23,7 @@ import pyarrow as pa
 from lancespec.conformance import operations as lang
 from lancespec.conformance.scenarios.format import ERROR_KINDS  # the refusal kinds of the scenario format
 from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.layout import Base
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, normalize
 from lancespec.reference.table import Dataset
@@ -117,24 +118,12 @@ def write_targets(site: Site, op: lang.Create | Any, root_uri: str) -> dict[str,
         kwargs["target_all_bases"] = op.targets == "all"
     elif op.targets is not None:
         if isinstance(op, lang.Create):
-            specs = [_Named(b.name, registered_path(site, b)) for b in op.bases]
+            specs = [Base(0, b.name, registered_path(site, b), b.is_dataset_root) for b in op.bases]
             kwargs["target_bases"] = base_keys(site, op.targets, lambda: specs)
         else:
             kwargs["target_bases"] = base_keys(site, op.targets,
                                                lambda: Dataset(root_uri, site.storage).snapshot().bases)
     return kwargs
-
-
-@dataclass(frozen=True)
-class _Named:
-    name: str | None
-    path: str
-
-
-def family_and_branch(site: Site, root: str) -> tuple[str, str | None]:
-    """The URI of the main root of ``root`` (a site location) and the branch it names, if any."""
-    family, branch = lang.split_root(root)
-    return resolve(site, family), branch
 
 
 # --- sessions, readers, implementations -----------------------------------------------------------------
@@ -208,19 +197,11 @@ class Implementation:
 
 # --- capabilities ----------------------------------------------------------------------------------------
 
-FEATURES: dict[str, str] = {
-    "create": "create a dataset", "append": "append rows", "overwrite": "overwrite a dataset's rows",
-    "delete": "delete rows by predicate", "cleanup": "remove old versions",
-    "bases": "register bases (initial_bases at create, add_bases)", "base_ids": "register a base under a chosen id",
-    "target_bases": "place new files in named bases", "target_all_bases": "place new files over every base",
-    "max_rows_per_file": "split a write into files of at most n rows", "blobs": "blob v2 columns",
-    "manifest_v1": "V1 manifest names", "data_storage_version": "choose the data storage version",
-    "tags": "create, move and delete tags", "branches": "create, write and delete branches",
-    "shallow_clone": "shallow clones", "deep_clone": "deep clones", "relocate": "rewrite base paths",
-    "two_phase": "write data files now and commit them later (a distributed write)",
-    **{f"refuses.{kind}": f"refuse with the error kind {kind}" for kind in ERROR_KINDS},
-}
-"""Every feature a capability file may declare unsupported, and what it is."""
+FEATURES = ("create", "append", "overwrite", "delete", "cleanup", "bases", "base_ids", "target_bases",
+            "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version", "tags",
+            "branches", "shallow_clone", "deep_clone", "relocate", "two_phase",
+            *(f"refuses.{kind}" for kind in ERROR_KINDS))
+"""Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files")."""
 
 _OPERATION_FEATURE: dict[type, str] = {
     lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
@@ -320,17 +301,12 @@ class Capabilities:
 
 def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     """``refuses.ref_exists = "..."`` in TOML is a nested table; features are its dotted keys."""
-    out: list[tuple[str, Any]] = []
-    for key, value in table.items():
-        if isinstance(value, dict):
-            out += _flat(value, f"{prefix}{key}.")
-        else:
-            out.append((f"{prefix}{key}", value))
-    return out
+    return [pair for key, value in table.items()
+            for pair in (_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else [(prefix + key, value)])]
 
 
 __all__ = [
     "CONTRACT", "ERROR_KINDS", "FEATURES", "Capabilities", "ContractError", "Divergence", "Folder", "Implementation",
     "ReadResult", "Reader", "ReaderError", "Session", "Site", "Target", "WriterRefusal", "base_keys",
-    "family_and_branch", "needs", "registered_path", "resolve", "write_targets",
+    "needs", "registered_path", "resolve", "write_targets",
 ]

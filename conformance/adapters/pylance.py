@@ -27,8 +27,8 @@ _KINDS: tuple[tuple[str, str], ...] = (
     (r"Ref conflict error: .* already exists|already exists", "ref_exists"),
     (r"Ref not found|Version not found|was not found|does not exist", "ref_not_found"),
     (r"is not a valid absolute URI|relative path", "invalid_base_path"),
-    (r"(?i)(?<!ref )conflict|too many concurrent writers|retryable|incompatible", "conflict"),
-    (r"(?i)not found|no such|invalid user input|cleanup error", "invalid_input"),
+    (r"(?i)conflict|too many concurrent writers|retryable|incompatible|not found|no such|invalid user input"
+     r"|cleanup error", "invalid_input"),
 )
 """(pattern, kind), first match wins; a message that matches says pylance committed nothing."""
 

@@ -73,8 +73,8 @@ class ReferenceSession:
         return base.resolve(self.site, location)
 
     def _dataset(self, root: str) -> Dataset:
-        family, branch = base.family_and_branch(self.site, root)
-        main = Dataset(family, self.storage)
+        family, branch = lang.split_root(root)
+        main = Dataset(base.resolve(self.site, family), self.storage)
         return main.branch(branch) if branch else main
 
     def _bases(self, specs: Any) -> list[ops.DatasetBasePath]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities, Implementation
+from lancespec.conformance.adapters.base import Implementation
 from lancespec.reference import __version__
 
 from .format import Scenario
@@ -33,6 +33,7 @@ from .runner import (
     StepResult,
     certify_handles,
     compare_summaries,
+    judge,
     run_scenario,
     summarize,
 )
@@ -139,15 +140,13 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
                 result, handles = run_scenario(scenario, writer, run)
                 if result.completed:
                     problems = certify_handles(handles, run, result.removed)
-                    result.certify = _judged(StepResult(-1, "certify", FAIL if problems else PASS,
-                                                        "; ".join(problems)), caps, scenario.name, kind)
+                    result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
                     if compare and writer.name != reference.name:
                         ref_run = pool.new(kind)
                         ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
                         if ref_result.completed:
                             diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
-                            result.compare = _judged(StepResult(0, "compare", FAIL if diffs else PASS,
-                                                                "; ".join(diffs)), caps, scenario.name, kind)
+                            result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
                         else:
                             result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
                         ref_run.close()
@@ -163,17 +162,6 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
     if progress:
         progress(len(todo), len(todo), "done")
     return report
-
-
-def _judged(result: StepResult, caps: Capabilities, scenario: str, store: str) -> StepResult:
-    divergence = caps.divergence(scenario, result.index, store)
-    if divergence is None:
-        return result
-    if result.outcome == FAIL:
-        return StepResult(result.index, result.op, XFAIL, result.detail, divergence.finding)
-    return StepResult(result.index, result.op, XPASS,
-                      f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}",
-                      divergence.finding)
 
 
 # --- reports -------------------------------------------------------------------------------------

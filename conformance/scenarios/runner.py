@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.conformance.adapters.base import ContractError, Implementation, Session, WriterRefusal, needs
+from lancespec.conformance.adapters.base import (
+    Capabilities,
+    ContractError,
+    Implementation,
+    Session,
+    WriterRefusal,
+    needs,
+)
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fixtures.canonical import rows_digest
 from lancespec.conformance.operations import split_root
@@ -239,15 +246,15 @@ def _harness(step: Step, run: StoreRun, removed: list[Location]) -> None:
         run.put(Location.parse(a["at"], "at"), content or b"")
 
 
-def _moved_bases(step: Step, handle: Handle, run: StoreRun) -> list[tuple[Location, Location]]:
-    """(old, new) locations of a relocate step's moves (a base named by its name is looked up)."""
-    by_name = {b.name: b.path for b in handle.dataset(run).snapshot().bases if b.name is not None}
-    out = []
-    for name, loc in step.args["moves"].items():
-        old = name if ":" in name else run.location_of(by_name.get(name, ""))
-        if old:
-            out.append((Location.parse(old, "relocate"), Location.parse(loc, "relocate")))
-    return out
+def judge(index: int, op: str, problems: list[str], caps: Capabilities, scenario: str, store: str) -> StepResult:
+    """PASS, or FAIL with ``problems``; XFAIL or XPASS (a failure) where the capability file lists a divergence."""
+    divergence = caps.divergence(scenario, index, store)
+    if divergence is None:
+        return StepResult(index, op, FAIL if problems else PASS, "; ".join(problems))
+    if problems:
+        return StepResult(index, op, XFAIL, "; ".join(problems), divergence.finding)
+    return StepResult(index, op, XPASS, f"listed divergence {divergence.finding} no longer diverges: remove it from "
+                      f"{caps.source}", divergence.finding)
 
 
 def _judge_refusal(step: Step, error: WriterRefusal | None, before: Mapping[str, tuple[int, str]],
@@ -297,9 +304,6 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
                 if step.refuse is None:
                     stopped = f"after unsupported step {step.index} ({step.op})"
                 continue
-            if step.op == "relocate" and step.args.get("copy"):
-                for old, new in (moved := _moved_bases(step, handles[str(step.dataset)], run)):
-                    run.copy(old, new)
             before = run.fingerprint() if step.refuse else {}
             error: WriterRefusal | None = None
             try:
@@ -315,24 +319,13 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
             else:
                 if step.introduces:
                     handles[step.introduces] = handle_of(scenario.roots[step.introduces], run)
-                if step.op == "relocate" and step.args.get("remove_old"):
-                    for old, _ in moved:
-                        run.remove(old)
-                        result.removed.append(old)
                 target = (step.expect or {}).get("dataset") or step.introduces or step.dataset
                 problems = check_expect(step.expect, handles[str(target)], run) if step.expect else []
-            divergence = caps.divergence(scenario.name, step.index, run.kind)
-            if divergence is not None:
-                outcome = XFAIL if problems else XPASS
-                detail = "; ".join(problems) if problems else (
-                    f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}")
-                result.steps.append(StepResult(step.index, step.op, outcome, detail, divergence.finding))
-                stopped = f"after expected divergence at step {step.index} ({divergence.finding})"
-            elif problems:
-                result.steps.append(StepResult(step.index, step.op, FAIL, "; ".join(problems)))
-                stopped = f"after step {step.index} failed"
-            else:
-                result.steps.append(StepResult(step.index, step.op, PASS))
+            verdict = judge(step.index, step.op, problems, caps, scenario.name, run.kind)
+            result.steps.append(verdict)
+            if verdict.outcome != PASS:
+                stopped = (f"after expected divergence at step {step.index} ({verdict.finding})" if verdict.finding
+                           else f"after step {step.index} failed")
     except ContractError as exc:
         result.steps.append(StepResult(0, "session", FAIL, f"writer session failed: {exc}"))
     finally:
