@@ -81,6 +81,7 @@ class JsonLinesProcess:
             except queue.Empty:
                 raise self._broken(f"no answer to {payload['op']!r} within {self.timeout:.0f}s") from None
             if line is None:
+                self._lines.put(None)  # the end stays seen: a later request (the ``bye`` of close) fails at once
                 raise self._broken(f"the process exited (status {self._proc.poll()}) before answering "
                                    f"{payload['op']!r}")
             if not line.strip():
