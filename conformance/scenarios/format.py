@@ -102,9 +102,6 @@ class Location:
                                 where)
         return cls(bucket, path)
 
-    def contains(self, other: Location) -> bool:
-        return self.bucket == other.bucket and (other.path == self.path or other.path.startswith(self.path + "/"))
-
 
 @dataclass(frozen=True)
 class Refusal:
