@@ -52,7 +52,7 @@ class StepResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"step": self.index, "op": self.op, "outcome": self.outcome, "detail": self.detail,
-                "finding": self.finding}
+                "finding": self.finding, "unsupported": self.unsupported}
 
 
 @dataclass
