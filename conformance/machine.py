@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import lance
 import pyarrow as pa
@@ -59,7 +59,6 @@ from lancespec.conformance.operations import (
     Delete,
     Model,
     ModelError,
-    Operation,
     Outcome,
     Relocate,
     RootModel,
@@ -71,9 +70,12 @@ from lancespec.conformance.operations import (
     operation_to_dict,
     root_dir,
 )
+from lancespec.conformance.operations import (
+    ModelOperation as Operation,
+)
+from lancespec.conformance.payload import expected_rows, rows
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import builtin_dir, parse_scenario
-from lancespec.conformance.shapes import expected_rows, rows
 from lancespec.conformance.strategies import draw_create, draw_operation
 from lancespec.reference import api as ref
 from lancespec.reference.errors import LanceSpecError
@@ -402,6 +404,7 @@ class SideBySide:
                     raise Divergence(f"the reference did not register {op.base} ({outcome.finding})")
                 return
             if isinstance(op, DeepClone):
+                assert op.version is not None
                 want_ids = model.roots[root_dir(op.family, op.branch)].versions[op.version].live_ids()
             else:
                 want_ids = without.roots[getattr(op, "root", "")].head.live_ids()
@@ -566,7 +569,7 @@ def load_trace(path: Path | str) -> tuple[list[Operation], dict[str, Any]]:
     data = json.loads(Path(path).read_text())
     if data.get("format") != TRACE_FORMAT:
         raise ValueError(f"{path}: not a {TRACE_FORMAT} file")
-    return [operation_from_dict(o) for o in data["operations"]], data
+    return [cast(Operation, operation_from_dict(o)) for o in data["operations"]], data
 
 
 def replay(ops: Sequence[Operation], directory: Path, check_all: bool = True,
@@ -725,7 +728,7 @@ def _location(directory: str) -> str:
     return f"main:{directory}"
 
 
-def _reference(branch: str | None, version: int) -> dict[str, Any]:
+def _reference(branch: str | None, version: int | None) -> dict[str, Any]:
     return {"branch": branch, "version": version}
 
 
@@ -879,7 +882,7 @@ def scenario_trace(document: Mapping[str, Any]) -> tuple[list[Operation], str | 
     origin = document.get("origin") or {}
     if "trace" not in origin:
         raise ValueError("the scenario carries no machine trace (origin.trace)")
-    return [operation_from_dict(o) for o in origin["trace"]], origin.get("finding")
+    return [cast(Operation, operation_from_dict(o)) for o in origin["trace"]], origin.get("finding")
 
 
 # --- command line ----------------------------------------------------------------------------------------

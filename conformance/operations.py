@@ -1,17 +1,23 @@
-"""The operation language of the property suite, and the model of what each operation must do to storage.
+"""The operation language, and the model of what each operation must do to storage.
 
-Operations (``Create``, ``Append``, ``Delete``, ``AddBase``, ``Tag``, ``Branch``, ``ShallowClone``,
-``DeepClone``, ``Relocate``, ``Cleanup``) are frozen, JSON-serialisable values (``operation_to_dict``,
-``operation_from_dict``). Every location in them is *world-relative*: a directory name below one scratch
-folder (``ds`` is the first dataset's root, ``ds/tree/f1`` a branch root, ``c2`` a clone's root, ``bases/b3`` a
-base), so the same sequence can be replayed by any writer in any folder and its results compared file by file.
+Operations are frozen, JSON-serialisable values (``operation_to_dict``, ``operation_from_dict``): the one
+language every writer is driven in. Scenarios (``scenarios.format`` turns each writer step into one), the
+fixture cases, the pylance shapes, the simulator's workloads and the property machine all say what to write
+as these values, and every implementation applies them through one entry (``adapters``: ``session.apply``).
+
+Every location in an operation is *site-relative*: a name the run resolves to a URI (``ds``, ``bases/b3``
+below the machine's scratch folder; ``main:ds``, ``cold:b1`` in a scenario's buckets; ``ds0`` in the
+simulator's bucket). A branch's root is ``{family}/tree/{branch}`` (``root_dir``; ``split_root`` undoes it).
+A version reference is ``tag`` when set, else ``(branch, version)`` (``version`` None: the latest of the
+branch), as ``reference_of`` gives it to a writer.
 
 ``Model`` is the abstract table: per root and version the fragments (row ids, deleted offsets, where the data
 and deletion files live), the bases, the refs of every family. ``Model.apply(op)`` says what the format
 requires of ``op`` (rows of every version, placement, which versions a cleanup keeps) and returns the
-expected ``Outcome``. Where pylance 14.0.2 knowingly diverges from the seeds (spec/findings.md), the model
-names the finding and either says what pylance does or marks the step ``divergent`` (``KNOWN_FINDINGS``).
-The strategies that draw valid operations against a model are in ``lancespec.conformance.strategies``.
+expected ``Outcome``; it covers the operations the machine draws (``Create`` .. ``Cleanup`` with rows, not
+blobs). Where pylance 14.0.2 knowingly diverges from the specification (spec/findings.md), the model names
+the finding and either says what pylance does or marks the step ``divergent`` (``KNOWN_FINDINGS``). The
+strategies that draw valid operations against a model are in ``lancespec.conformance.strategies``.
 """
 
 from __future__ import annotations
@@ -19,88 +25,102 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, get_args
+
+from lancespec.conformance.payload import Blob, Blobs
 
 __all__ = [
-    "KNOWN_FINDINGS",
-    "OPERATIONS",
-    "AddBase",
-    "Append",
-    "BaseModel",
-    "BaseSpec",
-    "Branch",
-    "Cleanup",
-    "Create",
-    "DeepClone",
-    "Delete",
-    "FragmentModel",
-    "Model",
-    "ModelError",
-    "Operation",
-    "Outcome",
-    "Relocate",
-    "RootModel",
-    "ShallowClone",
-    "Tag",
-    "Targets",
-    "VersionModel",
-    "operation_from_dict",
-    "operation_to_dict",
-    "replay_model",
-    "root_dir",
+    "KNOWN_FINDINGS", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseModel", "BaseSpec", "Branch", "Cleanup",
+    "CommitStaged", "Create", "DeepClone", "Delete", "DropRef", "FragmentModel", "Model", "ModelError",
+    "ModelOperation", "Operation", "Outcome", "Overwrite", "Reference", "Relocate", "RootModel", "ShallowClone",
+    "Stage", "Tag", "Targets", "VersionModel", "operation_from_dict", "operation_to_dict", "reference_of",
+    "replay_model", "root_dir", "split_root",
 ]
 
 # --- the operation language ----------------------------------------------------------------------------
 
 Targets = tuple[str, ...] | Literal["all", "bases"] | None
-"""Where new data files go: base directories in rotation order, ``"all"`` (``target_all_bases=True``),
-``"bases"`` (``target_all_bases=False``) or None (the root)."""
+"""Where new data files go: bases in rotation order, each named by its name or its location (``target_bases``);
+``"all"`` (``target_all_bases=True``), ``"bases"`` (``target_all_bases=False``) or None (the root)."""
+
+Reference = str | tuple[str | None, int | None]
+"""A version as the writers' APIs take it: a tag name, or (branch or None for main, version or None for the
+latest)."""
 
 
 @dataclass(frozen=True)
 class BaseSpec:
-    """A base to register: its world-relative directory, name (None: unnamed) and kind; ``file_uri``
-    registers the path as a ``file://`` URI rather than a bare path (both are absolute, BASE-002)."""
+    """A base to register: its site-relative directory, name (None: unnamed) and kind; ``file_uri``
+    registers the path as a ``file://`` URI rather than a bare path (both are absolute, BASE-002); ``raw``
+    registers ``dir`` as written, unresolved (a relative path a writer must refuse); ``id`` asks for an id."""
 
     dir: str
     name: str | None
     is_dataset_root: bool
     file_uri: bool = False
+    raw: bool = False
+    id: int | None = None
 
 
 @dataclass(frozen=True)
 class Create:
-    """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``."""
+    """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``; ``data``
+    replaces the plain rows by a blob column (ids ``start`` on); ``max_rows_per_file`` None: the writer's
+    default; ``manifest_naming`` ``"v1"`` turns V2 manifest paths off."""
 
     root: str
     start: int
     count: int
     bases: tuple[BaseSpec, ...] = ()
     targets: Targets = None
-    max_rows_per_file: int = 1024
+    max_rows_per_file: int | None = 1024
+    data: Blobs | None = None
+    manifest_naming: Literal["v1", "v2"] = "v2"
+    data_storage_version: str | None = None
 
 
 @dataclass(frozen=True)
-class Append:
-    """Append ``rows(start, count)`` to ``root``."""
+class Delete:
+    """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
+
+    root: str
+    ids: tuple[int, ...]
+    where: str | None = None
+
+    @property
+    def predicate(self) -> str:
+        return self.where if self.where is not None else f"id IN ({', '.join(str(i) for i in self.ids)})"
+
+
+@dataclass(frozen=True)
+class _Write:
+    """The fields an append and an overwrite share (a create has bases between them)."""
 
     root: str
     start: int
     count: int
     targets: Targets = None
-    max_rows_per_file: int = 1024
+    max_rows_per_file: int | None = 1024
+    data: Blobs | None = None
 
 
 @dataclass(frozen=True)
-class Delete:
-    """``delete("id IN (...)")`` on ``root``."""
+class Append(_Write):
+    """Append ``rows(start, count)`` (or ``data``) to ``root``."""
 
-    root: str
-    ids: tuple[int, ...]
 
-    @property
-    def predicate(self) -> str:
-        return f"id IN ({', '.join(str(i) for i in self.ids)})"
+@dataclass(frozen=True)
+class Overwrite(_Write):
+    """Replace ``root``'s rows by ``rows(start, count)`` (or ``data``) in a new version; bases stay."""
+
+
+@dataclass(frozen=True)
+class DropRef:
+    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+
+    family: str
+    kind: Literal["tag", "branch"]
+    name: str
 
 
 @dataclass(frozen=True)
@@ -110,54 +130,75 @@ class AddBase:
     root: str
     base: BaseSpec
 
+    @property
+    def bases(self) -> tuple[BaseSpec, ...]:
+        return (self.base,)
+
+
+@dataclass(frozen=True)
+class AddBases:
+    """``add_bases(bases)`` on ``root`` in one version (none, or several: what a writer must refuse)."""
+
+    root: str
+    bases: tuple[BaseSpec, ...]
+
 
 @dataclass(frozen=True)
 class Tag:
-    """``tags.create(name, (branch, version))`` at the main root ``family``."""
+    """``tags.create(name, reference_of(op))`` at the main root ``family``; ``move``: ``tags.update``."""
 
     family: str
     name: str
     branch: str | None
-    version: int
+    version: int | None
+    tag: str | None = None
+    move: bool = False
 
 
 @dataclass(frozen=True)
 class Branch:
-    """``create_branch(name, (parent, version))`` at the main root ``family``."""
+    """``create_branch(name, (parent, version))`` (or from ``tag``) at the main root ``family``."""
 
     family: str
     name: str
     parent: str | None
-    version: int
+    version: int | None
+    tag: str | None = None
 
 
 @dataclass(frozen=True)
 class ShallowClone:
-    """``shallow_clone(target, tag)`` from the main root ``family``: always from a tag, so that the source's
-    cleanup keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005)."""
+    """``shallow_clone(target, tag)`` from the main root ``family``: from a tag, so that the source's cleanup
+    keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005); with
+    ``tag`` None, from ``(branch, version)``."""
 
     family: str
-    tag: str
+    tag: str | None
     target: str
+    branch: str | None = None
+    version: int | None = None
 
 
 @dataclass(frozen=True)
 class DeepClone:
-    """``deep_clone(target, (branch, version))`` from the main root ``family``."""
+    """``deep_clone(target, (branch, version))`` (or from ``tag``) from the main root ``family``."""
 
     family: str
     branch: str | None
-    version: int
+    version: int | None
     target: str
+    tag: str | None = None
 
 
 @dataclass(frozen=True)
 class Relocate:
-    """Copy each base directory ``old`` to ``new`` and relocate ``root``'s bases onto the copies
-    (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4)."""
+    """Relocate ``root``'s bases (each named by its name or location) onto new directories, rewriting paths
+    only (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4); ``adopt_from``:
+    the location the root was copied from. Whoever runs it copies the base directories first."""
 
     root: str
     moves: tuple[tuple[str, str], ...]
+    adopt_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,11 +214,46 @@ class Cleanup:
     error_if_tagged: bool = False
 
 
-Operation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
-OPERATIONS: dict[str, type[Operation]] = {
-    cls.__name__: cls for cls in (Create, Append, Delete, AddBase, Tag, Branch, ShallowClone, DeepClone, Relocate,
-                                  Cleanup)
-}
+@dataclass(frozen=True)
+class Stage:
+    """The first phase of a distributed write: ``rows(start, count)`` written as data files of ``root`` and
+    kept uncommitted under ``key``, with the version they were written against."""
+
+    root: str
+    start: int
+    count: int
+    key: int
+
+
+@dataclass(frozen=True)
+class CommitStaged:
+    """The second phase: commit what ``Stage`` ``key`` wrote as an Append read at its version."""
+
+    root: str
+    key: int
+
+
+ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
+"""The operations the model covers: what the property machine draws."""
+Operation = ModelOperation | Overwrite | AddBases | DropRef | Stage | CommitStaged
+OPERATIONS: dict[str, type[Operation]] = {cls.__name__: cls for cls in get_args(Operation)}
+
+
+def root_dir(family: str, branch: str | None) -> str:
+    return family if branch is None else f"{family}/tree/{branch}"
+
+
+def split_root(root: str) -> tuple[str, str | None]:
+    """``(family, branch)`` of a root location: the inverse of ``root_dir`` (a family never holds ``/tree/``)."""
+    family, sep, branch = root.partition("/tree/")
+    return (family, branch) if sep else (root, None)
+
+
+def reference_of(op: Tag | Branch | ShallowClone | DeepClone) -> Reference:
+    """The version ``op`` refers to, as the writers' APIs take it."""
+    if op.tag is not None:
+        return op.tag
+    return (op.parent if isinstance(op, Branch) else op.branch), op.version
 
 
 def operation_to_dict(op: Operation) -> dict[str, Any]:
@@ -203,6 +279,9 @@ def operation_from_dict(data: Mapping[str, Any]) -> Operation:
             value = tuple(BaseSpec(**b) for b in value)
         elif f.name == "base":
             value = BaseSpec(**value)
+        elif f.name == "data" and value is not None:
+            value = Blobs(tuple(None if v is None else Blob(**v) for v in value["values"]),
+                          _tuples(value["thresholds"]))
         else:
             value = _tuples(value)
         kwargs[f.name] = value
@@ -288,10 +367,6 @@ class RootModel:
         return self.versions[self.latest]
 
 
-def root_dir(family: str, branch: str | None) -> str:
-    return family if branch is None else f"{family}/tree/{branch}"
-
-
 @dataclass
 class Outcome:
     """What the model expects of an operation: ``ok``; ``refused`` by every writer; or ``divergent``: a known
@@ -313,6 +388,12 @@ dataset-root base registered as a ``file://`` URI is expected to succeed; withou
 ``delete_unverified`` is expected to keep files that a branch forked from a retained version wrote into the
 cleaned root. F-009, F-003, F-006, F-011, F-012
 and F-019 are always modelled (the reference mirrors them, or they are never drawn)."""
+
+
+_T = TypeVar("_T")
+_BEYOND: dict[str, object] = {"data": None, "where": None, "move": False, "adopt_from": None, "manifest_naming": "v2",
+                              "data_storage_version": None}
+"""Fields the model covers only at these values (and ``tag``, which only a ``ShallowClone`` sets)."""
 
 
 class Model:
@@ -390,19 +471,27 @@ class Model:
         return f"{base.dir}/data" if base.is_dataset_root else base.dir
 
     def _write(self, root: str, version: VersionModel, start: int, count: int, targets: Targets,
-               max_rows_per_file: int) -> list[FragmentModel]:
+               max_rows_per_file: int | None) -> list[FragmentModel]:
+        per_file = _given(max_rows_per_file)
         rotation = self.rotation(version, targets)
         first = 0 if version.max_fragment_id is None else version.max_fragment_id + 1
         out = []
-        for i, offset in enumerate(range(0, count, max_rows_per_file)):
-            rows = tuple(range(start + offset, start + min(count, offset + max_rows_per_file)))
+        for i, offset in enumerate(range(0, count, per_file)):
+            rows = tuple(range(start + offset, start + min(count, offset + per_file)))
             out.append(FragmentModel(first + i, rows, frozenset(), self.home(root, rotation[i % len(rotation)])))
         return out
 
     # --- operations -----------------------------------------------------------------------------
 
     def apply(self, op: Operation) -> Outcome:
-        handler = getattr(self, f"_apply_{type(op).__name__.lower()}")
+        """Raises ModelError for what the model does not cover (operations and forms the machine never draws:
+        blobs, predicates, moved tags, references by tag or to the latest version, ...)."""
+        handler = getattr(self, f"_apply_{type(op).__name__.lower()}", None)
+        beyond = [f.name for f in fields(op) if f.name in _BEYOND and getattr(op, f.name) != _BEYOND[f.name]]
+        if not isinstance(op, ShallowClone) and getattr(op, "tag", None) is not None:
+            beyond.append("tag")
+        if handler is None or beyond or any(b.raw or b.id is not None for b in getattr(op, "bases", ())):
+            raise ModelError(f"the model does not cover {op}")
         outcome: Outcome = handler(op)
         self._observe(op)
         return outcome
@@ -493,7 +582,7 @@ class Model:
         root = self.roots[root_dir(op.family, op.branch)]
         if op.version not in root.versions or op.name in self.tags[op.family]:
             raise ModelError(f"cannot tag {op}")
-        self.tags[op.family][op.name] = (op.branch, op.version)
+        self.tags[op.family][op.name] = (op.branch, _given(op.version))
         return Outcome()
 
     @staticmethod
@@ -508,16 +597,17 @@ class Model:
     def _apply_branch(self, op: Branch) -> Outcome:
         parent = self.roots[root_dir(op.family, op.parent)]
         target = root_dir(op.family, op.name)
-        if op.version not in parent.versions or target in self.roots or op.name in self.branches[op.family]:
+        version = _given(op.version)
+        if version not in parent.versions or target in self.roots or op.name in self.branches[op.family]:
             raise ModelError(f"cannot branch {op}")
         root = RootModel(target, op.family, op.name, "branch", reference_only_bases=parent.reference_only_bases)
-        root.versions[op.version] = self._inherit(parent.versions[op.version], parent.dir, op.parent)
+        root.versions[version] = self._inherit(parent.versions[version], parent.dir, op.parent)
         self.roots[target] = root
-        self.branches[op.family][op.name] = (op.parent, op.version)
+        self.branches[op.family][op.name] = (op.parent, version)
         return Outcome()
 
     def _apply_shallowclone(self, op: ShallowClone) -> Outcome:
-        branch, version = self.tags[op.family][op.tag]
+        branch, version = self.tags[op.family][_given(op.tag)]
         source = self.roots[root_dir(op.family, branch)]
         if op.target in self.roots:
             raise ModelError(f"{op.target} exists")
@@ -530,7 +620,8 @@ class Model:
 
     def _apply_deepclone(self, op: DeepClone) -> Outcome:
         source = self.roots[root_dir(op.family, op.branch)]
-        version = source.versions[op.version]
+        number = _given(op.version)
+        version = source.versions[number]
         if any(not f.data_home.endswith("/data") for f in version.fragments):
             # F-011: pylance 14.0.2 looks for files of a non-root base under {base}/data/ and fails.
             return Outcome("divergent", "F-011")
@@ -544,7 +635,7 @@ class Model:
         root = RootModel(op.target, op.target, None, "deep",
                          reference_only_bases=source.reference_only_bases.union(
                              b.dir for b in version.bases if not b.is_dataset_root))
-        root.versions[op.version] = VersionModel(frags, (), version.max_fragment_id)
+        root.versions[number] = VersionModel(frags, (), version.max_fragment_id)
         self.roots[op.target] = root
         self.tags[op.target] = {}
         self.branches[op.target] = {}
@@ -622,6 +713,12 @@ class Model:
         for v in removed:
             del root.versions[v]
         return Outcome(removed=removed)
+
+
+def _given(value: _T | None) -> _T:
+    if value is None:  # an operation drawn for the model always sets it
+        raise ModelError("the model needs an explicit value here")
+    return value
 
 
 def replay_model(ops: Iterable[Operation]) -> tuple[Model, list[Outcome]]:

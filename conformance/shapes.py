@@ -2,8 +2,10 @@
 
 Each builder is a function ``(workdir) -> Shape``: it writes one small, deterministic dataset (a few rows,
 a few fragments; only file names and UUIDs are random) into ``workdir`` and describes what it wrote.
-``SHAPES`` maps every shape name to its builder. The pylance calls are those of docs/lance-format.md §16;
-which part of the format each shape exercises is said in the builder's docstring.
+``SHAPES`` maps every shape name to its builder. A shape is said as a sequence of operations of the language
+(``lancespec.conformance.operations``, locations relative to ``workdir``), applied by the pylance
+implementation; what is no table operation (a scalar index, files written or moved by hand) is a step
+called with the work directory. Which part of the format each shape exercises is said above its entry.
 
 A Shape names the dataset root to open (``uri``), which snapshot of it to look at (``open_kwargs``, the
 keyword arguments of ``lancespec.reference.table.Dataset.snapshot``: ``version``, ``tag`` or
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,25 @@ from typing import Any
 import lance
 import pyarrow as pa
 
-from lancespec.reference.layout import branch_root
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Folder
+from lancespec.conformance.operations import (
+    Append,
+    BaseSpec,
+    Branch,
+    Create,
+    DeepClone,
+    Delete,
+    Operation,
+    ShallowClone,
+    Tag,
+)
+from lancespec.conformance.payload import Blob, Blobs, rows
 
-__all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape", "build", "rows"]
+__all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape", "build"]
+
+Step = Operation | Callable[[Path], object]
+"""An operation for pylance, or a step done by hand in the work directory."""
 
 
 @dataclass(frozen=True)
@@ -77,24 +95,6 @@ class Shape:
         return lance.dataset(self.lance_uri, version=self.lance_version)
 
 
-def rows(start: int, count: int) -> pa.Table:
-    """Deterministic rows ``id = start .. start+count-1`` with a string and a float column."""
-    ids = list(range(start, start + count))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "name": pa.array([f"row-{i}" for i in ids], pa.string()),
-            "value": pa.array([i * 0.5 for i in ids], pa.float64()),
-        }
-    )
-
-
-
-def expected_rows(ids: Iterable[int]) -> list[dict[str, Any]]:
-    """The rows ``rows`` makes for these ids, in this order, as plain dicts: written out once more, not
-    derived from the Arrow table, so a reader's output compares against an independent statement."""
-    return [{"id": i, "name": f"row-{i}", "value": i * 0.5} for i in ids]
-
 def _fresh(workdir: Path) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     if any(workdir.iterdir()):
@@ -102,249 +102,30 @@ def _fresh(workdir: Path) -> Path:
     return workdir
 
 
-def _append(uri: str | Path, table: pa.Table, **kwargs: Any) -> Any:
-    return lance.write_dataset(table, str(uri), mode="append", **kwargs)
+def _shape(name: str, uri: str, description: str, *steps: Step, extra: tuple[str, ...] = (),
+           files: tuple[str, ...] = (), open_kwargs: Mapping[str, int | str] | None = None,
+           in_workdir: bool = False) -> Callable[[Path], Shape]:
+    """A builder that applies ``steps`` into an empty work directory (the current directory with ``in_workdir``)
+    and describes root ``uri``, the ``extra`` directories and the closed set ``files``, all relative to it."""
+
+    def build(workdir: Path) -> Shape:
+        session = registry.get("pylance").open(Folder(str(_fresh(workdir))))
+        with contextlib.chdir(workdir) if in_workdir else contextlib.nullcontext():
+            for step in steps:
+                session.apply(step) if not callable(step) else step(workdir)
+        return Shape(name, str(workdir / uri), description, tuple(str(workdir / d) for d in extra),
+                     dict(open_kwargs or {}), tuple(str(workdir / d) for d in files))
+
+    return build
 
 
-# --- single root ---------------------------------------------------------------------------------------
+def _index(root: str) -> Callable[[Path], object]:
+    """A BTREE scalar index on ``id`` (pylance's ``create_scalar_index``: no operation of the language)."""
+    return lambda workdir: lance.dataset(str(workdir / root)).create_scalar_index("id", "BTREE")
 
 
-def single_base(workdir: Path) -> Shape:
-    """One root, no bases: create (two fragments) then append (one fragment); every file under ``data/``."""
-    root = _fresh(workdir) / "ds"
-    lance.write_dataset(rows(0, 6), str(root), max_rows_per_file=3)
-    _append(root, rows(6, 4))
-    return Shape("single_base", str(root), "two versions, three fragments, all in {root}/data",
-                 data_file_roots=(str(root),))
-
-
-def manifest_v1(workdir: Path) -> Shape:
-    """V1 manifest names (``_versions/{n}.manifest``, ``enable_v2_manifest_paths=False``): three versions
-    (create, append, delete)."""
-    root = _fresh(workdir) / "ds"
-    lance.write_dataset(rows(0, 5), str(root), enable_v2_manifest_paths=False)
-    _append(root, rows(5, 5))
-    lance.dataset(str(root)).delete("id = 7")
-    return Shape("manifest_v1", str(root), "V1 manifest names, three versions", data_file_roots=(str(root),))
-
-
-def manifest_v2(workdir: Path) -> Shape:
-    """V2 manifest names (``_versions/{u64::MAX - n:020}.manifest``, the default): three versions."""
-    root = _fresh(workdir) / "ds"
-    lance.write_dataset(rows(0, 5), str(root))
-    _append(root, rows(5, 5))
-    _append(root, rows(10, 2))
-    return Shape("manifest_v2", str(root), "V2 manifest names, three versions", data_file_roots=(str(root),))
-
-
-# --- deletion files -------------------------------------------------------------------------------------
-
-
-def deletions_arrow(workdir: Path) -> Shape:
-    """Deletion files below 5000 rows (``.arrow``, ARROW_ARRAY): cumulative deletes in fragment 0 (two
-    deletes, the second file replaces the first), one row in fragment 1, and fragment 2 deleted entirely
-    (dropped from the manifest, no deletion file)."""
-    root = _fresh(workdir) / "ds"
-    lance.write_dataset(rows(0, 30), str(root), max_rows_per_file=10)
-    ds = lance.dataset(str(root))
-    ds.delete("id = 1 OR id = 3")
-    ds = lance.dataset(str(root))
-    ds.delete("id = 8 OR id = 12")
-    lance.dataset(str(root)).delete("id >= 20")
-    # No data_file_roots: the dropped fragment's data file stays on disk, unreferenced.
-    return Shape("deletions_arrow", str(root), ".arrow deletion files, one fragment fully deleted")
-
-
-def deletions_bitmap(workdir: Path) -> Shape:
-    """A deletion file of at least 5000 rows (``.bin``, a portable roaring bitmap): a 6000-row fragment
-    with 5000 rows deleted, beside a 10-row fragment with one deleted row (``.arrow``)."""
-    root = _fresh(workdir) / "ds"
-    lance.write_dataset(rows(0, 6000), str(root))
-    _append(root, rows(6000, 10))
-    lance.dataset(str(root)).delete("id < 5000 OR id = 6005")
-    return Shape("deletions_bitmap", str(root), ".bin deletion file (5000 rows) beside an .arrow one",
-                 data_file_roots=(str(root),))
-
-
-# --- bases --------------------------------------------------------------------------------------------
-
-
-def multi_base_nonroot(workdir: Path) -> Shape:
-    """Two non-root bases registered at create (``initial_bases``): data files round-robin over them
-    (``target_bases``, ``{base}/{stem}.lance``), a later append to the root (``{root}/data``), an append
-    to one base only, and a delete whose deletion file goes to the root although the data lives in a base."""
-    work = _fresh(workdir)
-    root, b1, b2 = work / "ds", work / "base_one", work / "base_two"
-    lance.write_dataset(
-        rows(0, 8), str(root), max_rows_per_file=2,
-        initial_bases=[
-            lance.DatasetBasePath(str(b1), name="one"),
-            lance.DatasetBasePath(str(b2), name="two"),
-        ],
-        target_bases=["one", "two"],
-    )
-    _append(root, rows(8, 3))
-    _append(root, rows(11, 2), target_bases=["two"])
-    lance.dataset(str(root)).delete("id = 1")
-    return Shape("multi_base_nonroot", str(root), "two non-root bases plus the root",
-                 extra_roots=(str(b1), str(b2)), data_file_roots=(str(root), str(b1), str(b2)))
-
-
-def multi_base_root(workdir: Path) -> Shape:
-    """A base with ``is_dataset_root=True`` (files under ``{base}/data/``) and a non-root base (files
-    directly under it), files in each and in the root."""
-    work = _fresh(workdir)
-    root, rootlike, plain = work / "ds", work / "rootlike", work / "plain"
-    lance.write_dataset(
-        rows(0, 6), str(root), max_rows_per_file=2,
-        initial_bases=[
-            lance.DatasetBasePath(str(rootlike), name="rootlike", is_dataset_root=True),
-            lance.DatasetBasePath(str(plain), name="plain"),
-        ],
-        target_bases=["rootlike", "plain"],
-    )
-    _append(root, rows(6, 2))
-    lance.dataset(str(root)).delete("id = 0")
-    return Shape("multi_base_root", str(root), "a dataset-root base and a non-root base",
-                 extra_roots=(str(rootlike), str(plain)),
-                 data_file_roots=(str(root), str(rootlike), str(plain)))
-
-
-# --- refs -----------------------------------------------------------------------------------------------
-
-
-def tags(workdir: Path) -> Shape:
-    """Tags on several versions, one of them moved with ``tags.update``; the snapshot looked at is the
-    moved tag's (not the latest) version."""
-    root = _fresh(workdir) / "ds"
-    ds = lance.write_dataset(rows(0, 4), str(root))
-    ds = _append(root, rows(4, 4))
-    ds = _append(root, rows(8, 4))
-    ds = _append(root, rows(12, 4))
-    ds.tags.create("first", 1)
-    ds.tags.create("second", 2)
-    ds.tags.create("moving", 1)
-    ds.tags.update("moving", 3)
-    return Shape("tags", str(root), "four versions; tags first->1, second->2, moving 1->3",
-                 open_kwargs={"tag": "moving"})
-
-
-def branches(workdir: Path) -> Shape:
-    """Branches: ``team/x`` forked from main v2 (ref file ``team%2Fx.json``, root ``tree/team/x``) with its
-    own append, and ``team/x/sub`` forked from ``team/x`` (its root nested inside ``tree/team/x``) with
-    its own append; main moves on after the fork; a tag names a version of ``team/x``. The snapshot
-    looked at is the latest of ``team/x/sub``: files from main (base 0), from ``team/x`` (base 1) and
-    its own root."""
-    root = _fresh(workdir) / "ds"
-    ds = lance.write_dataset(rows(0, 4), str(root))
-    ds = _append(root, rows(4, 4))
-    ds.create_branch("team/x")
-    feat = _append(f"{root}/tree/team/x", rows(100, 3))
-    feat.create_branch("team/x/sub")
-    _append(f"{root}/tree/team/x/sub", rows(200, 2))
-    _append(root, rows(8, 4))
-    main = lance.dataset(str(root))
-    main.tags.create("on-branch", ("team/x", 3))
-    main.tags.create("on-main", 2)
-    return Shape("branches", str(root), "main, team/x (from main v2), team/x/sub (from team/x v3)",
-                 open_kwargs={"branch": "team/x/sub"})
-
-
-# --- clones -----------------------------------------------------------------------------------------------
-
-
-def shallow_clone(workdir: Path) -> Shape:
-    """A shallow clone of a tagged source version (source data files, a source deletion file and a
-    BTREE index through base 0 = the source root), then an append on the clone (clone root) and a
-    delete of an inherited row (a new deletion file in the clone root replacing the inherited one).
-    The source moves on after the tag."""
-    work = _fresh(workdir)
-    src, clone = work / "source", work / "clone"
-    lance.write_dataset(rows(0, 9), str(src), max_rows_per_file=3)
-    lance.dataset(str(src)).delete("id = 4 OR id = 7")
-    ds = _append(src, rows(9, 2))
-    ds.create_scalar_index("id", "BTREE")
-    ds = lance.dataset(str(src))
-    ds.tags.create("release", ds.version)
-    ds = _append(src, rows(20, 2))
-    ds.shallow_clone(str(clone), "release")
-    _append(clone, rows(50, 3))
-    lance.dataset(str(clone)).delete("id = 5 OR id = 51")
-    return Shape("shallow_clone", str(clone), "shallow clone of tag release (source v4), then writes",
-                 extra_roots=(str(src),))
-
-
-def branch_clone(workdir: Path) -> Shape:
-    """A shallow clone of a branch version (``("feat", 3)``): two dataset-root bases, main's root (id 0,
-    unnamed) and the branch root (id 1, named ``feat``), then an append on the clone."""
-    work = _fresh(workdir)
-    root, clone = work / "ds", work / "clone"
-    ds = lance.write_dataset(rows(0, 4), str(root))
-    ds = _append(root, rows(4, 2))
-    ds.create_branch("feat")
-    _append(f"{root}/tree/feat", rows(100, 2))
-    lance.dataset(str(root)).shallow_clone(str(clone), ("feat", 3))
-    _append(clone, rows(200, 2))
-    return Shape("branch_clone", str(clone), "shallow clone of branch feat v3", extra_roots=(str(root),),
-                 data_file_roots=(str(clone), str(root)))
-
-
-def clone_of_clone(workdir: Path) -> Shape:
-    """A shallow clone of a shallow clone: bases accumulate and chains flatten (``{0: source, 1: first
-    clone}``); source files keep base 0 (a deletion file among them), first-clone files get base 1, the
-    second clone's own append stays in its root."""
-    work = _fresh(workdir)
-    src, c1, c2 = work / "source", work / "clone1", work / "clone2"
-    lance.write_dataset(rows(0, 6), str(src), max_rows_per_file=3)
-    lance.dataset(str(src)).delete("id = 2")
-    lance.dataset(str(src)).shallow_clone(str(c1), 2)
-    _append(c1, rows(10, 3))
-    lance.dataset(str(c1)).delete("id = 11")
-    lance.dataset(str(c1)).shallow_clone(str(c2), 4)
-    _append(c2, rows(20, 2))
-    return Shape("clone_of_clone", str(c2), "clone2 of clone1 of source", extra_roots=(str(c1), str(src)),
-                 data_file_roots=(str(c2), str(c1), str(src)))
-
-
-def multi_base_clone(workdir: Path) -> Shape:
-    """A shallow clone of a multi-base dataset: the source's bases keep their ids (1, 2) and its root
-    becomes base 0; an append on the clone goes to the clone root."""
-    work = _fresh(workdir)
-    src, b1, b2, clone = work / "source", work / "base_plain", work / "base_rootlike", work / "clone"
-    lance.write_dataset(
-        rows(0, 6), str(src), max_rows_per_file=2,
-        initial_bases=[
-            lance.DatasetBasePath(str(b1), name="plain"),
-            lance.DatasetBasePath(str(b2), name="rootlike", is_dataset_root=True),
-        ],
-        target_bases=["plain", "rootlike"],
-    )
-    ds = _append(src, rows(6, 2))
-    ds.shallow_clone(str(clone), ds.version)
-    _append(clone, rows(30, 2))
-    return Shape("multi_base_clone", str(clone), "shallow clone of a dataset with two bases",
-                 extra_roots=(str(src), str(b1), str(b2)),
-                 data_file_roots=(str(clone), str(src), str(b1), str(b2)))
-
-
-def deep_clone(workdir: Path) -> Shape:
-    """A deep clone of a tagged version with a deletion file and a BTREE index: data files, the deletion
-    file and the index directory copied under the same names into the clone root, no bases; the clone
-    keeps the source version number."""
-    work = _fresh(workdir)
-    src, clone = work / "source", work / "clone"
-    lance.write_dataset(rows(0, 6), str(src), max_rows_per_file=3)
-    lance.dataset(str(src)).delete("id = 1")
-    lance.dataset(str(src)).create_scalar_index("id", "BTREE")
-    ds = _append(src, rows(6, 2))
-    ds.tags.create("snap", 3)
-    ds = _append(src, rows(8, 2))
-    ds.deep_clone(str(clone), "snap")
-    return Shape("deep_clone", str(clone), "deep clone of tag snap (source v3)", extra_roots=(str(src),),
-                 data_file_roots=(str(clone),))
-
-
-# --- blobs and indices --------------------------------------------------------------------------------
+def _where(*ids: int) -> str:
+    return " OR ".join(f"id = {i}" for i in ids)
 
 
 INLINE_BLOB = b"inline blob"
@@ -355,45 +136,37 @@ EXTERNAL_RANGE_SOURCE = b"0123456789" * 100
 EXTERNAL_RANGE = (10, 100)
 
 
-def blob_v2(workdir: Path) -> Shape:
-    """Blob v2 (``lance.blob_array``, data_storage_version 2.2): an inline value (kind 0), a packed one
-    (kind 1, > 64 KiB, sidecar ``{stem}/1000…0.blob``), a dedicated one (kind 2, > 4 MiB), an external
-    URI inside a registered non-root base (kind 3, base id + relative path), an external range, an empty
-    blob and a null; a second fragment of inline values. About 4.3 MB."""
-    work = _fresh(workdir)
-    root, ext = work / "ds", work / "external"
-    ext.mkdir()
-    (ext / "whole.bin").write_bytes(EXTERNAL_BLOB)
-    (ext / "ranged.bin").write_bytes(EXTERNAL_RANGE_SOURCE)
-    values: list[Any] = [
-        INLINE_BLOB,
-        bytes([7]) * PACKED_BLOB_SIZE,
-        bytes([9]) * DEDICATED_BLOB_SIZE,
-        str(ext / "whole.bin"),
-        lance.Blob.from_uri(str(ext / "ranged.bin"), position=EXTERNAL_RANGE[0], size=EXTERNAL_RANGE[1]),
-        lance.Blob.empty(),
-        None,
-    ]
-    table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "blob": lance.blob_array(values)})
-    lance.write_dataset(table, str(root), data_storage_version="2.2",
-                        initial_bases=[lance.DatasetBasePath(str(ext), name="external")])
-    more = pa.table({"id": pa.array([100, 101], pa.int64()), "blob": lance.blob_array([b"a", b"bb"])})
-    _append(root, more)
-    return Shape("blob_v2", str(root), "blob v2 kinds 0-3 with a registered external base",
-                 extra_roots=(str(ext),), data_file_roots=(str(root), str(ext)))
+def _external_objects(workdir: Path) -> None:
+    (workdir / "external").mkdir()
+    (workdir / "external" / "whole.bin").write_bytes(EXTERNAL_BLOB)
+    (workdir / "external" / "ranged.bin").write_bytes(EXTERNAL_RANGE_SOURCE)
 
 
-def index(workdir: Path) -> Shape:
-    """A BTREE scalar index on ``id`` (``_indices/{uuid}/page_data.lance``, ``page_lookup.lance``) over
-    two fragments, then a third fragment the index does not cover."""
-    root = _fresh(workdir) / "ds"
-    ds = lance.write_dataset(rows(0, 10), str(root), max_rows_per_file=5)
-    ds.create_scalar_index("id", "BTREE")
-    _append(root, rows(10, 3))
-    return Shape("index", str(root), "BTREE index over two of three fragments", data_file_roots=(str(root),))
+def _move(old: str, new: str) -> Callable[[Path], object]:
+    """A root copied to a new place by hand, the original removed."""
+
+    def move(workdir: Path) -> None:
+        shutil.copytree(workdir / old, workdir / new)
+        shutil.rmtree(workdir / old)
+
+    return move
 
 
-# --- what every writer does day to day: schema evolution, indices, compaction, merges, row ids ------------
+_TWO_BASES = (BaseSpec("base_one", "one", False), BaseSpec("base_two", "two", False))
+_ROOT_AND_PLAIN = (BaseSpec("rootlike", "rootlike", True), BaseSpec("plain", "plain", False))
+_PLAIN_AND_ROOT = (BaseSpec("base_plain", "plain", False), BaseSpec("base_rootlike", "rootlike", True))
+_BLOBS = (Blob(text=INLINE_BLOB.decode()), Blob(fill=7, size=PACKED_BLOB_SIZE), Blob(fill=9, size=DEDICATED_BLOB_SIZE),
+          Blob(at="external/whole.bin"), Blob(at="external/ranged.bin", position=EXTERNAL_RANGE[0],
+                                              size=EXTERNAL_RANGE[1]), Blob(text=""), None)
+
+# --- shapes written by pylance calls an operation cannot say (schema evolution, indices, compaction, ...) ---
+
+
+def _append(uri: str | Path, table: pa.Table, **kwargs: Any) -> Any:
+    return lance.write_dataset(table, str(uri), mode="append", **kwargs)
+
+
+# --- single root ---------------------------------------------------------------------------------------
 
 
 def schema_evolution(workdir: Path) -> Shape:
@@ -528,22 +301,106 @@ def _storage_version(version: Any) -> Callable[[Path], Shape]:
     return build
 
 SHAPES: dict[str, Callable[[Path], Shape]] = {
-    "single_base": single_base,
-    "multi_base_nonroot": multi_base_nonroot,
-    "multi_base_root": multi_base_root,
-    "deletions_arrow": deletions_arrow,
-    "deletions_bitmap": deletions_bitmap,
-    "manifest_v1": manifest_v1,
-    "manifest_v2": manifest_v2,
-    "tags": tags,
-    "branches": branches,
-    "shallow_clone": shallow_clone,
-    "branch_clone": branch_clone,
-    "clone_of_clone": clone_of_clone,
-    "multi_base_clone": multi_base_clone,
-    "deep_clone": deep_clone,
-    "blob_v2": blob_v2,
-    "index": index,
+    # One root, no bases: create (two fragments) then append (one fragment); every file under ``data/``.
+    "single_base": _shape("single_base", "ds", "two versions, three fragments, all in {root}/data",
+                          Create("ds", 0, 6, max_rows_per_file=3), Append("ds", 6, 4), files=("ds",)),
+    # Two non-root bases registered at create (``initial_bases``): data files round-robin over them
+    # (``target_bases``, ``{base}/{stem}.lance``), a later append to the root (``{root}/data``), an append to one
+    # base only, and a delete whose deletion file goes to the root although the data lives in a base.
+    "multi_base_nonroot": _shape("multi_base_nonroot", "ds", "two non-root bases plus the root",
+                                 Create("ds", 0, 8, _TWO_BASES, ("one", "two"), max_rows_per_file=2),
+                                 Append("ds", 8, 3), Append("ds", 11, 2, ("two",)), Delete("ds", (), _where(1)),
+                                 extra=("base_one", "base_two"), files=("ds", "base_one", "base_two")),
+    # A base with ``is_dataset_root=True`` (files under ``{base}/data/``) and a non-root base (files directly
+    # under it), files in each and in the root.
+    "multi_base_root": _shape("multi_base_root", "ds", "a dataset-root base and a non-root base",
+                              Create("ds", 0, 6, _ROOT_AND_PLAIN, ("rootlike", "plain"), max_rows_per_file=2),
+                              Append("ds", 6, 2), Delete("ds", (), _where(0)),
+                              extra=("rootlike", "plain"), files=("ds", "rootlike", "plain")),
+    # Deletion files below 5000 rows (``.arrow``, ARROW_ARRAY): cumulative deletes in fragment 0 (two deletes, the
+    # second file replaces the first), one row in fragment 1, and fragment 2 deleted entirely (dropped from the
+    # manifest, no deletion file; its data file stays on disk, unreferenced: no closed set of files).
+    "deletions_arrow": _shape("deletions_arrow", "ds", ".arrow deletion files, one fragment fully deleted",
+                              Create("ds", 0, 30, max_rows_per_file=10), Delete("ds", (), _where(1, 3)),
+                              Delete("ds", (), _where(8, 12)), Delete("ds", (), "id >= 20")),
+    # A deletion file of at least 5000 rows (``.bin``, a portable roaring bitmap): a 6000-row fragment with 5000
+    # rows deleted, beside a 10-row fragment with one deleted row (``.arrow``).
+    "deletions_bitmap": _shape("deletions_bitmap", "ds", ".bin deletion file (5000 rows) beside an .arrow one",
+                               Create("ds", 0, 6000, max_rows_per_file=None), Append("ds", 6000, 10),
+                               Delete("ds", (), "id < 5000 OR id = 6005"), files=("ds",)),
+    # V1 manifest names (``_versions/{n}.manifest``, ``enable_v2_manifest_paths=False``): create, append, delete.
+    "manifest_v1": _shape("manifest_v1", "ds", "V1 manifest names, three versions",
+                          Create("ds", 0, 5, manifest_naming="v1"), Append("ds", 5, 5), Delete("ds", (), _where(7)),
+                          files=("ds",)),
+    # V2 manifest names (``_versions/{u64::MAX - n:020}.manifest``, the default): three versions.
+    "manifest_v2": _shape("manifest_v2", "ds", "V2 manifest names, three versions",
+                          Create("ds", 0, 5), Append("ds", 5, 5), Append("ds", 10, 2), files=("ds",)),
+    # Tags on several versions, one of them moved with ``tags.update``; the snapshot looked at is the moved tag's
+    # (not the latest) version.
+    "tags": _shape("tags", "ds", "four versions; tags first->1, second->2, moving 1->3",
+                   Create("ds", 0, 4), Append("ds", 4, 4), Append("ds", 8, 4), Append("ds", 12, 4),
+                   Tag("ds", "first", None, 1), Tag("ds", "second", None, 2), Tag("ds", "moving", None, 1),
+                   Tag("ds", "moving", None, 3, move=True), open_kwargs={"tag": "moving"}),
+    # Branches: ``team/x`` forked from main v2 (ref file ``team%2Fx.json``, root ``tree/team/x``) with its own
+    # append, and ``team/x/sub`` forked from ``team/x`` (its root nested inside ``tree/team/x``) with its own append;
+    # main moves on after the fork; a tag names a version of ``team/x``. The snapshot looked at is the latest of
+    # ``team/x/sub``: files from main (base 0), from ``team/x`` (base 1) and its own root.
+    "branches": _shape("branches", "ds", "main, team/x (from main v2), team/x/sub (from team/x v3)",
+                       Create("ds", 0, 4), Append("ds", 4, 4), Branch("ds", "team/x", None, None),
+                       Append("ds/tree/team/x", 100, 3), Branch("ds", "team/x/sub", "team/x", None),
+                       Append("ds/tree/team/x/sub", 200, 2), Append("ds", 8, 4), Tag("ds", "on-branch", "team/x", 3),
+                       Tag("ds", "on-main", None, 2), open_kwargs={"branch": "team/x/sub"}),
+    # A shallow clone of a tagged source version (source data files, a source deletion file and a BTREE index
+    # through base 0 = the source root), then an append on the clone (clone root) and a delete of an inherited row
+    # (a new deletion file in the clone root replacing the inherited one). The source moves on after the tag.
+    "shallow_clone": _shape("shallow_clone", "clone", "shallow clone of tag release (source v4), then writes",
+                            Create("source", 0, 9, max_rows_per_file=3), Delete("source", (), _where(4, 7)),
+                            Append("source", 9, 2), _index("source"), Tag("source", "release", None, None),
+                            Append("source", 20, 2), ShallowClone("source", "release", "clone"), Append("clone", 50, 3),
+                            Delete("clone", (), _where(5, 51)), extra=("source",)),
+    # A shallow clone of a branch version (``("feat", 3)``): two dataset-root bases, main's root (id 0, unnamed) and
+    # the branch root (id 1, named ``feat``), then an append on the clone.
+    "branch_clone": _shape("branch_clone", "clone", "shallow clone of branch feat v3",
+                           Create("ds", 0, 4), Append("ds", 4, 2), Branch("ds", "feat", None, None),
+                           Append("ds/tree/feat", 100, 2), ShallowClone("ds", None, "clone", "feat", 3),
+                           Append("clone", 200, 2), extra=("ds",), files=("clone", "ds")),
+    # A shallow clone of a shallow clone: bases accumulate and chains flatten (``{0: source, 1: first clone}``);
+    # source files keep base 0 (a deletion file among them), first-clone files get base 1, the second clone's own
+    # append stays in its root.
+    "clone_of_clone": _shape("clone_of_clone", "clone2", "clone2 of clone1 of source",
+                             Create("source", 0, 6, max_rows_per_file=3), Delete("source", (), _where(2)),
+                             ShallowClone("source", None, "clone1", None, 2), Append("clone1", 10, 3),
+                             Delete("clone1", (), _where(11)), ShallowClone("clone1", None, "clone2", None, 4),
+                             Append("clone2", 20, 2), extra=("clone1", "source"),
+                             files=("clone2", "clone1", "source")),
+    # A shallow clone of a multi-base dataset: the source's bases keep their ids (1, 2) and its root becomes base
+    # 0; an append on the clone goes to the clone root.
+    "multi_base_clone": _shape("multi_base_clone", "clone", "shallow clone of a dataset with two bases",
+                               Create("source", 0, 6, _PLAIN_AND_ROOT, ("plain", "rootlike"), max_rows_per_file=2),
+                               Append("source", 6, 2), ShallowClone("source", None, "clone", None, None),
+                               Append("clone", 30, 2), extra=("source", "base_plain", "base_rootlike"),
+                               files=("clone", "source", "base_plain", "base_rootlike")),
+    # A deep clone of a tagged version with a deletion file and a BTREE index: data files, the deletion file and
+    # the index directory copied under the same names into the clone root, no bases; the clone keeps the source
+    # version number.
+    "deep_clone": _shape("deep_clone", "clone", "deep clone of tag snap (source v3)",
+                         Create("source", 0, 6, max_rows_per_file=3), Delete("source", (), _where(1)),
+                         _index("source"), Append("source", 6, 2), Tag("source", "snap", None, 3),
+                         Append("source", 8, 2), DeepClone("source", None, None, "clone", tag="snap"),
+                         extra=("source",), files=("clone",)),
+    # Blob v2 (data_storage_version 2.2): an inline value (kind 0), a packed one (kind 1, > 64 KiB, sidecar
+    # ``{stem}/1000…0.blob``), a dedicated one (kind 2, > 4 MiB), an external URI inside a registered non-root
+    # base (kind 3, base id + relative path), an external range, an empty blob and a null; a second fragment of
+    # inline values. About 4.3 MB.
+    "blob_v2": _shape("blob_v2", "ds", "blob v2 kinds 0-3 with a registered external base", _external_objects,
+                      Create("ds", 0, len(_BLOBS), (BaseSpec("external", "external", False),),
+                             max_rows_per_file=None, data=Blobs(_BLOBS)),
+                      Append("ds", 100, 2, max_rows_per_file=None, data=Blobs((Blob(text="a"), Blob(text="bb")))),
+                      extra=("external",), files=("ds", "external")),
+    # A BTREE scalar index on ``id`` (``_indices/{uuid}/page_data.lance``, ``page_lookup.lance``) over two
+    # fragments, then a third fragment the index does not cover.
+    "index": _shape("index", "ds", "BTREE index over two of three fragments",
+                    Create("ds", 0, 10, max_rows_per_file=5), _index("ds"), Append("ds", 10, 3), files=("ds",)),
     "schema_evolution": schema_evolution,
     "indices": indices,
     "compaction": compaction,
@@ -561,35 +418,18 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
 # (spec/findings.md). Certify must keep reporting them (tests/conformance/expected_failures.toml); they are
 # kept apart from SHAPES, whose datasets every reader must read.
 
-
-def relative_base_path(workdir: Path) -> Shape:
-    """F-012: pylance accepts a relative base path and writes the data file relative to the working
-    directory; the manifest records the relative path (breaches BASE-002)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    root = workdir / "ds"
-    with contextlib.chdir(workdir):
-        lance.write_dataset(rows(0, 4), str(root), initial_bases=[lance.DatasetBasePath("rel/b", name="b")],
-                            target_bases=["b"])
-    return Shape("relative_base_path", str(root), "a base registered with a relative path (F-012)",
-                 extra_roots=(str(workdir / "rel" / "b"),))
-
-
-def copied_root_with_branch(workdir: Path) -> Shape:
-    """F-010: a root with a branch, copied to a new place with the original removed. The branch's manifests
-    record the old root as an absolute base, so its inherited files are gone (breaches CLONE-001)."""
-    old, new = workdir / "old", workdir / "new"
-    ds = lance.write_dataset(rows(0, 4), str(old))
-    ds.create_branch("feat")
-    lance.write_dataset(rows(4, 2), branch_root(str(old), "feat"), mode="append")
-    shutil.copytree(old, new)
-    shutil.rmtree(old)
-    return Shape("copied_root_with_branch", str(new), "a copied root whose branch points at the removed original "
-                 "(F-010)")
-
-
 DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
-    "relative_base_path": relative_base_path,
-    "copied_root_with_branch": copied_root_with_branch,
+    # F-012: pylance accepts a relative base path and writes the data file relative to the working directory; the
+    # manifest records the relative path (breaches BASE-002).
+    "relative_base_path": _shape("relative_base_path", "ds", "a base registered with a relative path (F-012)",
+                                 Create("ds", 0, 4, (BaseSpec("rel/b", "b", False, raw=True),), ("b",)),
+                                 extra=("rel/b",), in_workdir=True),
+    # F-010: a root with a branch, copied to a new place with the original removed. The branch's manifests record
+    # the old root as an absolute base, so its inherited files are gone (breaches CLONE-001).
+    "copied_root_with_branch": _shape("copied_root_with_branch", "new", "a copied root whose branch points at the "
+                                      "removed original (F-010)", Create("old", 0, 4),
+                                      Branch("old", "feat", None, None), Append("old/tree/feat", 4, 2),
+                                      _move("old", "new")),
 }
 
 

@@ -33,7 +33,7 @@ from lancespec.conformance.operations import (
     DeepClone,
     Delete,
     Model,
-    Operation,
+    ModelOperation,
     Relocate,
     RootModel,
     ShallowClone,
@@ -351,7 +351,7 @@ def draw_cleanup(draw: Draw, model: Model, root_key: str | None = None) -> Clean
     return Cleanup(root.dir, older_than_zero, retain, draw(st.booleans()), draw(st.integers(0, 3)) == 0)
 
 
-DRAWERS: dict[str, Callable[..., Operation | None]] = {
+DRAWERS: dict[str, Callable[..., ModelOperation | None]] = {
     "append": draw_append,
     "delete": draw_delete,
     "add_base": draw_add_base,
@@ -364,7 +364,7 @@ DRAWERS: dict[str, Callable[..., Operation | None]] = {
 }
 
 
-def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None) -> Operation | None:
+def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None) -> ModelOperation | None:
     """One operation of ``kind`` that is valid for ``model`` (None when the model offers none: no live row
     to delete, no tag to clone from, no base to relocate). ``root`` fixes the root for the kinds that act on
     one (append, delete, add_base, relocate, cleanup).
@@ -380,14 +380,14 @@ def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None)
 
 @st.composite
 def operation_sequences(draw: st.DrawFn, min_size: int = 1, max_size: int = 12,
-                        kinds: Iterable[str] = ALL_KINDS) -> list[Operation]:
+                        kinds: Iterable[str] = ALL_KINDS) -> list[ModelOperation]:
     """A ``Create`` of ``ds`` then up to ``max_size`` operations of ``kinds``, each valid when its turn comes
     (the model is advanced as they are drawn)."""
     model = Model()
     allowed = list(kinds)
     first = draw_create(draw, model)
     model.apply(first)
-    ops: list[Operation] = [first]
+    ops: list[ModelOperation] = [first]
     for _ in range(draw(st.integers(min_size, max_size))):
         op = draw_operation(draw, model, draw(st.sampled_from(allowed)))
         if op is None:

@@ -24,7 +24,7 @@ from .blob.read import BlobFile, BlobReader
 from .codec import BranchRecord, TagRecord
 from .commit import CommitResult
 from .errors import DatasetAlreadyExists, ValidationError
-from .gc import CleanupPlan, CleanupPolicy, CleanupStats, cleanup, plan_cleanup
+from .gc import CleanupPolicy, CleanupStats, cleanup
 from .layout import Base
 from .ops import DatasetBasePath
 from .read import read_snapshot
@@ -130,10 +130,6 @@ class LanceDataset:
     def delete(self, predicate: str | pc.Expression) -> LanceDataset:
         return self._after(ops.delete(self._root, predicate, storage_options=self._storage_options))
 
-    def delete_rows(self, rows: Mapping[int, Sequence[int]]) -> LanceDataset:
-        """Delete by position: fragment id -> row offsets."""
-        return self._after(ops.delete(self._root, rows=rows, storage_options=self._storage_options))
-
     def add_bases(self, new_bases: Sequence[DatasetBasePath]) -> LanceDataset:
         return self._after(ops.add_bases(self._root, new_bases))
 
@@ -157,12 +153,6 @@ class LanceDataset:
                              error_if_tagged_old_versions: bool = True) -> CleanupStats:
         return cleanup(self._root, CleanupPolicy(older_than, retain_versions, delete_unverified,
                                                  error_if_tagged_old_versions))
-
-    def explain_cleanup_old_versions(self, older_than: timedelta | None = None,
-                                     retain_versions: int | None = None, *, delete_unverified: bool = False,
-                                     error_if_tagged_old_versions: bool = True) -> CleanupPlan:
-        return plan_cleanup(self._root, CleanupPolicy(older_than, retain_versions, delete_unverified,
-                                                      error_if_tagged_old_versions))
 
 
 def dataset(uri: str, version: int | str | None = None,

@@ -78,12 +78,14 @@ class S3ServerError(LanceSpecError):
 
 class WriterRefusal(Exception):
     """The writer under test refused an operation: ``kind`` (one of ERROR_KINDS; anything else is read as
-    ``invalid_input``) and its own message. An answer of the writer, not an error of lancespec."""
+    ``invalid_input``) and its own message; ``certain``: nothing was committed for certain (False: a transport
+    error or a lost answer, the outcome is unknown). An answer of the writer, not an error of lancespec."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, certain: bool = True) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind if kind in ERROR_KINDS else "invalid_input"
         self.message = message
+        self.certain = certain
 
 
 class ReaderError(Exception):

@@ -141,7 +141,6 @@ def is_data_file_name(name: str) -> bool:
 DELETION_ARROW = 0  # DeletionFile.DeletionFileType.ARROW_ARRAY
 DELETION_BITMAP = 1  # DeletionFile.DeletionFileType.BITMAP
 DELETION_EXTENSIONS = {DELETION_ARROW: "arrow", DELETION_BITMAP: "bin"}
-DELETION_FILE_RE = re.compile(r"^(\d+)-(\d+)-(\d+)\.(arrow|bin)$")
 
 
 def deletion_file_name(fragment_id: int, read_version: int, file_id: int, file_type: int) -> str:
@@ -162,8 +161,6 @@ def transaction_file_name(read_version: int, txn_uuid: str) -> str:
 
 
 # --- blob v2 sidecars (the Blob v2 post "File and Table Format Integration") -------------------------------
-
-SIDECAR_NAME_RE = re.compile(r"^[01]{32}\.blob$")
 
 
 def reversed_blob_id(blob_id: int) -> str:

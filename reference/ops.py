@@ -37,7 +37,7 @@ from .proto import table_pb2, transaction_pb2
 from .read import read_fragment
 from .schema import arrow_to_fields, same_shape, schema_metadata
 from .store import Storage, open_store
-from .store.uri import is_absolute, normalize, same_location
+from .store.uri import is_absolute, same_location
 from .table import Dataset, Head, Snapshot, bases_of, deleted_offsets
 from .writer import discarded_on_failure, placement_targets, storage_version, write_fragments
 
@@ -280,18 +280,12 @@ def delete(dataset: Dataset, predicate: str | pc.Expression | None = None, *,
     raise AssertionError("unreachable")
 
 
-def open_dataset(uri: str, storage_options: Mapping[str, str] | None = None) -> Dataset:
-    """An existing dataset, for the operations above."""
-    return Dataset.open(normalize(uri), storage_options)
-
-
 __all__ = [
     "DatasetBasePath",
     "add_bases",
     "append",
     "create",
     "delete",
-    "open_dataset",
     "overwrite",
     "validate_new_bases",
 ]

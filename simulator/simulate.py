@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Folder
+from lancespec.conformance.operations import Create
 from lancespec.reference.errors import InvalidOption
 from lancespec.reference.store.s3 import CREDENTIAL_OPTIONS
 
@@ -28,7 +31,7 @@ from .history import History
 from .observe import observe, read_versions_of
 from .preflight import PreflightResult, preflight
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
-from .workload import KINDS, WRITER_KINDS, Op, initial_ids, plan, writer_kind
+from .workload import KINDS, Op, initial_ids, plan, writer_kind
 
 __all__ = ["ENDPOINT_ENV", "RunConfig", "RunReport", "replay_command", "simulate"]
 
@@ -78,8 +81,7 @@ class RunConfig:
             raise InvalidOption(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
         if self.personality == "unlocked" and self.endpoint is not None:
             raise InvalidOption("the unlocked personality is a property of the embedded server; drop --endpoint")
-        if self.writer not in WRITER_KINDS:
-            raise InvalidOption(f"unknown writer {self.writer!r}; choose from {', '.join(WRITER_KINDS)}")
+        registry.get(writer_kind(self.writer, 0))
         if self.faults not in PROFILES:
             raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
         if self.weights is not None:
@@ -268,20 +270,12 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
 
 
 def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[str]:
-    import pyarrow as pa
-
-    from lancespec.reference import ops
-    from lancespec.reference.store import open_store
-
-    from .writers import SCHEMA
-
-    storage = open_store(options)
+    """Version 1 of every dataset, written by the reference writer."""
+    session = registry.get("reference").open(Folder(f"s3://{bucket}", options))
     names = []
     for i in range(count):
         ids = initial_ids(i)
-        table = pa.table({"id": pa.array(ids, pa.int64()), "writer": pa.array([-1] * len(ids), pa.int32()),
-                          "op": pa.array([i] * len(ids), pa.int32())}, schema=SCHEMA)
-        ops.create(f"s3://{bucket}/ds{i}", table, storage=storage, max_rows_per_file=2)
+        session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=2))
         names.append(f"ds{i}")
     return names
 
@@ -301,8 +295,8 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         kind = writer_kind(config.writer, w)
         writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS})
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
-                                 args=(w, kind, bucket, writer_options, [op.to_json() for op in ops], start, results,
-                                       config.time_limit_s)))
+                                 args=(w, kind, registry.origin(kind), bucket, writer_options,
+                                       [op.to_json() for op in ops], start, results, config.time_limit_s)))
     for proc in procs:
         proc.start()
     raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []

@@ -1,48 +1,213 @@
-"""What every writer (and reader) adapter shares: the ``lancespec.writer/1`` message form, refusals with
-an error kind, capability files, and the conversion of contract data to Arrow.
+"""What every implementation (a writer, and the reader beside it) shares: where operations land (``Site``),
+how a session applies them and refuses with an error kind, how a reader reads a target, and capability
+files at the granularity of features.
 
-The contract (docs/writer-contract.md) is the adapter interface: the runner builds one JSON-able message
-per operation and hands it to ``WriterSession.apply``. In-process adapters (the reference, pylance) get
-the very dict an external process reads from its stdin, so every writer is driven identically.
+An implementation is one module of this package plus one capability file beside it (``{module}.toml``):
+it applies the operations of ``lancespec.conformance.operations`` through ``Session.apply`` and maps its
+own errors to the refusal kinds of the scenario format (``ERROR_KINDS``). ``registry`` finds it by name.
 """
 
 from __future__ import annotations
 
-import base64
 import fnmatch
+import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from lancespec.reference.errors import ERROR_KINDS, ContractError, WriterRefusal
+from lancespec.conformance import operations as lang
+from lancespec.reference.errors import ERROR_KINDS, ContractError, ReaderError, WriterRefusal
+from lancespec.reference.layout import Base
+from lancespec.reference.store import Storage, open_store
+from lancespec.reference.store.uri import join, normalize
+from lancespec.reference.table import Dataset
 
 CONTRACT = "lancespec.writer/1"
 
 
-class WriterSession(Protocol):
-    """One connection to a writer for one scenario run."""
+# --- where operations land ----------------------------------------------------------------------------
 
-    def apply(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """Carry out one operation; raise WriterRefusal when the writer refuses it."""
+
+class Site(Protocol):
+    """Resolves the site-relative locations of operations, with the store they live on."""
+
+    @property
+    def options(self) -> Mapping[str, str]: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    def locate(self, text: str) -> str | None:
+        """The URI of location ``text``, or None when ``text`` is not a location of this site."""
+
+
+@dataclass
+class Folder:
+    """A site whose locations are paths below one directory or URI (``s3://bucket``)."""
+
+    root: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def locate(self, text: str) -> str:
+        return join(self.root, text)
+
+    @cached_property
+    def storage(self) -> Storage:
+        return open_store(dict(self.options))
+
+
+def resolve(site: Site, location: str) -> str:
+    uri = site.locate(location)
+    if uri is None:
+        raise ContractError(f"{location!r} is not a location of this run")
+    return uri
+
+
+def registered_path(site: Site, base: Any) -> str:
+    """The path a ``BaseSpec`` is registered with: as written (``raw``), or its URI (``file://`` form)."""
+    if base.raw:
+        return str(base.dir)
+    uri = resolve(site, base.dir)
+    return f"file://{uri}" if base.file_uri else uri
+
+
+def base_keys(site: Site, entries: Iterable[str], registered: Callable[[], Iterable[Any]]) -> list[str]:
+    """How a writer's API names each base: an entry that is the location of a registered base (``registered()``
+    yields objects with ``name`` and ``path``) becomes its name, or its path when unnamed; any other entry (a
+    name) stays as written."""
+    out: list[str] = []
+    bases: list[Any] | None = None
+    for entry in entries:
+        uri = site.locate(entry)
+        if uri is not None:
+            bases = list(registered()) if bases is None else bases
+            match = [b for b in bases if normalize(b.path) in (normalize(uri), f"file://{normalize(uri)}")]
+            if match:
+                entry = match[0].name if match[0].name is not None else match[0].path
+        out.append(entry)
+    return out
+
+
+def write_targets(site: Site, op: lang.Create | Any, root_uri: str) -> dict[str, Any]:
+    """``target_bases`` / ``target_all_bases`` / ``max_rows_per_file`` keywords of a create, append or overwrite."""
+    kwargs: dict[str, Any] = {}
+    if op.max_rows_per_file is not None:
+        kwargs["max_rows_per_file"] = op.max_rows_per_file
+    if op.targets in ("all", "bases"):
+        kwargs["target_all_bases"] = op.targets == "all"
+    elif op.targets is not None:
+        if isinstance(op, lang.Create):
+            specs = [Base(0, b.name, registered_path(site, b), b.is_dataset_root) for b in op.bases]
+            kwargs["target_bases"] = base_keys(site, op.targets, lambda: specs)
+        else:
+            kwargs["target_bases"] = base_keys(site, op.targets,
+                                               lambda: Dataset(root_uri, site.storage).snapshot().bases)
+    return kwargs
+
+
+# --- sessions, readers, implementations -----------------------------------------------------------------
+
+
+class Session(Protocol):
+    """One connection to a writer on one site (one scenario run, one simulator process, one shape)."""
+
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
+        """Carry out ``operation``; raise WriterRefusal when the writer refuses it. The result may say
+        ``version`` (the version committed), ``noop`` (nothing committed), ``attempts``, ``tag_version``,
+        ``removed_versions`` and ``read_version``."""
 
     def close(self) -> None: ...
 
 
-class Writer(Protocol):
+@dataclass(frozen=True)
+class Target:
+    """What a reader opens: ``root`` (a URI), at most one of ``version``/``tag``, and ``branch`` (None = main);
+    the reader returns the bytes of ``blob_columns`` apart."""
+
+    root: str
+    version: int | None = None
+    tag: str | None = None
+    branch: str | None = None
+    blob_columns: tuple[str, ...] = ()
+
+
+@dataclass
+class ReadResult:
+    table: pa.Table
+    blobs: dict[str, list[bytes | None]]
+    files: list[str] | None = None
+
+
+class Reader(Protocol):
     name: str
-    capabilities: Capabilities
 
-    def version(self) -> str: ...
+    def read(self, target: Target) -> ReadResult: ...
 
-    def open(self, storage_options: Mapping[str, str]) -> WriterSession: ...
+    def close(self) -> None: ...
 
 
-# --- capability files ----------------------------------------------------------------------------
+class Implementation:
+    """A writer (and its reader) under one name: ``name``, ``version()``, a ``session`` class opened on a site,
+    a ``reading`` class; the capability file is ``{module}.toml`` beside the subclass's module unless given."""
+
+    name: str = ""
+    session: Callable[[Site], Session]
+    reading: Callable[[], Reader]
+
+    def __init__(self, capabilities: Capabilities | None = None) -> None:
+        if capabilities is None:
+            module = Path(str(sys.modules[type(self).__module__].__file__))
+            capabilities = Capabilities.load(module.with_suffix(".toml"))
+        self.capabilities = capabilities
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def open(self, site: Site) -> Session:
+        return type(self).session(site)
+
+    def reader(self) -> Reader:
+        return type(self).reading()
+
+
+# --- capabilities ----------------------------------------------------------------------------------------
+
+FEATURES = ("create", "append", "overwrite", "delete", "cleanup", "bases", "base_ids", "target_bases",
+            "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version", "tags",
+            "branches", "shallow_clone", "deep_clone", "relocate", "two_phase",
+            *(f"refuses.{kind}" for kind in ERROR_KINDS))
+"""Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files")."""
+
+_OPERATION_FEATURE: dict[type, str] = {
+    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
+    lang.AddBase: "bases", lang.AddBases: "bases", lang.Tag: "tags", lang.Branch: "branches",
+    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
+    lang.Relocate: "relocate", lang.Cleanup: "cleanup", lang.Stage: "two_phase", lang.CommitStaged: "two_phase",
+}
+
+
+def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
+    """The features applying ``op`` takes, read off the operation and its arguments; ``refusal``: the error
+    kind a correct writer refuses it with."""
+    out = [f"{op.kind}s" if isinstance(op, lang.DropRef) else _OPERATION_FEATURE[type(op)]]
+    bases = getattr(op, "bases", ())
+    out += ["bases"] * bool(bases) + ["base_ids"] * any(b.id is not None for b in bases)
+    targets = getattr(op, "targets", None)
+    if targets is not None:
+        out.append("target_all_bases" if targets in ("all", "bases") else "target_bases")
+    out += ["max_rows_per_file"] * (getattr(op, "max_rows_per_file", None) is not None)
+    out += ["blobs"] * (getattr(op, "data", None) is not None)
+    out += ["manifest_v1"] * (getattr(op, "manifest_naming", "v2") == "v1")
+    out += ["data_storage_version"] * (getattr(op, "data_storage_version", None) is not None)
+    on_branch = any(getattr(op, key, None) is not None for key in ("branch", "parent"))
+    out += ["branches"] * (on_branch or lang.split_root(getattr(op, "root", ""))[1] is not None)
+    out += [f"refuses.{refusal}"] * (refusal is not None)
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -60,17 +225,21 @@ class Divergence:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a writer declares about itself (a TOML file; docs/writer-contract.md "Capability files")."""
+    """What a writer declares about itself (a TOML file; docs/writer-contract.md "Capability files"): the
+    features it lacks (``unsupported``: feature -> reason) and its expected divergences."""
 
     writer: str
-    exact_error_kinds: bool = True
     unsupported: Mapping[str, str] = field(default_factory=dict)
     divergences: tuple[Divergence, ...] = ()
     source: str = ""
-    version: str = ""  # the version of the writer under test (set by its adapter), for ``versions`` globs
+    version: str = ""  # the version of the writer under test (set by its implementation), for ``versions`` globs
 
-    def unsupported_reason(self, op: str) -> str | None:
-        return self.unsupported.get(op)
+    def missing(self, features: Iterable[str]) -> tuple[str, str] | None:
+        """The first of ``features`` the writer lacks, with its reason."""
+        for feature in features:
+            if feature in self.unsupported:
+                return feature, self.unsupported[feature]
+        return None
 
     def divergence(self, scenario: str, step: int, store: str) -> Divergence | None:
         for d in self.divergences:
@@ -91,11 +260,14 @@ class Capabilities:
         unknown = set(doc) - known
         if unknown:
             raise ValueError(f"{source}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-        unsupported = {}
-        for op, reason in dict(doc.get("unsupported", {})).items():
+        unsupported = {f"refuses.{kind}": "the writer reports no exact error kinds" for kind in ERROR_KINDS
+                       if not doc.get("exact_error_kinds", True)}
+        for feature, reason in _flat(dict(doc.get("unsupported", {}))):
+            if feature not in FEATURES:
+                raise ValueError(f"{source}: unknown feature {feature!r}; features: {', '.join(FEATURES)}")
             if not isinstance(reason, str) or not reason:
-                raise ValueError(f"{source}: unsupported.{op} must be a reason (a sentence)")
-            unsupported[str(op)] = reason
+                raise ValueError(f"{source}: unsupported.{feature} must be a reason (a sentence)")
+            unsupported[feature] = reason
         divergences = []
         for entry in doc.get("divergence", []):
             missing = {"scenario", "step", "finding", "reason"} - set(entry)
@@ -104,84 +276,17 @@ class Capabilities:
             divergences.append(Divergence(str(entry["scenario"]), int(entry["step"]), str(entry["finding"]),
                                           str(entry["reason"]), tuple(entry.get("stores", ("local", "s3"))),
                                           tuple(entry.get("versions", ()))))
-        return cls(str(doc.get("writer", "")), bool(doc.get("exact_error_kinds", True)), unsupported,
-                   tuple(divergences), source)
+        return cls(str(doc.get("writer", "")), unsupported, tuple(divergences), source)
 
 
-def builtin_capabilities(name: str) -> Capabilities:
-    """The shipped capability file of a built-in writer (``reference``, ``pylance``)."""
-    path = resources.files("lancespec.conformance.adapters") / "capabilities" / f"{name}.toml"
-    return Capabilities.parse(tomllib.loads(path.read_text(encoding="utf-8")), f"capabilities/{name}.toml")
-
-
-# --- data -----------------------------------------------------------------------------------------
-
-_PLAIN_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
-
-
-def blob_bytes(value: Mapping[str, Any]) -> bytes:
-    return base64.b64decode(value["base64"])
-
-
-def table_from_message(data: Mapping[str, Any], blob_value: Any = None) -> pa.Table:
-    """The Arrow table a contract ``data`` object describes.
-
-    ``blob_value(item)`` turns one blob item (``{"base64"}``, ``{"uri", "position"?, "size"?}`` or None)
-    into what ``lance.blob_array`` takes; the default maps bytes to bytes, an empty value to
-    ``lance.Blob.empty()`` and URIs to ``lance.Blob.from_uri``.
-    """
-    import lance
-
-    def default_blob(item: Any) -> Any:
-        if item is None:
-            return None
-        if "base64" in item:
-            raw = blob_bytes(item)
-            return raw if raw else lance.Blob.empty()
-        if item.get("position") is not None:
-            return lance.Blob.from_uri(item["uri"], position=item["position"], size=item["size"])
-        return item["uri"]
-
-    convert = blob_value or default_blob
-    arrays = []
-    fields = []
-    for column in data["columns"]:
-        name, kind = column["name"], column["type"]
-        if kind in _PLAIN_TYPES:
-            fields.append(pa.field(name, _PLAIN_TYPES[kind]))
-            arrays.append(pa.array(column["values"], _PLAIN_TYPES[kind]))
-        elif kind == "blob":
-            fields.append(lance.blob_field(name, **dict(column.get("thresholds", {}))))
-            arrays.append(lance.blob_array([convert(v) for v in column["values"]]))
-        else:
-            raise ContractError(f"unknown column type {kind!r}")
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def has_blobs(data: Mapping[str, Any] | None) -> bool:
-    return bool(data) and any(c["type"] == "blob" for c in data["columns"])  # type: ignore[index]
-
-
-def reference_tuple(reference: Any) -> Any:
-    """A contract reference (null, int, tag string, {branch, version}) as pylance takes it."""
-    if isinstance(reference, dict):
-        branch = reference.get("branch")
-        return (None if branch in (None, "main") else branch, reference.get("version"))
-    return reference
+def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``refuses.ref_exists = "..."`` in TOML is a nested table; features are its dotted keys."""
+    return [pair for key, value in table.items()
+            for pair in (_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else [(prefix + key, value)])]
 
 
 __all__ = [
-    "CONTRACT",
-    "ERROR_KINDS",
-    "Capabilities",
-    "ContractError",
-    "Divergence",
-    "Writer",
-    "WriterRefusal",
-    "WriterSession",
-    "blob_bytes",
-    "builtin_capabilities",
-    "has_blobs",
-    "reference_tuple",
-    "table_from_message",
+    "CONTRACT", "ERROR_KINDS", "FEATURES", "Capabilities", "ContractError", "Divergence", "Folder", "Implementation",
+    "ReadResult", "Reader", "ReaderError", "Session", "Site", "Target", "WriterRefusal", "base_keys",
+    "needs", "registered_path", "resolve", "write_targets",
 ]

@@ -1,13 +1,16 @@
-"""An external process behind the JSON-lines contract (docs/writer-contract.md): ``cmd:COMMAND``.
+"""A writer or reader in another process, behind the JSON-lines contract (docs/writer-contract.md):
+``cmd:COMMAND``.
 
 The process reads one JSON object per line on stdin and answers each with one line on stdout:
 ``{"id": n, "ok": true, "result": {...}}`` or ``{"id": n, "ok": false, "error": {"kind", "message"}}``.
 The first message is ``hello`` (contract version, storage options); the last is ``bye``. Anything the
-process writes to stderr is kept and shown when it breaks the contract.
+process writes to stderr is kept and shown when it breaks the contract. ``message`` writes an operation of
+the language as the contract's message (locations resolved to URIs, rows to explicit columns).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import queue
@@ -18,7 +21,13 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from .base import CONTRACT, Capabilities, ContractError, WriterRefusal
+import pyarrow as pa
+
+from lancespec.conformance import operations as lang
+from lancespec.conformance.payload import columns
+
+from . import base
+from .base import CONTRACT, Capabilities, ContractError, Implementation, Site, WriterRefusal
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -72,6 +81,7 @@ class JsonLinesProcess:
             except queue.Empty:
                 raise self._broken(f"no answer to {payload['op']!r} within {self.timeout:.0f}s") from None
             if line is None:
+                self._lines.put(None)  # the end stays seen: a later request (the ``bye`` of close) fails at once
                 raise self._broken(f"the process exited (status {self._proc.poll()}) before answering "
                                    f"{payload['op']!r}")
             if not line.strip():
@@ -112,43 +122,140 @@ class JsonLinesProcess:
 
 
 def hello(proc: JsonLinesProcess, storage_options: Mapping[str, str], role: str) -> dict[str, Any]:
-    result = proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
-    return result
+    return proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
+
+
+_NAMES: dict[type, str] = {
+    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
+    lang.AddBase: "add_bases", lang.AddBases: "add_bases", lang.Branch: "branch_create",
+    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
+    lang.Relocate: "relocate", lang.Cleanup: "cleanup",
+}
+
+
+def _reference(op: lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> Any:
+    reference = lang.reference_of(op)
+    return reference if isinstance(reference, str) else {"branch": reference[0], "version": reference[1]}
+
+
+def message(op: lang.Operation, site: Site) -> dict[str, Any]:
+    """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
+    if isinstance(op, lang.Tag):
+        name = "tag_update" if op.move else "tag_create"
+    elif isinstance(op, lang.DropRef):
+        name = f"{op.kind}_delete"
+    elif type(op) in _NAMES:
+        name = _NAMES[type(op)]
+    else:
+        raise WriterRefusal("invalid_input", f"the JSON-lines contract has no {type(op).__name__} operation")
+    root = getattr(op, "root", None) or op.family  # type: ignore[union-attr]
+    family, branch = lang.split_root(root)
+    uri = base.resolve(site, root)
+    out: dict[str, Any] = {"op": name, "dataset": root, "uri": uri, "main_uri": base.resolve(site, family),
+                           "on_branch": branch}
+    if isinstance(op, lang.Create | lang.Append | lang.Overwrite):
+        out["data"] = columns(op.start, op.count, op.data, lambda location: base.resolve(site, location))
+        out.update(base.write_targets(site, op, uri))
+    if isinstance(op, lang.Create):
+        out.update(manifest_naming=op.manifest_naming, data_storage_version=op.data_storage_version)
+    if isinstance(op, lang.Create | lang.AddBase | lang.AddBases):
+        out["bases"] = [{"path": base.registered_path(site, b), "name": b.name, "is_dataset_root": b.is_dataset_root,
+                         "id": b.id} for b in op.bases]
+    if isinstance(op, lang.Delete):
+        out["predicate"] = op.predicate
+    if isinstance(op, lang.Tag) or (isinstance(op, lang.DropRef) and op.kind == "tag"):
+        out["tag"] = op.name
+    if isinstance(op, lang.Branch) or (isinstance(op, lang.DropRef) and op.kind == "branch"):
+        out["branch"] = op.name
+    if isinstance(op, lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone):
+        out["reference"] = _reference(op)
+    if isinstance(op, lang.ShallowClone | lang.DeepClone):
+        out["target_uri"] = base.resolve(site, op.target)
+    if isinstance(op, lang.Relocate):
+        from lancespec.reference.table import Dataset
+
+        keys = base.base_keys(site, [old for old, _ in op.moves], lambda: Dataset(uri, site.storage).snapshot().bases)
+        out["moves"] = {key: base.resolve(site, new) for key, (_, new) in zip(keys, op.moves, strict=True)}
+        out["adopt_from"] = None if op.adopt_from is None else base.resolve(site, op.adopt_from)
+    if isinstance(op, lang.Cleanup):
+        out.update(retain_versions=op.retain_versions, delete_unverified=op.delete_unverified,
+                   error_if_tagged_old_versions=op.error_if_tagged)
+        if op.older_than_zero:
+            out["older_than_seconds"] = 0
+    return out
 
 
 class ExternalSession:
-    def __init__(self, command: str, storage_options: Mapping[str, str]) -> None:
+    def __init__(self, command: str, site: Site) -> None:
+        self.site = site
         self.proc = JsonLinesProcess(command)
         try:
-            self.info = hello(self.proc, storage_options, "writer")
+            self.info = hello(self.proc, site.options, "writer")
         except (ContractError, WriterRefusal):
             self.proc.close()
             raise
 
-    def apply(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        return self.proc.call(message)
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
+        return self.proc.call(message(operation, self.site))
 
     def close(self) -> None:
         self.proc.close()
 
 
-class ExternalWriter:
-    """``cmd:COMMAND``: a writer in any language (one process per scenario run)."""
+class CommandReader:
+    """The reader half of the contract: ``read`` answers ``{"num_rows", "columns": [{"name", "values"}], "blobs":
+    {col: [base64 | null]}}``, ``files`` (optional) ``{"files": [...]}``; binary values are ``{"base64": ...}``."""
+
+    def __init__(self, command: str) -> None:
+        self.name = f"cmd:{command}"
+        self.proc = JsonLinesProcess(command)
+        hello(self.proc, {}, "reader")
+
+    def read(self, target: base.Target) -> base.ReadResult:
+        request = {"op": "read", "uri": target.root, "version": target.version, "tag": target.tag,
+                   "branch": target.branch, "blob_columns": list(target.blob_columns)}
+        try:
+            result = self.proc.call(request)
+        except WriterRefusal as exc:
+            raise base.ReaderError(exc.message) from exc
+        arrays = {}
+        for col in result.get("columns", []):
+            arrays[col["name"]] = pa.array([base64.b64decode(v["base64"]) if isinstance(v, dict) and "base64" in v
+                                            else v for v in col["values"]])
+        blobs = {name: [None if v is None else base64.b64decode(v) for v in values]
+                 for name, values in dict(result.get("blobs", {})).items()}
+        try:
+            files: list[str] | None = sorted(self.proc.call({**request, "op": "files"}).get("files", []))
+        except WriterRefusal:
+            files = None
+        return base.ReadResult(pa.table(arrays) if arrays else pa.table({}), blobs, files)
+
+    def close(self) -> None:
+        self.proc.close()
+
+
+class ExternalImplementation(Implementation):
+    """``cmd:COMMAND``: a writer in any language (one process per session). Without a capability file it is
+    taken to support every operation of the contract."""
 
     def __init__(self, command: str, capabilities: Capabilities | None = None) -> None:
+        super().__init__(capabilities or Capabilities(
+            f"cmd:{command}", {"two_phase": "the JSON-lines contract has no two-phase write"}))
         self.command = command
         self.name = f"cmd:{command}"
-        self.capabilities = capabilities or Capabilities(writer=self.name)
         self._version: str | None = None
 
     def version(self) -> str:
         if self._version is None:
-            session = ExternalSession(self.command, {})
+            session = ExternalSession(self.command, base.Folder(""))
             try:
                 self._version = f"{session.info.get('writer', '?')} {session.info.get('version', '')}".strip()
             finally:
                 session.close()
         return self._version
 
-    def open(self, storage_options: Mapping[str, str]) -> ExternalSession:
-        return ExternalSession(self.command, storage_options)
+    def open(self, site: Site) -> ExternalSession:
+        return ExternalSession(self.command, site)
+
+    def reader(self) -> CommandReader:
+        return CommandReader(self.command)

@@ -1,137 +1,180 @@
-"""The reference writer (``lancespec.reference.api``) behind the writer contract."""
+"""The reference writer and reader (``lancespec.reference``) as an implementation: the oracle every other
+writer is compared with."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from lancespec.reference import __version__, ops
-from lancespec.reference import api as ref
-from lancespec.reference.errors import DatasetNotFound, LanceSpecError, WriterRefusal
-from lancespec.reference.store import open_store
+from lancespec.conformance import operations as lang
+from lancespec.conformance.payload import table
+from lancespec.reference import __version__, clone, gc, ops, refs
+from lancespec.reference.errors import (
+    CommitOutcomeUnknown,
+    LanceSpecError,
+    ObjectAlreadyExists,
+    ObjectNotFound,
+    ReaderError,
+    StorageError,
+    ValidationError,
+    WriterRefusal,
+)
+from lancespec.reference.relocate import relocate
 from lancespec.reference.table import Dataset
 
-from .base import Capabilities, builtin_capabilities, has_blobs, reference_tuple, table_from_message
+from . import base, registry
+from .base import Implementation, ReadResult, Site, Target
 
 
-def _bases(items: Any) -> list[ref.DatasetBasePath]:
-    return [ref.DatasetBasePath(b["path"], name=b.get("name"), is_dataset_root=bool(b.get("is_dataset_root")),
-                                id=b.get("id")) for b in items or []]
+def _certain(exc: LanceSpecError) -> bool:
+    """Whether nothing was committed for certain: not when the commit's answer was lost or the store failed
+    (other than not-found / already-exists)."""
+    if isinstance(exc, CommitOutcomeUnknown):
+        return False
+    return not isinstance(exc, StorageError) or isinstance(exc, ObjectNotFound | ObjectAlreadyExists)
 
 
 class ReferenceSession:
-    """One store (one S3 client) for the whole session; handles opened on it."""
+    """Operations on one site through one store (one S3 client for the whole session)."""
 
-    def __init__(self, storage_options: Mapping[str, str]) -> None:
-        self.options = dict(storage_options)
-        self.storage = open_store(self.options)
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.storage = site.storage
+        self.staged: dict[int, tuple[int, list[Any]]] = {}
 
-    def _root(self, uri: str) -> Dataset:
-        root = Dataset(uri, self.storage)
-        if not root.version_entries():
-            raise DatasetNotFound("no dataset here: _versions/ holds no manifest", root.uri)
-        return root
+    def _locate(self, location: str) -> str:
+        return base.resolve(self.site, location)
 
-    def _open(self, message: Mapping[str, Any]) -> ref.LanceDataset:
-        root = self._root(message["main_uri"])
-        if message.get("on_branch"):
-            root = root.branch(message["on_branch"])
-        elif message["uri"] != message["main_uri"]:
-            root = self._root(message["uri"])
-        return ref.LanceDataset(root, None, self.options)
+    def _dataset(self, root: str) -> Dataset:
+        family, branch = lang.split_root(root)
+        main = Dataset(base.resolve(self.site, family), self.storage)
+        return main.branch(branch) if branch else main
 
-    def _main(self, message: Mapping[str, Any]) -> ref.LanceDataset:
-        return ref.LanceDataset(self._root(message["main_uri"]), None, self.options)
+    def _bases(self, specs: Any) -> list[ops.DatasetBasePath]:
+        return [ops.DatasetBasePath(base.registered_path(self.site, b), name=b.name, is_dataset_root=b.is_dataset_root,
+                                    id=b.id) for b in specs]
 
-    def apply(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        handler: Callable[[Mapping[str, Any]], Any] | None = getattr(self, f"op_{message['op']}", None)
-        if handler is None:
-            raise WriterRefusal("invalid_input", f"operation {message['op']!r} is not supported")
+    def apply(self, operation: lang.Operation) -> dict[str, Any]:
         try:
-            handler(message)
+            return self._apply(operation)
         except LanceSpecError as exc:  # every refusal carries its contract error kind (reference.errors)
-            raise WriterRefusal(exc.kind, str(exc)) from exc
+            raise WriterRefusal(exc.kind, str(exc), _certain(exc)) from exc
+
+    def _apply(self, op: lang.Operation) -> dict[str, Any]:
+        if isinstance(op, lang.Create):
+            uri = base.resolve(self.site, op.root)
+            storage_version = op.data_storage_version or ("2.2" if op.data is not None else None)
+            result = ops.create(uri, table(op.start, op.count, op.data, self._locate), storage=self.storage,
+                                initial_bases=self._bases(op.bases), data_storage_version=storage_version,
+                                enable_v2_manifest_paths=op.manifest_naming != "v1",
+                                **base.write_targets(self.site, op, uri))
+            return {"version": result.version, "attempts": result.attempts}
+        if isinstance(op, lang.Append | lang.Overwrite):
+            dataset = self._dataset(op.root)
+            write = ops.append if isinstance(op, lang.Append) else ops.overwrite
+            result = write(dataset, table(op.start, op.count, op.data, self._locate),
+                           **base.write_targets(self.site, op, dataset.uri))
+            return {"version": result.version, "attempts": result.attempts}
+        if isinstance(op, lang.Delete):
+            deleted = ops.delete(self._dataset(op.root), op.predicate, storage_options=self.site.options)
+            return {"noop": True} if deleted is None else {"version": deleted.version, "attempts": deleted.attempts}
+        if isinstance(op, lang.AddBase | lang.AddBases):
+            return {"version": ops.add_bases(self._dataset(op.root), self._bases(op.bases)).version}
+        if isinstance(op, lang.Tag):
+            change = refs.update_tag if op.move else refs.create_tag
+            return {"tag_version": change(self._dataset(op.family), op.name, lang.reference_of(op)).version}
+        if isinstance(op, lang.DropRef):
+            (refs.delete_tag if op.kind == "tag" else refs.delete_branch)(self._dataset(op.family), op.name)
+        elif isinstance(op, lang.Branch):
+            refs.create_branch(self._dataset(op.family), op.name, lang.reference_of(op))
+        elif isinstance(op, lang.ShallowClone | lang.DeepClone):
+            source, version = refs.resolve_reference(self._dataset(op.family), lang.reference_of(op))
+            make = clone.shallow_clone if isinstance(op, lang.ShallowClone) else clone.deep_clone
+            make(source, version, base.resolve(self.site, op.target))
+            return {"version": version}
+        elif isinstance(op, lang.Relocate):
+            dataset = self._dataset(op.root)
+            keys = base.base_keys(self.site, [old for old, _ in op.moves], lambda: dataset.snapshot().bases)
+            moves: dict[int | str, str] = {key: base.resolve(self.site, new) for key, (_, new) in zip(keys, op.moves,
+                                                                                                  strict=True)}
+            adopt = None if op.adopt_from is None else base.resolve(self.site, op.adopt_from)
+            return {"version": relocate(dataset, moves, adopt).version}
+        elif isinstance(op, lang.Cleanup):
+            policy = gc.CleanupPolicy(timedelta(0) if op.older_than_zero else None, op.retain_versions,
+                                      op.delete_unverified, op.error_if_tagged)
+            return {"removed_versions": gc.cleanup(self._dataset(op.root), policy).old_versions}
+        elif isinstance(op, lang.Stage):
+            return self._stage(op)
+        elif isinstance(op, lang.CommitStaged):
+            return self._commit_staged(op)
         return {}
 
-    def _write_kwargs(self, m: Mapping[str, Any]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"storage_options": self.options}
-        if m.get("max_rows_per_file"):
-            kwargs["max_rows_per_file"] = m["max_rows_per_file"]
-        if m.get("target_bases") is not None:
-            kwargs["target_bases"] = m["target_bases"]
-        if m.get("target_all_bases") is not None:
-            kwargs["target_all_bases"] = m["target_all_bases"]
-        return kwargs
+    def _stage(self, op: lang.Stage) -> dict[str, Any]:
+        from lancespec.reference.schema import arrow_to_fields, same_shape
+        from lancespec.reference.writer import placement_targets, write_fragments
 
-    def op_create(self, m: Mapping[str, Any]) -> None:
-        version = m.get("data_storage_version") or ("2.2" if has_blobs(m["data"]) else None)
-        kwargs = self._write_kwargs(m)
-        del kwargs["storage_options"]
-        ops.create(m["uri"], table_from_message(m["data"]), storage=self.storage, initial_bases=_bases(m.get("bases")),
-                   enable_v2_manifest_paths=m.get("manifest_naming", "v2") != "v1", data_storage_version=version,
-                   **kwargs)
+        dataset = self._dataset(op.root)
+        snapshot = dataset.snapshot()
+        fields = list(snapshot.manifest.fields)
+        rows = table(op.start, op.count, None, self._locate)
+        if not same_shape(fields, arrow_to_fields(rows.schema)):
+            raise ValidationError("the staged rows do not have the dataset's schema", dataset.uri)
+        rotation = placement_targets(snapshot.bases, None, None, dataset.uri)
+        written = write_fragments(self.storage, dataset.uri, snapshot.bases, rows, fields, rotation,
+                                  data_storage_version=snapshot.manifest.data_format.version or None)
+        self.staged[op.key] = (snapshot.version, [w.fragment for w in written])
+        return {"read_version": snapshot.version}
 
-    def op_append(self, m: Mapping[str, Any]) -> None:
-        kwargs = self._write_kwargs(m)
-        del kwargs["storage_options"]
-        ops.append(self._open(m)._root, table_from_message(m["data"]), **kwargs)
+    def _commit_staged(self, op: lang.CommitStaged) -> dict[str, Any]:
+        from lancespec.reference.apply import apply_transaction
+        from lancespec.reference.commit import commit, new_transaction
 
-    def op_overwrite(self, m: Mapping[str, Any]) -> None:
-        kwargs = self._write_kwargs(m)
-        del kwargs["storage_options"]
-        ops.overwrite(self._open(m)._root, table_from_message(m["data"]), **kwargs)
-
-    def op_delete(self, m: Mapping[str, Any]) -> None:
-        self._open(m).delete(m["predicate"])
-
-    def op_add_bases(self, m: Mapping[str, Any]) -> None:
-        self._open(m).add_bases(_bases(m.get("bases")))
-
-    def op_tag_create(self, m: Mapping[str, Any]) -> None:
-        self._open(m).tags.create(m["tag"], reference_tuple(m.get("reference")))
-
-    def op_tag_update(self, m: Mapping[str, Any]) -> None:
-        self._open(m).tags.update(m["tag"], reference_tuple(m.get("reference")))
-
-    def op_tag_delete(self, m: Mapping[str, Any]) -> None:
-        self._main(m).tags.delete(m["tag"])
-
-    def op_branch_create(self, m: Mapping[str, Any]) -> None:
-        self._open(m).create_branch(m["branch"], reference_tuple(m.get("reference")))
-
-    def op_branch_delete(self, m: Mapping[str, Any]) -> None:
-        self._main(m).branches.delete(m["branch"])
-
-    def op_shallow_clone(self, m: Mapping[str, Any]) -> None:
-        self._open(m).shallow_clone(m["target_uri"], reference_tuple(m.get("reference")))
-
-    def op_deep_clone(self, m: Mapping[str, Any]) -> None:
-        self._open(m).deep_clone(m["target_uri"], reference_tuple(m.get("reference")))
-
-    def op_relocate(self, m: Mapping[str, Any]) -> None:
-        self._open(m).relocate(dict(m.get("moves") or {}), m.get("adopt_from"))
-
-    def op_cleanup(self, m: Mapping[str, Any]) -> None:
-        older = m.get("older_than_seconds")
-        self._open(m).cleanup_old_versions(
-            older_than=None if older is None else timedelta(seconds=older),
-            retain_versions=m.get("retain_versions"),
-            delete_unverified=bool(m.get("delete_unverified", False)),
-            error_if_tagged_old_versions=bool(m.get("error_if_tagged_old_versions", True)))
+        if op.key not in self.staged:
+            raise WriterRefusal("invalid_input", f"stage #{op.key} wrote nothing")
+        read_version, fragments = self.staged.pop(op.key)
+        txn = new_transaction(read_version)
+        txn.append.fragments.extend(fragments)
+        result = commit(self._dataset(op.root), txn, apply_transaction)
+        return {"version": result.version, "read_version": read_version, "attempts": result.attempts}
 
     def close(self) -> None:
         pass
 
 
-class ReferenceWriter:
+class ReferenceReader:
     name = "reference"
 
-    def __init__(self, capabilities: Capabilities | None = None) -> None:
-        self.capabilities = capabilities or builtin_capabilities("reference")
+    def read(self, target: Target) -> ReadResult:
+        from lancespec.reference.blob.read import BlobReader
+        from lancespec.reference.layout import FileKind
+        from lancespec.reference.read import read_snapshot
+
+        try:
+            dataset = Dataset.open(target.root)
+            snapshot = dataset.snapshot(target.version, tag=target.tag, branch=target.branch)
+            rows = read_snapshot(snapshot, dataset.storage)
+            blobs: dict[str, list[bytes | None]] = {}
+            reader = BlobReader(snapshot, dataset.storage)
+            for name in target.blob_columns:
+                handles = reader.take_blobs(name, list(range(rows.num_rows)))
+                blobs[name] = [None if f is None else f.readall() for f in handles]
+        except (LanceSpecError, OSError, ValueError) as exc:
+            raise ReaderError(str(exc)) from exc
+        keep = [c for c in rows.column_names if c not in target.blob_columns]
+        files = sorted(f.uri for f in snapshot.files() if f.uri is not None and f.kind is not FileKind.INDEX)
+        return ReadResult(rows.select(keep), blobs, files)
+
+    def close(self) -> None:
+        pass
+
+
+class ReferenceImplementation(Implementation):
+    name = "reference"
+    session = ReferenceSession
+    reading = ReferenceReader
 
     def version(self) -> str:
         return f"lancespec {__version__}"
 
-    def open(self, storage_options: Mapping[str, str]) -> ReferenceSession:
-        return ReferenceSession(storage_options)
+
+registry.register(ReferenceImplementation)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.adapters.base import Capabilities, Writer
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Implementation
 from lancespec.reference import __version__
-from lancespec.reference.errors import ContractError, InvalidOption
 
 from .format import Scenario
 from .runner import (
@@ -33,6 +33,7 @@ from .runner import (
     StepResult,
     certify_handles,
     compare_summaries,
+    judge,
     run_scenario,
     summarize,
 )
@@ -44,29 +45,10 @@ REPORT_FORMAT = "lancespec.certify-writer/1"
 Progress = Callable[[int, int, str], None]
 
 
-def make_writer(spec: str, capabilities: str | None = None) -> Writer:
-    """``reference``, ``pylance`` or ``cmd:COMMAND``; ``capabilities`` overrides the capability file (one that
-    cannot be read or breaks the rules of docs/writer-contract.md is a ContractError naming it)."""
-    try:
-        caps = Capabilities.load(capabilities) if capabilities else None
-    except OSError as exc:
-        raise ContractError(f"cannot read the capability file: {exc.strerror or exc}", capabilities) from exc
-    except ValueError as exc:  # its rules, or TOML syntax (tomllib's error is a ValueError)
-        reason = str(exc).removeprefix(f"{capabilities}: ")
-        raise ContractError(f"unusable capability file: {reason}", capabilities) from exc
-    if spec == "reference":
-        from lancespec.conformance.adapters.reference import ReferenceWriter
-
-        return ReferenceWriter(caps)
-    if spec == "pylance":
-        from lancespec.conformance.adapters.pylance import PylanceWriter
-
-        return PylanceWriter(caps)
-    if spec.startswith("cmd:") and spec[4:].strip():
-        from lancespec.conformance.adapters.external import ExternalWriter
-
-        return ExternalWriter(spec[4:].strip(), caps)
-    raise InvalidOption(f"unknown writer {spec!r}: use reference, pylance or cmd:COMMAND")
+def make_writer(spec: str, capabilities: str | None = None) -> Implementation:
+    """The writer named ``spec`` (a registered name or ``cmd:COMMAND``); ``capabilities`` overrides its
+    capability file."""
+    return registry.get(spec, capabilities)
 
 
 @dataclass
@@ -82,6 +64,11 @@ class WriterReport:
             for r in run.results:
                 out[r.outcome] += 1
         return out
+
+    @property
+    def applied(self) -> int:
+        """Runs in which every step applied (none needed a feature the writer does not declare)."""
+        return sum(run.applied for run in self.runs)
 
     @property
     def failed_runs(self) -> list[ScenarioRun]:
@@ -134,14 +121,12 @@ def _workdir(path: str | None) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def certify_writer(writer: Writer, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
+def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
                    create_bucket: Callable[[str], object] | None = None,
                    progress: Progress | None = None) -> WriterReport:
     """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run."""
-    from lancespec.conformance.adapters.reference import ReferenceWriter
-
-    reference = ReferenceWriter()
+    reference = registry.get("reference")
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
     caps = writer.capabilities
@@ -155,16 +140,13 @@ def certify_writer(writer: Writer, scenarios: Sequence[Scenario], *, stores: Seq
                 result, handles = run_scenario(scenario, writer, run)
                 if result.completed:
                     problems = certify_handles(handles, run, result.removed)
-                    result.certify = _judged(StepResult(-1, "certify", FAIL if problems else PASS,
-                                                        "; ".join(problems)), caps, scenario.name, kind)
-                    result.summary = summarize(handles, run)
+                    result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
                     if compare and writer.name != reference.name:
                         ref_run = pool.new(kind)
                         ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
                         if ref_result.completed:
-                            diffs = compare_summaries(result.summary, summarize(ref_handles, ref_run))
-                            result.compare = _judged(StepResult(0, "compare", FAIL if diffs else PASS,
-                                                                "; ".join(diffs)), caps, scenario.name, kind)
+                            diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
+                            result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
                         else:
                             result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
                         ref_run.close()
@@ -182,17 +164,6 @@ def certify_writer(writer: Writer, scenarios: Sequence[Scenario], *, stores: Seq
     return report
 
 
-def _judged(result: StepResult, caps: Capabilities, scenario: str, store: str) -> StepResult:
-    divergence = caps.divergence(scenario, result.index, store)
-    if divergence is None:
-        return result
-    if result.outcome == FAIL:
-        return StepResult(result.index, result.op, XFAIL, result.detail, divergence.finding)
-    return StepResult(result.index, result.op, XPASS,
-                      f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}",
-                      divergence.finding)
-
-
 # --- reports -------------------------------------------------------------------------------------
 
 
@@ -200,6 +171,7 @@ def to_json(report: WriterReport) -> dict[str, Any]:
     return {"format": REPORT_FORMAT, "lancespec_version": __version__, "writer": report.writer,
             "writer_version": report.writer_version, "stores": report.stores,
             "certified": report.exit_code == 0, "exit_code": report.exit_code, "summary": report.counts(),
+            "applied": report.applied,
             "runs": [r.to_json() for r in report.runs]}
 
 
@@ -230,14 +202,16 @@ def render_text(report: WriterReport) -> str:
     scenarios = len({r.scenario for r in report.runs})
     lines = [f"{verdict}: {report.writer} ({report.writer_version})",
              f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; "
-             + ", ".join(f"{v} {k}" for k, v in counts.items())]
+             + ", ".join(f"{v} {k}" for k, v in counts.items()),
+             f"  {report.applied} of {len(report.runs)} runs applied in full; the others skip steps that need "
+             "features the writer does not declare"]
     for run in report.runs:
         lines.append(_run_line(run))
         for r in run.results:
             if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
                 tag = f" ({r.finding})" if r.finding else ""
                 lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
-        unsupported = [s for s in run.steps if s.outcome == SKIP and s.detail.startswith("unsupported")]
+        unsupported = [s for s in run.steps if s.unsupported]
         for s in unsupported:
             lines.append(f"      SKIP  step {s.index} {s.op}: {s.detail}")
     return "\n".join(lines) + "\n"

@@ -2,7 +2,9 @@
 
 A scenario is JSON: ``{"format", "name", "description", "requirements", "stores", "steps"}``. Loading
 validates every step's keys and values and raises ``ScenarioError`` naming the file, the step and what is
-wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores.
+wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores. Each writer step becomes
+an operation of the language (``Step.operation``, ``lancespec.conformance.operations``) whose locations are
+the scenario's ``bucket:path`` locations; a dataset handle stands for its root location (``Scenario.roots``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from lancespec.conformance import operations as lang
+from lancespec.conformance.payload import Blob, Blobs
 from lancespec.reference.errors import ERROR_KINDS, ScenarioError
 
 FORMAT = "lancespec.scenario/1"
@@ -40,7 +44,7 @@ WRITER_OPS: dict[str, frozenset[str]] = {
     "branch_delete": frozenset({"branch"}),
     "shallow_clone": frozenset({"target", "reference", "as"}),
     "deep_clone": frozenset({"target", "reference", "as"}),
-    "relocate": frozenset({"moves", "adopt_from", "copy", "remove_old"}),
+    "relocate": frozenset({"moves", "adopt_from"}),
     "cleanup": frozenset({"retain_versions", "older_than_seconds", "delete_unverified",
                           "error_if_tagged_old_versions"}),
 }
@@ -82,12 +86,12 @@ class Location:
                                 where)
         return cls(bucket, path)
 
-    def contains(self, other: Location) -> bool:
-        return self.bucket == other.bucket and (other.path == self.path or other.path.startswith(self.path + "/"))
-
 
 @dataclass(frozen=True)
 class Refusal:
+    """The kind a correct writer refuses with (judged); ``mentions``: what a person should find in its message
+    (for readers of the file: refusals are judged on their kind, never on words)."""
+
     kind: str
     mentions: tuple[str, ...]
 
@@ -104,10 +108,8 @@ class Step:
     expect: Mapping[str, Any] | None = field(default=None, hash=False)
     refuse: Refusal | None = None
     note: str | None = None
-
-    @property
-    def harness(self) -> bool:
-        return self.op in HARNESS_OPS
+    operation: lang.Operation | None = None
+    """What a writer step asks of the writer (None for a harness step)."""
 
     @property
     def introduces(self) -> str | None:
@@ -116,10 +118,6 @@ class Step:
             return self.dataset
         value = self.args.get("as")
         return str(value) if value is not None else None
-
-    @property
-    def label(self) -> str:
-        return f"{self.index}:{self.op}"
 
 
 @dataclass(frozen=True)
@@ -130,6 +128,8 @@ class Scenario:
     requirements: tuple[str, ...] = ()
     stores: tuple[str, ...] = STORES
     source: str = ""
+    roots: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Every dataset handle and the root location it stands for."""
 
     @property
     def operations(self) -> set[str]:
@@ -139,35 +139,38 @@ class Scenario:
 # --- validation --------------------------------------------------------------------------------------
 
 
-def _check_reference(value: Any, where: str) -> None:
-    if value is None or (isinstance(value, (str, int)) and not isinstance(value, bool)):
-        return
+def _reference(value: Any, on: str | None, where: str) -> tuple[str | None, int | None, str | None]:
+    """(branch, version, tag) of a scenario reference read on branch ``on`` of the handle."""
+    if isinstance(value, str):
+        return None, None, value
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return on, value, None
     if isinstance(value, dict) and set(value) <= {"branch", "version"}:
         branch, version = value.get("branch"), value.get("version")
         if (branch is None or isinstance(branch, str)) and (version is None or isinstance(version, int)):
-            return
+            return (None if branch in (None, "main") else branch), version, None
     raise ScenarioError(f"reference must be null, a version, a tag or {{branch, version}}, got {value!r}", where)
 
 
-def _check_blob_value(value: Any, where: str) -> None:
+def _blob(value: Any, where: str) -> Blob | None:
     if value is None:
-        return
-    if not isinstance(value, dict):
-        raise ScenarioError(f"blob value must be an object or null, got {value!r}", where)
-    keys = set(value)
+        return None
+    keys = set(value) if isinstance(value, dict) else None
     if keys == {"bytes"} and isinstance(value["bytes"], str):
-        return
+        return Blob(text=value["bytes"])
     if keys == {"fill", "size"} and all(isinstance(value[k], int) for k in keys):
-        return
+        return Blob(fill=value["fill"], size=value["size"])
     if keys == {"empty"} and value["empty"] is True:
-        return
-    if "at" in keys and keys <= {"at", "position", "size"}:
-        Location.parse(value["at"], where)
-        return
+        return Blob(text="")
+    if keys and "at" in keys and keys <= {"at", "position", "size"}:
+        return Blob(at=str(Location.parse(value["at"], where)), position=value.get("position"), size=value.get("size"))
     raise ScenarioError(f"unknown blob value {value!r}", where)
 
 
-def _check_data(value: Any, where: str) -> None:
+def _data(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``start``, ``count``, ``data``, ``targets`` and ``max_rows_per_file`` of a writing step."""
+    value = raw["data"]
+    out: dict[str, Any] = {"max_rows_per_file": raw.get("max_rows_per_file")}
     if not isinstance(value, dict):
         raise ScenarioError("data must be an object", where)
     if "rows" in value:
@@ -175,32 +178,41 @@ def _check_data(value: Any, where: str) -> None:
         if set(value) != {"rows"} or not (isinstance(rows, list) and len(rows) == 2
                                           and all(isinstance(x, int) and x >= 0 for x in rows)):
             raise ScenarioError(f"data {{'rows': [start, count]}} expected, got {value!r}", where)
-        return
-    if "blobs" in value:
+        out["start"], out["count"] = rows
+    elif "blobs" in value:
         if not set(value) <= {"blobs", "start", "thresholds"} or not isinstance(value["blobs"], list):
             raise ScenarioError(f"data {{'blobs': [...], 'start', 'thresholds'}} expected, got {value!r}", where)
-        for item in value["blobs"]:
-            _check_blob_value(item, where)
         thresholds = value.get("thresholds", {})
         allowed = {"inline_size_threshold", "dedicated_size_threshold", "pack_file_size_threshold"}
         if not isinstance(thresholds, dict) or not set(thresholds) <= allowed:
             raise ScenarioError(f"thresholds may hold {sorted(allowed)}", where)
-        return
-    raise ScenarioError(f"data must be {{'rows': ...}} or {{'blobs': ...}}, got {value!r}", where)
+        values = tuple(_blob(v, where) for v in value["blobs"])
+        out.update(start=int(value.get("start", 0)), count=len(values),
+                   data=Blobs(values, tuple(sorted(thresholds.items()))))
+    else:
+        raise ScenarioError(f"data must be {{'rows': ...}} or {{'blobs': ...}}, got {value!r}", where)
+    if "target_bases" in raw and "target_all_bases" in raw:
+        raise ScenarioError("a step has target_bases or target_all_bases, not both", where)
+    out["targets"] = tuple(raw["target_bases"]) if "target_bases" in raw else (
+        None if "target_all_bases" not in raw else "all" if raw["target_all_bases"] else "bases")
+    return out
 
 
-def _check_bases(value: Any, where: str) -> None:
+def _bases(value: Any, where: str) -> tuple[lang.BaseSpec, ...]:
     if not isinstance(value, list):
         raise ScenarioError("bases must be a list", where)
+    out = []
     for base in value:
         if not isinstance(base, dict) or not set(base) <= {"name", "at", "raw", "is_dataset_root", "id"}:
             raise ScenarioError(f"a base is {{name, at | raw, is_dataset_root, id}}, got {base!r}", where)
         if ("at" in base) == ("raw" in base):
             raise ScenarioError(f"a base has exactly one of 'at' and 'raw': {base!r}", where)
-        if "at" in base:
-            Location.parse(base["at"], where)
-        elif not isinstance(base["raw"], str):
+        if "raw" in base and not isinstance(base["raw"], str):
             raise ScenarioError("'raw' must be a string", where)
+        place = base["raw"] if "raw" in base else str(Location.parse(base["at"], where))
+        out.append(lang.BaseSpec(place, base.get("name"), bool(base.get("is_dataset_root")), raw="raw" in base,
+                                 id=base.get("id")))
+    return tuple(out)
 
 
 def _check_expect(value: Any, where: str) -> None:
@@ -232,7 +244,7 @@ def _check_expect(value: Any, where: str) -> None:
         raise ScenarioError("expect.blobs is {column, sizes}", where)
 
 
-def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
+def _check_step(raw: Any, index: int, source: str, handles: dict[str, str]) -> Step:
     where = f"{source} step {index}"
     if not isinstance(raw, dict) or not isinstance(raw.get("op"), str):
         raise ScenarioError("a step is an object with an 'op'", where)
@@ -260,15 +272,8 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
     for key in ("at", "target", "from", "to", "adopt_from"):
         if key in raw:
             Location.parse(raw[key], where)
-    if "data" in raw:
-        if op == "put_object":
-            _check_blob_value(raw["data"], where)
-        else:
-            _check_data(raw["data"], where)
-    if "bases" in raw:
-        _check_bases(raw["bases"], where)
-    if "reference" in raw:
-        _check_reference(raw["reference"], where)
+    if op == "put_object" and (_blob(raw["data"], where) or Blob()).content() is None:
+        raise ScenarioError("put_object writes bytes: {bytes} or {fill, size}", where)
     if "moves" in raw:
         if not isinstance(raw["moves"], dict):
             raise ScenarioError("moves maps base names (or the location of an unnamed base) to locations", where)
@@ -278,19 +283,8 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
                 Location.parse(key, where)
     if op == "relocate" and "moves" not in raw and "adopt_from" not in raw:
         raise ScenarioError("relocate needs 'moves' or 'adopt_from'", where)
-    for key in ("tag", "branch", "predicate"):
-        if key in raw and not isinstance(raw[key], str):
-            raise ScenarioError(f"{key} must be a string", where)
-    if op in ("tag_create", "tag_update", "tag_delete") and "tag" not in raw:
-        raise ScenarioError(f"{op} needs 'tag'", where)
-    if op in ("branch_create", "branch_delete") and "branch" not in raw:
-        raise ScenarioError(f"{op} needs 'branch'", where)
-    if op in ("shallow_clone", "deep_clone") and "target" not in raw:
-        raise ScenarioError(f"{op} needs 'target'", where)
     if op in ("shallow_clone", "deep_clone", "branch_create", "open") and not isinstance(raw.get("as"), str):
         raise ScenarioError(f"{op} needs 'as' (the new handle)", where)
-    if op == "delete" and "predicate" not in raw:
-        raise ScenarioError("delete needs 'predicate'", where)
     if "expect" in raw and "refuse" in raw:
         raise ScenarioError("a step has 'expect' or 'refuse', not both", where)
     expect = None
@@ -298,7 +292,7 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
         _check_expect(raw["expect"], where)
         expect = raw["expect"]
         target = expect.get("dataset")
-        if target is not None and target not in handles | {raw.get("as"), dataset}:
+        if target is not None and target not in {*handles, raw.get("as"), dataset}:
             raise ScenarioError(f"expect.dataset {target!r} is not a known handle", where)
     refuse = None
     if "refuse" in raw:
@@ -310,11 +304,68 @@ def _check_step(raw: Any, index: int, source: str, handles: set[str]) -> Step:
             raise ScenarioError("refuse.mentions is a list of words", where)
         refuse = Refusal(spec["kind"], tuple(mentions))
     args = {k: v for k, v in raw.items() if k not in _COMMON}
+    operation = _operation(op, raw, handles, where) if op in WRITER_OPS else None
     step = Step(index, op, dataset if isinstance(dataset, str) else None, args, expect, refuse,
-                raw.get("note"))
+                raw.get("note"), operation)
     if step.introduces and refuse is None:
-        handles.add(step.introduces)
+        handles[step.introduces] = _introduced_root(raw, handles)
     return step
+
+
+# --- steps as operations ------------------------------------------------------------------------------
+
+
+def _introduced_root(raw: Mapping[str, Any], handles: Mapping[str, str]) -> str:
+    """The root location of the handle a step introduces."""
+    if raw["op"] == "create":
+        return str(raw["at"])
+    if raw["op"] == "branch_create":
+        return lang.root_dir(lang.split_root(handles[raw["dataset"]])[0], raw["branch"])
+    if raw["op"] == "open":
+        return lang.root_dir(raw["at"], raw.get("branch"))
+    return str(raw["target"])  # a clone
+
+
+def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
+    if not isinstance(raw.get(key), str):
+        raise ScenarioError(f"{raw['op']} needs '{key}' (a string)", where)
+    return str(raw[key])
+
+
+def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], where: str) -> lang.Operation:
+    """The operation a writer step asks for."""
+    root = str(raw["at"]) if op == "create" else handles[raw["dataset"]]
+    family, on = lang.split_root(root)
+    branch, version, tag = _reference(raw.get("reference"), on, where)
+    if op == "create":
+        return lang.Create(root, bases=_bases(raw.get("bases", []), where), **_data(raw, where),
+                           manifest_naming=raw.get("manifest_naming", "v2"),
+                           data_storage_version=raw.get("data_storage_version"))
+    if op in ("append", "overwrite"):
+        return (lang.Append if op == "append" else lang.Overwrite)(root, **_data(raw, where))
+    if op == "delete":
+        return lang.Delete(root, (), _text(raw, "predicate", where))
+    if op == "add_bases":
+        return lang.AddBases(root, _bases(raw.get("bases"), where))
+    if op in ("tag_create", "tag_update"):
+        return lang.Tag(family, _text(raw, "tag", where), branch, version, tag, move=op == "tag_update")
+    if op == "tag_delete":
+        return lang.DropRef(family, "tag", _text(raw, "tag", where))
+    if op == "branch_create":
+        return lang.Branch(family, _text(raw, "branch", where), branch, version, tag)
+    if op == "branch_delete":
+        return lang.DropRef(family, "branch", _text(raw, "branch", where))
+    if op == "shallow_clone":
+        return lang.ShallowClone(family, tag, _text(raw, "target", where), branch, version)
+    if op == "deep_clone":
+        return lang.DeepClone(family, branch, version, _text(raw, "target", where), tag)
+    if op == "relocate":
+        return lang.Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
+    seconds = raw.get("older_than_seconds")
+    if seconds not in (None, 0):
+        raise ScenarioError("older_than_seconds is 0 (everything is old) or absent (the writer's default)", where)
+    return lang.Cleanup(root, seconds == 0, raw.get("retain_versions"), bool(raw.get("delete_unverified", False)),
+                        bool(raw.get("error_if_tagged_old_versions", True)))
 
 
 def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
@@ -342,9 +393,9 @@ def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError("steps must be a non-empty list", source)
-    handles: set[str] = set()
+    handles: dict[str, str] = {}
     steps = tuple(_check_step(raw, i, f"{source} [{name}]", handles) for i, raw in enumerate(raw_steps, 1))
-    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source)
+    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source, handles)
 
 
 def load_scenario(path: str | Path) -> Scenario:

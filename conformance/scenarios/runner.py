@@ -1,27 +1,35 @@
 """Run one scenario against one writer on one store, step by step (docs/scenario-format.md "Results").
 
-The runner turns each abstract step into a ``lancespec.writer/1`` message (locations resolved to URIs,
-data to columns), hands it to the writer, and judges the outcome by reading storage with the reference
-reader: the expected state after a success, or an error of the right kind that says why with every
-object of the run unchanged after a refusal. At the end it summarises every dataset (rows digest,
-versions, bases, files per location, refs) so that two writers' results can be compared, and certifies
-each dataset root.
+The runner hands each step's operation to the writer's session (the store run is the site its locations
+resolve on), and judges the outcome by reading storage with the reference reader: the expected state after
+a success, or an error of the expected kind with every object of the run unchanged after a refusal. A step
+needing a feature the writer's capability file declares unsupported is skipped, not failed. At the end it
+summarises every dataset (rows digest, versions, bases, files per location, refs) so that two writers'
+results can be compared, and certifies each dataset root.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.conformance.adapters.base import Writer, WriterSession
+from lancespec.conformance.adapters.base import (
+    Capabilities,
+    ContractError,
+    Implementation,
+    Session,
+    WriterRefusal,
+    needs,
+)
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fixtures.canonical import rows_digest
+from lancespec.conformance.operations import split_root
+from lancespec.conformance.payload import Blob
 from lancespec.reference.blob.read import BlobReader
-from lancespec.reference.errors import ContractError, LanceSpecError, ScenarioError, WriterRefusal
-from lancespec.reference.layout import FileKind, branch_root
+from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.layout import FileKind
 from lancespec.reference.read import read_snapshot
 from lancespec.reference.store.uri import normalize
 from lancespec.reference.table import Dataset
@@ -39,10 +47,12 @@ class StepResult:
     outcome: str
     detail: str = ""
     finding: str | None = None
+    unsupported: str | None = None
+    """The feature the writer lacks, when the step was skipped for it."""
 
     def to_json(self) -> dict[str, Any]:
         return {"step": self.index, "op": self.op, "outcome": self.outcome, "detail": self.detail,
-                "finding": self.finding}
+                "finding": self.finding, "unsupported": self.unsupported}
 
 
 @dataclass
@@ -66,8 +76,9 @@ class ScenarioRun:
     steps: list[StepResult] = field(default_factory=list)
     certify: StepResult | None = None
     compare: StepResult | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
     removed: list[Location] = field(default_factory=list)
+    halted: bool = False
+    """A step stopped the run (failed, diverged as expected, or needed a missing feature)."""
 
     @property
     def results(self) -> list[StepResult]:
@@ -79,95 +90,20 @@ class ScenarioRun:
 
     @property
     def completed(self) -> bool:
-        return all(s.outcome == PASS for s in self.steps)
+        """Every step passed, but for refusal steps skipped for a feature the writer lacks."""
+        return not self.halted and all(s.outcome in (PASS, SKIP) for s in self.steps)
+
+    @property
+    def applied(self) -> bool:
+        """Whether every step applied to the writer (none needed a feature it does not declare)."""
+        return not any(s.unsupported for s in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "store": self.store, "writer": self.writer,
-                "outcome": FAIL if self.failed else PASS if self.completed else "partial",
+                "outcome": FAIL if self.failed else PASS if self.completed else "partial", "applied": self.applied,
                 "steps": [s.to_json() for s in self.steps],
                 "certify": self.certify.to_json() if self.certify else None,
                 "compare": self.compare.to_json() if self.compare else None}
-
-
-# --- messages ------------------------------------------------------------------------------------
-
-
-def _blob_item(value: Any, run: StoreRun) -> Any:
-    if value is None:
-        return None
-    if "bytes" in value:
-        return {"base64": base64.b64encode(value["bytes"].encode("utf-8")).decode("ascii")}
-    if "fill" in value:
-        return {"base64": base64.b64encode(bytes([value["fill"]]) * value["size"]).decode("ascii")}
-    if "empty" in value:
-        return {"base64": ""}
-    item: dict[str, Any] = {"uri": run.uri(Location.parse(value["at"], "blob"))}
-    if "position" in value:
-        item["position"], item["size"] = value["position"], value["size"]
-    return item
-
-
-def object_bytes(value: Mapping[str, Any]) -> bytes:
-    if "bytes" in value:
-        return str(value["bytes"]).encode("utf-8")
-    if "fill" in value:
-        return bytes([value["fill"]]) * int(value["size"])
-    raise ScenarioError(f"put_object takes {{bytes}} or {{fill, size}}, got {value!r}")
-
-
-def data_message(data: Mapping[str, Any], run: StoreRun) -> dict[str, Any]:
-    """The contract ``data`` object (explicit columns) for a scenario data spec."""
-    if "rows" in data:
-        start, count = data["rows"]
-        ids = list(range(start, start + count))
-        return {"columns": [
-            {"name": "id", "type": "int64", "values": ids},
-            {"name": "name", "type": "string", "values": [f"row-{i}" for i in ids]},
-            {"name": "value", "type": "float64", "values": [i * 0.5 for i in ids]},
-        ]}
-    blobs = data["blobs"]
-    start = int(data.get("start", 0))
-    column: dict[str, Any] = {"name": "blob", "type": "blob", "values": [_blob_item(v, run) for v in blobs]}
-    if data.get("thresholds"):
-        column["thresholds"] = dict(data["thresholds"])
-    return {"columns": [{"name": "id", "type": "int64", "values": list(range(start, start + len(blobs)))}, column]}
-
-
-def _bases_message(bases: Any, run: StoreRun) -> list[dict[str, Any]]:
-    out = []
-    for b in bases or []:
-        path = run.uri(Location.parse(b["at"], "base")) if "at" in b else b["raw"]
-        out.append({"path": path, "name": b.get("name"), "is_dataset_root": bool(b.get("is_dataset_root", False)),
-                    "id": b.get("id")})
-    return out
-
-
-def build_message(step: Step, handles: Mapping[str, Handle], run: StoreRun, seq: int) -> dict[str, Any]:
-    args = dict(step.args)
-    message: dict[str, Any] = {"id": seq, "op": step.op, "dataset": step.dataset}
-    if step.op == "create":
-        uri = run.uri(Location.parse(args.pop("at"), "create"))
-        message.update(uri=uri, main_uri=uri, on_branch=None)
-    else:
-        handle = handles[str(step.dataset)]
-        message.update(uri=handle.uri, main_uri=handle.main_uri, on_branch=handle.branch)
-    for key, value in args.items():
-        if key == "data":
-            message["data"] = data_message(value, run)
-        elif key == "bases":
-            message["bases"] = _bases_message(value, run)
-        elif key == "target":
-            message["target_uri"] = run.uri(Location.parse(value, "target"))
-        elif key == "adopt_from":
-            message["adopt_from"] = run.uri(Location.parse(value, "adopt_from"))
-        elif key == "moves":
-            message["moves"] = {(run.uri(Location.parse(name, "moves")) if ":" in name else name):
-                                run.uri(Location.parse(loc, "moves")) for name, loc in value.items()}
-        elif key in ("copy", "remove_old"):
-            continue
-        else:
-            message[key] = value
-    return message
 
 
 # --- expectations --------------------------------------------------------------------------------
@@ -292,7 +228,13 @@ def _fingerprint_diff(before: Mapping[str, tuple[int, str]], after: Mapping[str,
 # --- the run -------------------------------------------------------------------------------------
 
 
-def _harness(step: Step, run: StoreRun, handles: dict[str, Handle], removed: list[Location]) -> None:
+def handle_of(root: str, run: StoreRun) -> Handle:
+    """The dataset a root location names on ``run``."""
+    family, branch = split_root(root)
+    return Handle(run.uri(Location.parse(root, "root")), run.uri(Location.parse(family, "root")), branch)
+
+
+def _harness(step: Step, run: StoreRun, removed: list[Location]) -> None:
     a = step.args
     if step.op == "copy_location":
         run.copy(Location.parse(a["from"], "from"), Location.parse(a["to"], "to"))
@@ -300,115 +242,94 @@ def _harness(step: Step, run: StoreRun, handles: dict[str, Handle], removed: lis
         run.remove(Location.parse(a["at"], "at"))
         removed.append(Location.parse(a["at"], "at"))
     elif step.op == "put_object":
-        run.put(Location.parse(a["at"], "at"), object_bytes(a["data"]))
-    elif step.op == "open":
-        uri = run.uri(Location.parse(a["at"], "at"))
-        branch = a.get("branch")
-        handles[str(a["as"])] = Handle(branch_root(uri, str(branch)) if branch else uri, uri, branch)
+        content = Blob(text=a["data"].get("bytes"), fill=a["data"].get("fill"), size=a["data"].get("size")).content()
+        run.put(Location.parse(a["at"], "at"), content or b"")
 
 
-def _register(step: Step, message: Mapping[str, Any], handles: dict[str, Handle]) -> None:
-    if step.op == "create":
-        handles[str(step.dataset)] = Handle(message["uri"], message["uri"])
-    elif step.op in ("shallow_clone", "deep_clone"):
-        handles[str(step.args["as"])] = Handle(message["target_uri"], message["target_uri"])
-    elif step.op == "branch_create":
-        main = message["main_uri"]
-        handles[str(step.args["as"])] = Handle(branch_root(main, message["branch"]), main, message["branch"])
+def judge(index: int, op: str, problems: list[str], caps: Capabilities, scenario: str, store: str) -> StepResult:
+    """PASS, or FAIL with ``problems``; XFAIL or XPASS (a failure) where the capability file lists a divergence."""
+    divergence = caps.divergence(scenario, index, store)
+    if divergence is None:
+        return StepResult(index, op, FAIL if problems else PASS, "; ".join(problems))
+    if problems:
+        return StepResult(index, op, XFAIL, "; ".join(problems), divergence.finding)
+    return StepResult(index, op, XPASS, f"listed divergence {divergence.finding} no longer diverges: remove it from "
+                      f"{caps.source}", divergence.finding)
 
 
-def _judge_refusal(step: Step, error: WriterRefusal | None, exact_kinds: bool,
-                   before: Mapping[str, tuple[int, str]], run: StoreRun) -> list[str]:
+def _judge_refusal(step: Step, error: WriterRefusal | None, before: Mapping[str, tuple[int, str]],
+                   run: StoreRun) -> list[str]:
+    """A refusal is judged on its kind (never on the words of its message) and on storage left unchanged."""
     assert step.refuse is not None
     problems = []
     if error is None:
         problems.append(f"accepted; a correct writer refuses it ({step.refuse.kind})")
-    else:
-        if exact_kinds and error.kind != step.refuse.kind:
-            problems.append(f"refused as {error.kind}, expected {step.refuse.kind}: {error.message}")
-        text = error.message.lower()
-        if not error.message.strip():
-            problems.append("refused without a message")
-        elif step.refuse.mentions and not any(m.lower() in text for m in step.refuse.mentions):
-            problems.append(f"the refusal does not say why (mentions none of {list(step.refuse.mentions)}): "
-                            f"{error.message}")
+    elif error.kind != step.refuse.kind:
+        problems.append(f"refused as {error.kind}, expected {step.refuse.kind}: {error.message}")
+    elif not error.message.strip():
+        problems.append("refused without a message")
     problems += _fingerprint_diff(before, run.fingerprint(), run)
     return problems
 
 
-def run_scenario(scenario: Scenario, writer: Writer, run: StoreRun) -> tuple[ScenarioRun, dict[str, Handle]]:
-    """Run every step; stop judging at the first step that is not a plain pass."""
+def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> tuple[ScenarioRun, dict[str, Handle]]:
+    """Run every step; stop judging at the first step that is not a plain pass (a refusal step the writer
+    cannot be judged on is skipped alone: a correct refusal changes nothing)."""
     result = ScenarioRun(scenario.name, run.kind, writer.name)
     caps = writer.capabilities
     handles: dict[str, Handle] = {}
     stopped: str | None = None
-    session: WriterSession | None = None
+    session: Session | None = None
     try:
-        session = writer.open(run.options)
-        for seq, step in enumerate(scenario.steps, 1):
+        session = writer.open(run)
+        for step in scenario.steps:
             if stopped is not None:
                 result.steps.append(StepResult(step.index, step.op, SKIP, stopped))
                 continue
-            if step.harness:
+            if step.operation is None:
                 try:
-                    _harness(step, run, handles, result.removed)
+                    _harness(step, run, result.removed)
                 except LanceSpecError as exc:
                     result.steps.append(StepResult(step.index, step.op, FAIL, f"harness step failed: {exc}"))
                     stopped = f"after step {step.index} failed"
                     continue
+                if step.introduces:
+                    handles[step.introduces] = handle_of(scenario.roots[step.introduces], run)
                 result.steps.append(StepResult(step.index, step.op, PASS))
                 continue
-            reason = caps.unsupported_reason(step.op)
-            if reason is not None:
-                result.steps.append(StepResult(step.index, step.op, SKIP, f"unsupported by {writer.name}: {reason}"))
-                stopped = f"after unsupported step {step.index} ({step.op})"
+            missing = caps.missing(needs(step.operation, step.refuse.kind if step.refuse else None))
+            if missing is not None:
+                result.steps.append(StepResult(step.index, step.op, SKIP, f"unsupported by {writer.name}: "
+                                               f"{missing[0]} ({missing[1]})", unsupported=missing[0]))
+                if step.refuse is None:
+                    stopped = f"after unsupported step {step.index} ({step.op})"
                 continue
-            message = build_message(step, handles, run, seq)
-            by_name: dict[str, str] = {}
-            if step.op == "relocate" and step.args.get("copy"):
-                snapshot = handles[str(step.dataset)].dataset(run).snapshot()
-                by_name.update({b.name: b.path for b in snapshot.bases if b.name is not None})
-                for name, loc in step.args["moves"].items():
-                    old = name if ":" in name else run.location_of(by_name.get(name, ""))
-                    if old:
-                        run.copy(Location.parse(old, "relocate"), Location.parse(loc, "relocate"))
             before = run.fingerprint() if step.refuse else {}
             error: WriterRefusal | None = None
             try:
-                session.apply(message)
+                session.apply(step.operation)
             except WriterRefusal as exc:
                 error = exc
             except ContractError as exc:
                 error = WriterRefusal("invalid_input", f"contract broken: {exc}")
             if step.refuse is not None:
-                problems = _judge_refusal(step, error, caps.exact_error_kinds, before, run)
+                problems = _judge_refusal(step, error, before, run)
             elif error is not None:
                 problems = [f"refused ({error.kind}): {error.message}"]
             else:
-                _register(step, message, handles)
-                if step.op == "relocate" and step.args.get("remove_old"):
-                    for name in step.args["moves"]:
-                        old = name if ":" in name else run.location_of(by_name.get(name, ""))
-                        if old:
-                            run.remove(Location.parse(old, "relocate"))
-                            result.removed.append(Location.parse(old, "relocate"))
+                if step.introduces:
+                    handles[step.introduces] = handle_of(scenario.roots[step.introduces], run)
                 target = (step.expect or {}).get("dataset") or step.introduces or step.dataset
                 problems = check_expect(step.expect, handles[str(target)], run) if step.expect else []
-            divergence = caps.divergence(scenario.name, step.index, run.kind)
-            if divergence is not None:
-                outcome = XFAIL if problems else XPASS
-                detail = "; ".join(problems) if problems else (
-                    f"listed divergence {divergence.finding} no longer diverges: remove it from {caps.source}")
-                result.steps.append(StepResult(step.index, step.op, outcome, detail, divergence.finding))
-                stopped = f"after expected divergence at step {step.index} ({divergence.finding})"
-            elif problems:
-                result.steps.append(StepResult(step.index, step.op, FAIL, "; ".join(problems)))
-                stopped = f"after step {step.index} failed"
-            else:
-                result.steps.append(StepResult(step.index, step.op, PASS))
+            verdict = judge(step.index, step.op, problems, caps, scenario.name, run.kind)
+            result.steps.append(verdict)
+            if verdict.outcome != PASS:
+                stopped = (f"after expected divergence at step {step.index} ({verdict.finding})" if verdict.finding
+                           else f"after step {step.index} failed")
     except ContractError as exc:
         result.steps.append(StepResult(0, "session", FAIL, f"writer session failed: {exc}"))
     finally:
+        result.halted = result.halted or stopped is not None
         if session is not None:
             with contextlib.suppress(ContractError):
                 session.close()

@@ -22,7 +22,7 @@ Fingerprint = dict[str, tuple[int, str]]
 
 
 class StoreRun:
-    """One scenario run's buckets."""
+    """One scenario run's buckets: the site its operations' locations resolve on."""
 
     kind = "store"
 
@@ -35,6 +35,11 @@ class StoreRun:
 
     def uri(self, location: Location) -> str:
         return join(self.bucket_uri(location.bucket), location.path)
+
+    def locate(self, text: str) -> str | None:
+        """The URI of ``bucket:path`` (a ``Site`` of the operation language), or None for other text."""
+        bucket, sep, path = text.partition(":")
+        return join(self.bucket_uri(bucket), path) if sep and bucket in BUCKETS and path else None
 
     def location_of(self, uri: str) -> str | None:
         """``bucket:path`` for a URI inside one of the run's buckets, else None."""

@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote, urlparse
 
-OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfss", "memory"})
-
 
 def scheme_of(uri: str) -> str:
     """``"file"`` for local paths and ``file://`` URIs, else the URI's scheme in lower case."""

@@ -19,7 +19,8 @@ from typing import Any
 import lance
 import pytest
 
-from lancespec.conformance.shapes import SHAPES, Shape, expected_rows, rows
+from lancespec.conformance.payload import expected_rows, rows
+from lancespec.conformance.shapes import SHAPES, Shape
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.ops import DatasetBasePath

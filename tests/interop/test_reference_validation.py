@@ -22,7 +22,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.shapes import rows
+from lancespec.conformance.payload import rows
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.errors import (

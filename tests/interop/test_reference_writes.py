@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pytest
 from conformance_kit import file_digests
 
-from lancespec.conformance.shapes import expected_rows, rows
+from lancespec.conformance.payload import expected_rows, rows
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.commit import load_transaction

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 from conformance_kit import file_digests, local_manifest_file, without_stamps_and_base_paths
 
-from lancespec.conformance.shapes import expected_rows, rows
+from lancespec.conformance.payload import expected_rows, rows
 from lancespec.reference import ops, refs
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import ValidationError

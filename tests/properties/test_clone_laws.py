@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from property_kit import local, reference_run, referenced_uris, run_all, scratch
 
 from lancespec.conformance.operations import Operation, ShallowClone, Tag
-from lancespec.conformance.shapes import expected_rows
+from lancespec.conformance.payload import expected_rows
 from lancespec.conformance.strategies import draw_operation, operation_sequences
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset

@@ -12,7 +12,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.shapes import rows
+from lancespec.conformance.payload import rows
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset
 

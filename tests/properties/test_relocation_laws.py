@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from property_kit import local, reference_run, run_all, scratch
 
 from lancespec.conformance.operations import AddBase, BaseSpec, Operation, Relocate
-from lancespec.conformance.shapes import expected_rows, rows
+from lancespec.conformance.payload import expected_rows, rows
 from lancespec.conformance.strategies import operation_sequences
 from lancespec.reference import ops
 from lancespec.reference.ops import DatasetBasePath

@@ -1,15 +1,18 @@
 """The JSON-lines contract: the example writer (pylance in a separate process) is certified like the
-others, and a process that breaks the contract fails the step with a reason instead of hanging."""
+others, on every scenario and both stores, and a process that breaks the contract fails the step with a
+reason instead of hanging."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lancespec.conformance.adapters.base import ContractError, WriterRefusal
-from lancespec.conformance.adapters.external import ExternalWriter, JsonLinesProcess
+from lancespec.conformance.adapters.base import Capabilities, ContractError, Site, WriterRefusal
+from lancespec.conformance.adapters.external import ExternalImplementation, ExternalSession, JsonLinesProcess
+from lancespec.conformance.operations import Operation
 from lancespec.conformance.scenarios import builtin_scenarios
 from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
 from lancespec.conformance.scenarios.runner import FAIL, XFAIL
@@ -32,6 +35,53 @@ def test_example_writer_is_certified(tmp_path: Path) -> None:
     runs = {r.scenario: r for r in report.runs}
     assert runs["clone-after-tag"].compare is not None and runs["clone-after-tag"].compare.outcome == "pass"
     assert any(r.outcome == XFAIL and r.finding == "F-006" for r in runs["tag-unusual-names"].results)
+
+
+class _OneProcess(ExternalImplementation):
+    """The example writer kept in one process for every run of a test: the same messages without starting
+    Python and pylance once per scenario (the contract allows one process per run, not more)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"{sys.executable} {EXAMPLE}", Capabilities.load(EXAMPLE_CAPABILITIES))
+        self.session: ExternalSession | None = None
+
+    def open(self, site: Site) -> ExternalSession:
+        if self.session is None:
+            self.session = ExternalSession(self.command, site)
+        self.session.site = site
+        return _Kept(self.session)  # type: ignore[return-value]
+
+
+class _Kept:
+    def __init__(self, session: ExternalSession) -> None:
+        self.session = session
+
+    def apply(self, operation: Operation) -> dict[str, Any]:
+        return self.session.apply(operation)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_example_writer_on_every_scenario(store: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Every scenario on each store through the contract, without the comparison with the reference (made by
+    ``test_example_writer_is_certified`` and, for the pylance underneath, by test_certify_writer.py)."""
+    scenarios = [s for s in builtin_scenarios() if store in s.stores]
+    options: dict[str, Any] = {}
+    if store == "s3":
+        server = request.getfixturevalue("s3_server")
+        options = {"s3_options": server.storage_options(), "create_bucket": server.create_bucket}
+    writer = _OneProcess()
+    try:
+        report = certify_writer(writer, scenarios, stores=[store], workdir=str(tmp_path), compare=False, **options)
+    finally:
+        if writer.session is not None:
+            writer.session.close()
+    assert report.exit_code == 0, render_text(report)
+    assert len(report.runs) == len(scenarios)
+    assert any(r.outcome == XFAIL for run in report.runs for r in run.results)
 
 
 def test_contract_violations_are_reported(tmp_path: Path) -> None:
@@ -61,7 +111,7 @@ def test_contract_violations_are_reported(tmp_path: Path) -> None:
 def test_a_writer_that_dies_fails_the_scenario(tmp_path: Path) -> None:
     dying = tmp_path / "dying.py"
     dying.write_text("import sys\nsys.exit(0)\n")
-    writer = ExternalWriter(f"{sys.executable} {dying}")
+    writer = ExternalImplementation(f"{sys.executable} {dying}")
     writer._version = "test"  # skip the hello of version()
     report = certify_writer(writer, builtin_scenarios("tags-lifecycle"), stores=["local"], workdir=str(tmp_path),
                             compare=False)
