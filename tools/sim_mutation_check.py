@@ -77,7 +77,7 @@ MUTANTS = (
     SimMutant("first-try-unlisted", "commit.py",
               "        attempts += 1\n        entries = dataset.version_entries()\n",
               "        attempts += 1\n        from .table import VersionEntry\n"
-              "        entries = dataset.version_entries() if attempts > 1 else [VersionEntry(\n"
+              "        entries = dataset.version_entries() if attempts > 1 or new_dataset else [VersionEntry(\n"
               "            txn.read_version, ManifestNaming.V2,\n"
               "            join(dataset.uri, VERSIONS_DIR, manifest_name(txn.read_version, ManifestNaming.V2)), 0)]\n",
               "the first attempt builds on the version in hand without listing, trusting a free next name to "
