@@ -86,9 +86,13 @@ class LocalStore(ObjectStore):
             fd = os.open(_path(uri), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except (OSError, ValueError) as exc:
             raise _storage_error(exc, uri) from exc
-        with os.fdopen(fd, "rb") as fh:
+        try:  # checked before fdopen, which refuses a directory with its own error
             st = os.fstat(fd)
             _refuse_unless_regular(st.st_mode, uri)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as fh:
             yield fh, st.st_size
 
     def get(self, uri: str) -> bytes:

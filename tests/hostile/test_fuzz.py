@@ -31,13 +31,14 @@ def test_the_fuzzer_runs_from_any_folder(tmp_path: Path) -> None:
     assert "; 0 failed;" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("seed", [1106, 1241, 1559, 21034, 26174])
+@pytest.mark.parametrize("seed", [1106, 1241, 1559, 21034, 26174, 109596])
 def test_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
     """1241, 1559: a blob field's metadata that is not UTF-8 was an internal error; 1106: a damaged base
     path names another directory, where reading is the dataset's right (the audit allows registered bases);
     21034: a damaged ``.bin`` bitmap made pyroaring raise IndexError, an internal error instead of DEL-002;
     26174: a data file with fewer column_indices than fields broke the blob reader's lookup (MAN-008's
-    finding, not a crash)."""
+    finding, not a crash); 109596: a damaged manifest names a directory as a data file, whose opening raised
+    IsADirectoryError (an internal error) instead of the store's refusal of what is not a regular file."""
     assert fuzz(1, seed=seed, workdir=tmp_path).failures == {}
 
 

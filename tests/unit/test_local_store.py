@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from store_contract import StoreContract, race_put_if_absent
 
-from lancespec.reference.errors import ObjectAlreadyExists
+from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound
 from lancespec.reference.store import open_store
 from lancespec.reference.store.base import ObjectStore
 from lancespec.reference.store.local import LocalStore
@@ -96,3 +96,16 @@ def test_file_uri_with_escaped_characters(tmp_path: Path) -> None:
     store.put(target.as_uri(), b"escaped")  # as_uri() writes the space as %20
     assert "%20" in target.as_uri()
     assert target.read_bytes() == b"escaped"
+
+
+@pytest.mark.parametrize("read", ["get", "get_range", "get_tail"])
+def test_a_directory_is_no_object_for_any_read(tmp_path: Path, read: str) -> None:
+    """A name that holds a directory reads as absent (ObjectNotFound), never as the IsADirectoryError of
+    opening it (the fuzzer's seed 109596: a damaged manifest naming a directory as a data file)."""
+    (tmp_path / "dir.lance").mkdir()
+    store = LocalStore()
+    uri = str(tmp_path / "dir.lance")
+    call = {"get": lambda: store.get(uri), "get_range": lambda: store.get_range(uri, 0, 4),
+            "get_tail": lambda: store.get_tail(uri, 4)}[read]
+    with pytest.raises(ObjectNotFound, match="directory"):
+        call()
