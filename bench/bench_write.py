@@ -65,7 +65,7 @@ class AppendInputs:
 
 
 def append_lancespec(inputs: AppendInputs) -> int:
-    return int(ops.append(ops.open_dataset(inputs.ls_uri), _one_row()).version)
+    return int(ops.append(Dataset.open(inputs.ls_uri), _one_row()).version)
 
 
 def append_pylance(inputs: AppendInputs) -> int:

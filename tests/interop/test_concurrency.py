@@ -405,12 +405,12 @@ def test_a_stale_writer_never_fills_a_version_cleanup_removed(base_dataset: str)
     old manifests. A writer that read v2, while others reached v5 and a cleanup removed v1 to v3, must not
     re-create v3 (the simulator caught a commit loop that skipped its first listing doing so; HIST-001).
     The reference refuses: v3's transaction is gone, so the append cannot be judged against it."""
-    ops.append(ops.open_dataset(base_dataset), ten_rows(100, 1))
+    ops.append(Dataset(base_dataset), ten_rows(100, 1))
     stale = HeldHandle(base_dataset)
     assert stale.held.version == 2
     for start in (200, 300, 400):
-        ops.append(ops.open_dataset(base_dataset), ten_rows(start, 1))
-    gc.cleanup(ops.open_dataset(base_dataset), gc.CleanupPolicy(older_than=timedelta(0), retain_versions=2))
+        ops.append(Dataset(base_dataset), ten_rows(start, 1))
+    gc.cleanup(Dataset(base_dataset), gc.CleanupPolicy(older_than=timedelta(0), retain_versions=2))
     assert Dataset(base_dataset).versions() == [4, 5]
     with pytest.raises(CommitConflict, match="version 3 has no readable transaction"):
         ops.append(stale, ten_rows(900, 1))
