@@ -54,7 +54,8 @@ __all__ = ["FINDINGS_SCHEMA", "SparkCertification", "certify_with_spark", "findi
 
 
 #: The schema of the findings DataFrame (one row per finding, as in certify's JSON report).
-FINDINGS_SCHEMA = "requirement string, severity string, version long, branch string, path string, message string"
+FINDINGS_SCHEMA = ("requirement string, severity string, version long, branch string, path string, detail string, "
+                   "message string, known_divergence string, set_aside_by string")
 
 #: Tasks per core when the caller does not fix ``fragments_per_task``: enough to even out slow tasks.
 TASKS_PER_CORE = 4
@@ -150,7 +151,8 @@ class SparkCertification:
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
     """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA``."""
-    rows = [(f.requirement, f.severity, f.version, f.branch, f.path, f.message) for f in findings]
+    rows = [(f.requirement, f.severity, f.version, f.branch, f.path, f.detail, f.message, f.known, f.set_aside)
+            for f in findings]
     return spark.createDataFrame(rows, FINDINGS_SCHEMA)
 
 
