@@ -52,7 +52,6 @@ __all__ = [
     "ALL_KINDS",
     "DRAWERS",
     "SCHEMES",
-    "SOURCES",
     "base_sets",
     "blob_columns",
     "blob_payloads",
@@ -66,6 +65,7 @@ __all__ = [
     "pick",
     "root_uris",
     "sizes_around",
+    "sources",
     "thresholds",
 ]
 
@@ -278,23 +278,18 @@ def draw_create(draw: Draw, model: Model, root: str = "ds") -> Create:
                   draw(st.integers(1, 4)))
 
 
-def _roots(model: Model) -> list[str]:
-    return sorted(model.roots)
-
-
-def deletable_roots(model: Model) -> list[str]:
-    """Roots whose latest version has a live row (a delete always matches one while F-022 is known)."""
-    return [key for key in sorted(model.roots) if model.roots[key].head.live_ids()]
-
-
-def relocatable_roots(model: Model) -> list[str]:
-    """Roots whose latest version registers a user base (a directory below ``bases/``)."""
-    return [key for key in sorted(model.roots) if any(b.dir.startswith("bases/") for b in model.roots[key].head.bases)]
-
-
-def tags_of(model: Model) -> list[tuple[str, str]]:
-    """``(family, tag)`` for every tag: what a shallow clone is made from."""
-    return [(family, tag) for family in sorted(model.tags) for tag in sorted(model.tags[family])]
+def sources(model: Model, kind: str) -> list[Any]:
+    """What an operation of ``kind`` can act on in ``model`` (the last argument of its ``DRAWERS`` entry; none:
+    nothing now): a ``(family, tag)`` to clone from, a root with a live row to delete, a root with a base to
+    relocate, or any root (the root written, or whose version a tag, branch or deep clone names)."""
+    if kind == "shallow_clone":
+        return [(family, tag) for family in sorted(model.tags) for tag in sorted(model.tags[family])]
+    roots = [model.roots[key] for key in sorted(model.roots)]
+    if kind == "delete":
+        roots = [r for r in roots if r.head.live_ids()]
+    elif kind == "relocate":
+        roots = [r for r in roots if any(b.dir.startswith("bases/") for b in r.head.bases)]
+    return [r.dir for r in roots]
 
 
 def draw_append(draw: Draw, model: Model, root_key: str) -> Append:
@@ -367,21 +362,7 @@ DRAWERS: dict[str, Callable[[Draw, Model, Any], Operation]] = {
     "relocate": draw_relocate,
     "cleanup": draw_cleanup,
 }
-"""Each kind's drawer, given the model and the *source* it acts on: a root key (the root written, or the root
-whose version a tag, branch or deep clone names) or, for a shallow clone, a ``(family, tag)``."""
-
-SOURCES: dict[str, Callable[[Model], list[Any]]] = {
-    "append": _roots,
-    "delete": deletable_roots,
-    "add_base": _roots,
-    "tag": _roots,
-    "branch": _roots,
-    "shallow_clone": tags_of,
-    "deep_clone": _roots,
-    "relocate": relocatable_roots,
-    "cleanup": _roots,
-}
-"""The sources each kind can act on in a model (an empty list: none now)."""
+"""Each kind's drawer, given the model and a source it acts on (``sources``)."""
 
 
 def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None) -> Operation | None:
@@ -393,12 +374,10 @@ def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None)
     absolute (F-012); a delete always matches a live row (F-022); a shallow clone is always made from a
     tag (CLONE-005), because cleaning an untagged source may legitimately break the clone (the clone-primitives
     post)."""
-    sources = SOURCES[kind](model)
+    found = sources(model, kind)
     if root is not None and kind in ROOTED_KINDS:
-        sources = [s for s in sources if s == root]
-    if not sources:
-        return None
-    return DRAWERS[kind](draw, model, pick(draw, sources))
+        found = [s for s in found if s == root]
+    return DRAWERS[kind](draw, model, pick(draw, found)) if found else None
 
 
 @st.composite

@@ -15,15 +15,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from lancespec.conformance.operations import KNOWN_FINDINGS, Operation
+from lancespec.conformance.operations import Operation
 from lancespec.conformance.scenarios import builtin_dir
 from lancespec.reference.errors import LanceSpecError
 
 from .export import ExportError, export, scenario_trace
-from .machine import read_program
+from .machine import modelled, read_program
 from .side_by_side import first_failure, replay
-
-__all__ = ["add_arguments", "main", "run"]
 
 
 def load_program(path: str) -> list[Operation]:
@@ -34,16 +32,11 @@ def load_program(path: str) -> list[Operation]:
     return read_program(text)
 
 
-def _known(unmodelled: Sequence[str] | None) -> frozenset[str]:
-    dropped = set(unmodelled or [])
-    return frozenset() if "all" in dropped else KNOWN_FINDINGS - dropped
-
-
 def _replay(args: argparse.Namespace) -> int:
     ops = load_program(args.program)
     with tempfile.TemporaryDirectory(prefix="lancespec-replay-") as tmp:
         try:
-            replay(ops, Path(tmp), known=_known(args.unmodelled))
+            replay(ops, Path(tmp), known=modelled(args.unmodelled or []))
         except Exception as exc:
             print(f"{len(ops)} operations: {type(exc).__name__}: {exc}")
             return 1
@@ -57,7 +50,7 @@ def _export(args: argparse.Namespace) -> int:
     ops = load_program(args.program)
     error = ""
     if args.finding:
-        error = first_failure(ops, _known([args.finding]))
+        error = first_failure(ops, modelled([args.finding]))
         if not error:
             raise ExportError(f"the program does not diverge with {args.finding} unmodelled: nothing to keep")
     description = args.description or f"Found by the writer machine: {error}"

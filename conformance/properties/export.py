@@ -11,29 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.operations import (
-    AddBase,
-    Append,
-    Branch,
-    Cleanup,
-    Create,
-    DeepClone,
-    Delete,
-    Model,
-    Operation,
-    Relocate,
-    ShallowClone,
-    Tag,
-    Targets,
-    VersionModel,
-    operation_from_dict,
-    operation_to_dict,
-    root_dir,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import parse_scenario
 
-__all__ = ["EXPORT_KNOWN", "ExportError", "export", "scenario_trace", "to_scenario"]
+from .worlds import target_arguments
 
 EXPORT_KNOWN = frozenset({"F-027"})
 """The findings the exported expectations keep: a correct writer never writes into a clone's source (F-027);
@@ -65,70 +47,61 @@ def _base_entry(directory: str, name: str | None, is_root: bool) -> dict[str, An
     return entry
 
 
-def _targets(version: VersionModel, targets: Targets) -> dict[str, Any]:
-    if targets is None:
-        return {}
-    if targets in ("all", "bases"):
-        return {"target_all_bases": targets == "all"}
-    names = []
-    for directory in targets:
-        base = version.base_by_dir(directory)
-        if base.name is None:
-            raise ExportError(f"target {directory} is an unnamed base: scenarios name targets by name")
-        names.append(base.name)
-    return {"target_bases": names}
+def _unnamed(base: lang.BaseModel) -> str:
+    raise ExportError(f"target {base.dir} is an unnamed base: scenarios name targets by name")
 
 
-def _step(op: Operation, before: Model) -> tuple[dict[str, Any], str]:
+def _step(op: lang.Operation, before: lang.Model) -> tuple[dict[str, Any], str]:
     """The scenario step that does ``op`` (``before``: the model before it), and the root it leaves to check."""
-    if isinstance(op, Create):
+    if isinstance(op, lang.Create):
         step = {"op": "create", "dataset": op.root, "at": _location(op.root), "data": {"rows": [op.start, op.count]},
                 "max_rows_per_file": op.max_rows_per_file}
         if op.bases:
             step["bases"] = [_base_entry(b.dir, b.name, b.is_dataset_root) for b in op.bases]
-        return {**step, **_targets(Model.initial_version(op), op.targets)}, op.root
-    if isinstance(op, Append):
+        return {**step, **target_arguments(lang.Model.initial_version(op), op.targets, _unnamed)}, op.root
+    if isinstance(op, lang.Append):
+        targets = target_arguments(before.roots[op.root].head, op.targets, _unnamed)
         return {"op": "append", "dataset": op.root, "data": {"rows": [op.start, op.count]},
-                "max_rows_per_file": op.max_rows_per_file, **_targets(before.roots[op.root].head, op.targets)}, op.root
-    if isinstance(op, Delete):
+                "max_rows_per_file": op.max_rows_per_file, **targets}, op.root
+    if isinstance(op, lang.Delete):
         return {"op": "delete", "dataset": op.root, "predicate": op.predicate}, op.root
-    if isinstance(op, AddBase):
+    if isinstance(op, lang.AddBase):
         return {"op": "add_bases", "dataset": op.root,
                 "bases": [_base_entry(op.base.dir, op.base.name, op.base.is_dataset_root)]}, op.root
-    if isinstance(op, Tag):
+    if isinstance(op, lang.Tag):
         return {"op": "tag_create", "dataset": op.family, "tag": op.name,
                 "reference": _reference(op.branch, op.version)}, op.family
-    if isinstance(op, Branch):
-        key = root_dir(op.family, op.name)
+    if isinstance(op, lang.Branch):
+        key = lang.root_dir(op.family, op.name)
         return {"op": "branch_create", "dataset": op.family, "branch": op.name,
                 "reference": _reference(op.parent, op.version), "as": key}, key
-    if isinstance(op, ShallowClone):
+    if isinstance(op, lang.ShallowClone):
         return {"op": "shallow_clone", "dataset": op.family, "target": _location(op.target), "reference": op.tag,
                 "as": op.target}, op.target
-    if isinstance(op, DeepClone):
+    if isinstance(op, lang.DeepClone):
         return {"op": "deep_clone", "dataset": op.family, "target": _location(op.target),
                 "reference": _reference(op.branch, op.version), "as": op.target}, op.target
-    if isinstance(op, Relocate):
+    if isinstance(op, lang.Relocate):
         head = before.roots[op.root].head
         moves = {}
         for old, new in op.moves:
             base = head.base_by_dir(old)
             moves[base.name if base.name is not None else _location(old)] = _location(new)
         return {"op": "relocate", "dataset": op.root, "moves": moves, "copy": True}, op.root
-    assert isinstance(op, Cleanup)
+    assert isinstance(op, lang.Cleanup)
     step = {"op": "cleanup", "dataset": op.root, "retain_versions": op.retain_versions,
             "delete_unverified": op.delete_unverified, "error_if_tagged_old_versions": op.error_if_tagged,
             "older_than_seconds": 0 if op.older_than_zero else None}
     return {k: v for k, v in step.items() if v is not None}, op.root
 
 
-def _expect(model: Model, root_key: str, op: Operation) -> dict[str, Any]:
-    if isinstance(op, Tag):
+def _expect(model: lang.Model, root_key: str, op: lang.Operation) -> dict[str, Any]:
+    if isinstance(op, lang.Tag):
         return {"tags": {op.name: op.version}}
     root = model.roots[root_key]
     head = root.head
     expect: dict[str, Any] = {"version": root.latest, "rows": len(head.live_ids()), "ids": sorted(head.live_ids())}
-    if isinstance(op, Cleanup):
+    if isinstance(op, lang.Cleanup):
         expect["versions"] = sorted(root.versions)
     files: dict[str, int] = {}
     for f in head.fragments:
@@ -137,16 +110,16 @@ def _expect(model: Model, root_key: str, op: Operation) -> dict[str, Any]:
     if not root.reference_only_bases:  # F-019: a deep clone's bases differ between correct writers' choices
         expect["bases"] = {b.name: _location(b.dir) for b in head.bases if b.name is not None}
         expect["unnamed_bases"] = sorted(_location(b.dir) for b in head.bases if b.name is None)
-    if isinstance(op, Branch):
+    if isinstance(op, lang.Branch):
         expect["branches"] = [op.name]
     return expect
 
 
-def to_scenario(ops: Sequence[Operation], name: str, description: str, *, finding: str | None = None,
+def to_scenario(ops: Sequence[lang.Operation], name: str, description: str, *, finding: str | None = None,
                 requirements: Sequence[str] = (), error: str = "") -> dict[str, Any]:
     """The scenario document for ``ops``: each step expects the state the model (with ``EXPORT_KNOWN``) says
     a correct writer leaves, or refuses, naming the words the model says the refusal must mention."""
-    model = Model(EXPORT_KNOWN)
+    model = lang.Model(EXPORT_KNOWN)
     steps: list[dict[str, Any]] = []
     for op in ops:
         step, root_key = _step(op, model)
@@ -165,11 +138,11 @@ def to_scenario(ops: Sequence[Operation], name: str, description: str, *, findin
         "requirements": list(requirements),
         "steps": steps,
         "origin": {"source": "property-test", "machine": "lancespec.conformance.properties.machine",
-                   "finding": finding, "error": error, "trace": [operation_to_dict(op) for op in ops]},
+                   "finding": finding, "error": error, "trace": [lang.operation_to_dict(op) for op in ops]},
     }
 
 
-def export(ops: Sequence[Operation], name: str, directory: Path, description: str, *, finding: str | None = None,
+def export(ops: Sequence[lang.Operation], name: str, directory: Path, description: str, *, finding: str | None = None,
            requirements: Sequence[str] = (), error: str = "") -> Path:
     """Write ``{directory}/{name}.json``, validated against the scenario format first; an existing file is
     never overwritten (scenario names are unique in the corpus)."""
@@ -183,9 +156,9 @@ def export(ops: Sequence[Operation], name: str, directory: Path, description: st
     return path
 
 
-def scenario_trace(document: Mapping[str, Any]) -> tuple[list[Operation], str | None]:
+def scenario_trace(document: Mapping[str, Any]) -> tuple[list[lang.Operation], str | None]:
     """The program an exported scenario carries, and the finding it records."""
     origin = document.get("origin") or {}
     if "trace" not in origin:
         raise ValueError("the scenario carries no machine program (origin.trace)")
-    return [operation_from_dict(o) for o in origin["trace"]], origin.get("finding")
+    return [lang.operation_from_dict(o) for o in origin["trace"]], origin.get("finding")

@@ -1,21 +1,12 @@
-"""The writer machine: random programs of operations on every writer side by side, in Hypothesis's own terms
-(docs/properties.md "The machine").
+"""The writer machine: random programs on every writer side by side, in Hypothesis's own terms (docs/properties.md
+"The machine").
 
-``WriterMachine`` keeps the model of ``lancespec.conformance.operations`` and one world per writer
-(``SideBySide``). Its rules draw operations (the frozen dataclasses of the operation language) from
-``lancespec.conformance.strategies.DRAWERS``, each acting on a value of a Bundle: ``roots`` (every dataset root:
-the first dataset, branches, clones), ``branches`` (branch roots, to fork again) and ``tags`` (``(family,
-tag)``, what a shallow clone is made from). Rules that need a root with a property (a live row to delete, a
-base to relocate) or a non-empty bundle say so in a ``precondition``. After every step two invariants compare
-what the step touched: every world with the model, and the worlds with each other; the end of a program
-compares every version of every root.
-
-A failure is therefore a program Hypothesis shrinks and prints, one ``state.<rule>(op=<operation>)`` line per
-step (``roots_0 = ...`` where the step adds a root). ``read_program`` reads such a printout back into
-operations, for a replay or an export to a scenario (``lancespec.conformance.properties.export``).
-
-``LANCESPEC_MACHINE_UNMODELLED=F-028,...`` (or ``all``) runs the machine with the model blind to those known
-findings, to find them again.
+Rules draw operations of the operation language (``strategies.DRAWERS``), each acting on a value of a Bundle:
+``roots`` (every dataset root), ``branches`` (to fork again) and ``tags`` (``(family, tag)``, what a shallow clone
+is made from); a rule that needs a root with a live row or a base, or a non-empty bundle, has a precondition.
+After every step two invariants compare what the step touched: every world with the model, and the worlds with
+each other. A failure is a program Hypothesis shrinks and prints, one ``state.<rule>(op=<operation>)`` per step;
+``read_program`` reads it back, for a replay or an export (``properties.export``).
 """
 
 from __future__ import annotations
@@ -27,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,53 +26,39 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
-from lancespec.conformance.operations import (
-    KNOWN_FINDINGS,
-    OPERATIONS,
-    BaseSpec,
-    Branch,
-    Create,
-    DeepClone,
-    Operation,
-    Outcome,
-    ShallowClone,
-    Tag,
-    root_dir,
-)
-from lancespec.conformance.strategies import DRAWERS, SOURCES, draw_create, pick
+from lancespec.conformance import operations as lang
+from lancespec.conformance.strategies import DRAWERS, draw_create, pick, sources
 
 from .side_by_side import WRITERS, SideBySide
 from .worlds import Reader
 
-__all__ = ["WriterMachine", "made", "modelled_findings", "read_program"]
+
+def modelled(unmodelled: Iterable[str]) -> frozenset[str]:
+    """``KNOWN_FINDINGS`` less ``unmodelled`` (all of them for ``all``): a model blind to those, to find them again."""
+    dropped = set(unmodelled)
+    return frozenset() if "all" in dropped else lang.KNOWN_FINDINGS - dropped
 
 
-def modelled_findings() -> frozenset[str]:
-    """``KNOWN_FINDINGS`` less those named in ``LANCESPEC_MACHINE_UNMODELLED`` (comma-separated; ``all``)."""
-    dropped = {f.strip() for f in os.environ.get("LANCESPEC_MACHINE_UNMODELLED", "").split(",") if f.strip()}
-    return frozenset() if "all" in dropped else KNOWN_FINDINGS - dropped
-
-
-def made(op: Create | Tag | Branch | ShallowClone | DeepClone) -> str | tuple[str, str]:
+def made(op: lang.Create | lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> str | tuple[str, str]:
     """What the step that applied ``op`` adds to its bundles: the new root's directory, or ``(family, tag)``."""
-    if isinstance(op, Tag):
+    if isinstance(op, lang.Tag):
         return op.family, op.name
-    if isinstance(op, Branch):
-        return root_dir(op.family, op.name)
-    return op.target if isinstance(op, ShallowClone | DeepClone) else op.root
+    if isinstance(op, lang.Branch):
+        return lang.root_dir(op.family, op.name)
+    return op.target if isinstance(op, lang.ShallowClone | lang.DeepClone) else op.root
 
 
 @st.composite
-def _create(draw: st.DrawFn) -> Create:
+def _create(draw: st.DrawFn) -> lang.Create:
     return draw_create(draw, draw(st.runner()).side.model)
 
 
 @st.composite
-def _drawn(draw: st.DrawFn, kind: str, source: st.SearchStrategy[Any] | None = None) -> Operation:
+def _drawn(draw: st.DrawFn, kind: str, source: st.SearchStrategy[Any] | None = None) -> lang.Operation:
     """An operation of ``kind`` for the running machine's model, acting on a value of the bundle ``source`` or,
-    without one, on any source the model offers (``strategies.SOURCES``; a precondition keeps it non-empty)."""
+    without one, on any source the model offers (``strategies.sources``; a precondition keeps it non-empty)."""
     model = draw(st.runner()).side.model
-    chosen = draw(source) if source is not None else pick(draw, SOURCES[kind](model))
+    chosen = draw(source) if source is not None else pick(draw, sources(model, kind))
     return DRAWERS[kind](draw, model, chosen)
 
 
@@ -99,10 +77,11 @@ class WriterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._tmp = Path(tempfile.mkdtemp(prefix="lancespec-machine-"))
-        self.side = SideBySide(self._tmp, known=modelled_findings(), writers=self.writers, readers=self.readers)
-        self.last: tuple[Operation, Outcome] | None = None
+        unmodelled = os.environ.get("LANCESPEC_MACHINE_UNMODELLED", "").replace(" ", "").split(",")  # F-028,...|all
+        self.side = SideBySide(self._tmp, known=modelled(unmodelled), writers=self.writers, readers=self.readers)
+        self.last: tuple[lang.Operation, lang.Outcome] | None = None
 
-    def _step(self, op: Operation) -> Outcome:
+    def _step(self, op: lang.Operation) -> lang.Outcome:
         outcome = self.side.apply(op)
         self.last = op, outcome
         event(f"{type(op).__name__}: {outcome.kind}" + (f" ({outcome.finding})" if outcome.finding else ""))
@@ -110,57 +89,57 @@ class WriterMachine(RuleBasedStateMachine):
             event("cleanup removed versions")
         return outcome
 
-    def _make(self, op: Create | Tag | Branch | ShallowClone | DeepClone) -> Any:
+    def _make(self, op: lang.Create | lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> Any:
         """Apply ``op``; what it made joins the rule's bundles (nothing when a known divergence left the worlds
         as they were)."""
         return made(op) if self._step(op).kind == "ok" else multiple()
 
     @initialize(target=roots, op=_create())
-    def create(self, op: Create) -> Any:
+    def create(self, op: lang.Create) -> Any:
         return self._make(op)
 
     @rule(op=_drawn("append", roots))
-    def append(self, op: Operation) -> None:
+    def append(self, op: lang.Operation) -> None:
         self._step(op)
 
-    @precondition(lambda self: SOURCES["delete"](self.side.model))
+    @precondition(lambda self: bool(sources(self.side.model, "delete")))
     @rule(op=_drawn("delete"))
-    def delete(self, op: Operation) -> None:
+    def delete(self, op: lang.Operation) -> None:
         self._step(op)
 
     @rule(op=_drawn("add_base", roots))
-    def add_base(self, op: Operation) -> None:
+    def add_base(self, op: lang.Operation) -> None:
         self._step(op)
 
     @rule(target=tags, op=_drawn("tag", roots))
-    def tag(self, op: Tag) -> Any:
+    def tag(self, op: lang.Tag) -> Any:
         return self._make(op)
 
     @rule(targets=(roots, branches), op=_drawn("branch", roots))
-    def branch(self, op: Branch) -> Any:
+    def branch(self, op: lang.Branch) -> Any:
         return self._make(op)
 
-    @precondition(lambda self: self.bundle("branches"))
+    @precondition(lambda self: bool(self.bundle("branches")))
     @rule(targets=(roots, branches), op=_drawn("branch", branches))
-    def branch_of_branch(self, op: Branch) -> Any:
+    def branch_of_branch(self, op: lang.Branch) -> Any:
         return self._make(op)
 
-    @precondition(lambda self: self.bundle("tags"))
+    @precondition(lambda self: bool(self.bundle("tags")))
     @rule(target=roots, op=_drawn("shallow_clone", tags))
-    def shallow_clone(self, op: ShallowClone) -> Any:
+    def shallow_clone(self, op: lang.ShallowClone) -> Any:
         return self._make(op)
 
     @rule(target=roots, op=_drawn("deep_clone", roots))
-    def deep_clone(self, op: DeepClone) -> Any:
+    def deep_clone(self, op: lang.DeepClone) -> Any:
         return self._make(op)
 
-    @precondition(lambda self: SOURCES["relocate"](self.side.model))
+    @precondition(lambda self: bool(sources(self.side.model, "relocate")))
     @rule(op=_drawn("relocate"))
-    def relocate(self, op: Operation) -> None:
+    def relocate(self, op: lang.Operation) -> None:
         self._step(op)
 
     @rule(op=_drawn("cleanup", roots))
-    def cleanup(self, op: Operation) -> None:
+    def cleanup(self, op: lang.Operation) -> None:
         self._step(op)
 
     @invariant()
@@ -186,7 +165,7 @@ class WriterMachine(RuleBasedStateMachine):
 # --- reading a printed program back ---------------------------------------------------------------------
 
 _PYTEST_PREFIX = re.compile(r"^E(?: {7}|$)")
-_CONSTRUCTORS: dict[str, Any] = {**OPERATIONS, "BaseSpec": BaseSpec}
+_CONSTRUCTORS: dict[str, Any] = {**lang.OPERATIONS, "BaseSpec": lang.BaseSpec}
 
 
 def _value(node: ast.expr, names: dict[str, Any]) -> Any:
@@ -204,7 +183,7 @@ def _value(node: ast.expr, names: dict[str, Any]) -> Any:
     raise ValueError(f"line {node.lineno}: {ast.unparse(node)} is not a value of the operation language")
 
 
-def read_program(text: str) -> list[Operation]:
+def read_program(text: str) -> list[lang.Operation]:
     """The operations of a writer-machine program as Hypothesis prints it (``state = WriterMachine()`` to
     ``state.teardown()``, also with pytest's ``E`` margin): each ``state.<rule>(op=...)`` step in order;
     ``name = state.<rule>(...)`` binds what the step made (``made``) for the steps after it."""
@@ -218,7 +197,7 @@ def read_program(text: str) -> list[Operation]:
     except SyntaxError as exc:
         raise ValueError(f"the program does not parse: {exc}") from exc
     names: dict[str, Any] = {}
-    ops: list[Operation] = []
+    ops: list[lang.Operation] = []
     for statement in tree.body:
         call = statement.value if isinstance(statement, ast.Assign | ast.Expr) else None
         op_arg = [k.value for k in call.keywords if k.arg == "op"] if isinstance(call, ast.Call) else []

@@ -1,20 +1,12 @@
-"""The model and several worlds side by side, operation by operation (docs/properties.md "The machine").
+"""The model and one world per writer, operation by operation (docs/properties.md "The machine").
 
-Every world receives the same operation through its own writer (by default the reference, through
-``lancespec.reference.api``, and pylance 14.0.2; ``Relocate`` is the reference's in both, pylance has no API for
-it, docs/lance-format.md §10.4). ``apply`` judges the operation's outcome: the model's refusal must be every
-writer's, its success every writer's; a known divergence (``Outcome.kind == "divergent"``, naming its finding in
-spec/findings.md) is probed in scratch copies: pylance must do what the finding records and the reference what
-the model without the finding says, and no world changes. The checks then compare the roots it touched:
-
-* **with the model**: the versions each world lists (after cleanup too, GC-001); the rows of the latest
-  version, each world read by every reader (pylance reads what the reference wrote and the other way round);
-  the layout of the latest version: bases (name, kind, directory) and, per fragment, its id, row count and the
-  directories of its data and deletion files (BASE-004, BASE-009, BASE-010, CLONE-003); tags and branches.
-  A cleanup re-reads every version of the cleaned root and the latest of every other root;
-* **with each other**: the number of manifests, transaction, deletion and data files in each root.
-
-``check_all`` compares every version of every root.
+``apply`` gives every world the same operation through its own writer and judges the outcome: a refusal of the
+model must be every writer's, a success every writer's; a known divergence (``Outcome.kind == "divergent"``,
+naming its finding in spec/findings.md) is probed in scratch copies, where pylance must do what the finding
+records and the reference what the model without it says, and no world changes. The checks compare the roots an
+operation touched with the model (versions, GC-001; rows read by every reader; the layout of bases and
+fragments, BASE-004, BASE-009, BASE-010, CLONE-003; tags and branches) and the worlds with each other (how
+many manifests, transaction, deletion and data files each root holds).
 """
 
 from __future__ import annotations
@@ -22,32 +14,15 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from copy import deepcopy
 from pathlib import Path
 
-from lancespec.conformance.operations import (
-    KNOWN_FINDINGS,
-    AddBase,
-    Append,
-    Branch,
-    Cleanup,
-    DeepClone,
-    Delete,
-    Model,
-    Operation,
-    Outcome,
-    RootModel,
-    ShallowClone,
-    Tag,
-    root_dir,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.shapes import expected_rows
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset
 
 from .worlds import Layout, Reader, World, model_layout
-
-__all__ = ["WRITERS", "Divergence", "SideBySide", "copy_model", "first_failure", "replay", "touched"]
 
 WRITERS: tuple[str, str] = ("reference", "pylance")
 
@@ -56,21 +31,11 @@ class Divergence(AssertionError):
     """What a world, a reader or the model disagree on."""
 
 
-def copy_model(model: Model) -> Model:
-    """A deep enough copy to map an operation's names and paths as they were before it."""
-    copy = Model(model.known)
-    copy.roots = {k: replace(r, versions=dict(r.versions)) for k, r in model.roots.items()}
-    copy.tags = {k: dict(v) for k, v in model.tags.items()}
-    copy.branches = {k: dict(v) for k, v in model.branches.items()}
-    copy.next_row, copy.counter = model.next_row, model.counter
-    return copy
-
-
-def touched(op: Operation) -> list[str]:
+def touched(op: lang.Operation) -> list[str]:
     """The roots ``op`` writes (for a tag or branch: the root whose version it names, or the new branch)."""
-    if isinstance(op, Tag | Branch):
-        return [root_dir(op.family, op.branch if isinstance(op, Tag) else op.name)]
-    if isinstance(op, ShallowClone | DeepClone):
+    if isinstance(op, lang.Tag | lang.Branch):
+        return [lang.root_dir(op.family, op.branch if isinstance(op, lang.Tag) else op.name)]
+    if isinstance(op, lang.ShallowClone | lang.DeepClone):
         return [op.target]
     return [op.root]
 
@@ -85,26 +50,26 @@ class SideBySide:
     reference and pylance, a step only pylance refuses (a known divergence) is not applied.
     """
 
-    def __init__(self, directory: Path, known: Iterable[str] = KNOWN_FINDINGS, writers: Sequence[str] = WRITERS,
+    def __init__(self, directory: Path, known: Iterable[str] = lang.KNOWN_FINDINGS, writers: Sequence[str] = WRITERS,
                  readers: Sequence[Reader] | None = None) -> None:
         self.dir = directory
-        self.model = Model(known)
+        self.model = lang.Model(known)
         self.worlds = {w: World(directory / w, w) for w in writers}
         self.readers = tuple(readers if readers is not None else dict.fromkeys(w.reader for w in self.worlds.values()))
-        self.trace: list[Operation] = []
+        self.trace: list[lang.Operation] = []
 
-    def run(self, op: Operation) -> Outcome:
+    def run(self, op: lang.Operation) -> lang.Outcome:
         """``apply`` then the checks, in the machine's order (its invariants run by name)."""
         outcome = self.apply(op)
         self.check_worlds_after(op, outcome)
         self.check_model_after(op, outcome)
         return outcome
 
-    def apply(self, op: Operation) -> Outcome:
+    def apply(self, op: lang.Operation) -> lang.Outcome:
         """Apply ``op`` to the model and every world; raise ``Divergence`` when a writer refuses what the model
         accepts or accepts what it refuses, or when a probe of a known divergence fails."""
         self.trace.append(op)
-        before = copy_model(self.model)
+        before = deepcopy(self.model)
         outcome = self.model.apply(op)
         if outcome.kind == "divergent":
             if all(w in self.worlds for w in WRITERS):
@@ -123,80 +88,66 @@ class SideBySide:
 
     # --- known divergences ------------------------------------------------------------------------
 
-    def _probe(self, op: Operation, model: Model, outcome: Outcome) -> None:
+    @staticmethod
+    def _without(model: lang.Model, op: lang.Operation, outcome: lang.Outcome) -> lang.Model:
+        """``model`` after ``op``, were ``outcome.finding`` not known: what the reference must do."""
+        without = deepcopy(model)
+        without.known = model.known - {outcome.finding or ""}
+        without.apply(op)
+        return without
+
+    def _probe(self, op: lang.Operation, model: lang.Model, outcome: lang.Outcome) -> None:
         """Each writer applies ``op`` in a scratch copy of the root it writes (or a fresh directory); pylance
         must do what ``outcome.finding`` records, the reference what the model without it says (a refusal
         may leave files behind, F-020, so the worlds themselves stay untouched)."""
-        if isinstance(op, Cleanup):
+        if isinstance(op, lang.Cleanup):
             self._probe_cleanup(op, model, outcome)
             return
-        scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=self.dir))
-        try:
-            errors: dict[str, Exception | None] = {}
-            targets: dict[str, str] = {}
+        with tempfile.TemporaryDirectory(prefix="probe-", dir=self.dir) as scratch:
+            errors: dict[str, Exception | None] = dict.fromkeys(self.worlds)
+            targets = {writer: f"{scratch}/{writer}" for writer in self.worlds}
             for writer, world in self.worlds.items():
-                targets[writer] = str(scratch / writer)
-                if isinstance(op, Append | Delete | AddBase):
+                if isinstance(op, lang.Append | lang.Delete | lang.AddBase):
                     shutil.copytree(world.uri(op.root), targets[writer])
                 try:
                     world.apply(op, model, target=targets[writer])
-                    errors[writer] = None
                 except Exception as exc:  # judged below
                     errors[writer] = exc
             if errors["reference"] is not None:
                 raise Divergence(f"the reference refused {op} ({outcome.finding}): {errors['reference']}")
-            if isinstance(op, Delete):  # F-022: pylance commits an empty version, the reference nothing
-                self._probe_empty_delete(op, model, outcome, targets, errors["pylance"])
+            if isinstance(op, lang.Delete):  # F-022: pylance commits an empty version, the reference nothing
+                root = model.roots[op.root]
+                for writer, extra in (("reference", []), ("pylance", [root.latest + 1])):
+                    if (got := Dataset(targets[writer]).versions()) != sorted(root.versions) + extra:
+                        raise Divergence(f"{writer} probe of {op} lists versions {got} ({outcome.finding})")
+                if ref.dataset(targets["pylance"]).to_table().to_pylist() != expected_rows(root.head.live_ids()):
+                    raise Divergence(f"pylance's empty version of {op} changed the rows ({outcome.finding})")
                 return
             if errors["pylance"] is None:
                 raise Divergence(f"pylance accepted {op}; the model expects it to refuse ({outcome.finding})")
-            if isinstance(op, AddBase):
+            if isinstance(op, lang.AddBase):
                 registered = self.worlds["reference"].registered(op.base.dir, op.base.file_uri)
                 if not any(b.path == registered for b in Dataset(targets["reference"]).snapshot().bases):
                     raise Divergence(f"the reference did not register {op.base} ({outcome.finding})")
                 return
-            if isinstance(op, DeepClone):
-                want_ids = model.roots[root_dir(op.family, op.branch)].versions[op.version].live_ids()
+            if isinstance(op, lang.DeepClone):
+                want = model.roots[lang.root_dir(op.family, op.branch)].versions[op.version].live_ids()
             else:
-                without = copy_model(model)
-                without.known = model.known - {outcome.finding or ""}
-                without.apply(op)
-                want_ids = without.roots[getattr(op, "root", "")].head.live_ids()
-            got_rows = ref.dataset(targets["reference"]).to_table().to_pylist()
-            if got_rows != expected_rows(want_ids):
-                raise Divergence(f"the reference's {type(op).__name__} reads {got_rows}, not {want_ids} "
+                want = self._without(model, op, outcome).roots[getattr(op, "root", "")].head.live_ids()
+            if (got_rows := ref.dataset(targets["reference"]).to_table().to_pylist()) != expected_rows(want):
+                raise Divergence(f"the reference's {type(op).__name__} reads {got_rows}, not {want} "
                                  f"({outcome.finding})")
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
 
-    @staticmethod
-    def _probe_empty_delete(op: Delete, model: Model, outcome: Outcome, targets: dict[str, str],
-                            error: Exception | None) -> None:
-        if error is not None:
-            raise Divergence(f"pylance refused {op} ({outcome.finding}): {error}")
-        root = model.roots[op.root]
-        want = sorted(root.versions)
-        for writer, extra in (("reference", []), ("pylance", [root.latest + 1])):
-            got = Dataset(targets[writer]).versions()
-            if got != want + extra:
-                raise Divergence(f"{writer} probe of {op} lists versions {got}, not {want + extra} ({outcome.finding})")
-        if ref.dataset(targets["pylance"]).to_table().to_pylist() != expected_rows(root.head.live_ids()):
-            raise Divergence(f"pylance's empty version of {op} changed the rows ({outcome.finding})")
-
-    def _probe_cleanup(self, op: Cleanup, model: Model, outcome: Outcome) -> None:
+    def _probe_cleanup(self, op: lang.Cleanup, model: lang.Model, outcome: lang.Outcome) -> None:
         """F-031: the history so far is replayed into scratch worlds (roots refer to each other by absolute
         paths, so a copy would not do) and both writers clean up there. The reference must leave every root
         that keeps files in the cleaned root reading what the model without the finding says; pylance must
         have lost one of them."""
-        scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=self.dir))
-        try:
-            replica = SideBySide(scratch, known=model.known, writers=tuple(self.worlds), readers=self.readers)
+        with tempfile.TemporaryDirectory(prefix="probe-", dir=self.dir) as scratch:
+            replica = SideBySide(Path(scratch), known=model.known, writers=tuple(self.worlds), readers=self.readers)
             for earlier in self.trace[:-1]:
                 replica.run(earlier)
-            without = copy_model(model)
-            without.known = model.known - {outcome.finding or ""}
-            without.apply(op)
-            readers = [r for r in without.roots.values()
+            readers = [r for r in self._without(model, op, outcome).roots.values()
                        if r.dir != op.root and any(f.data_home == f"{op.root}/data" for f in r.head.fragments)]
             for world in replica.worlds.values():
                 world.apply(op, model)
@@ -213,12 +164,10 @@ class SideBySide:
             if not lost:
                 raise Divergence(f"pylance's {op} kept every file {[r.dir for r in readers]} read; the model expects "
                                  f"it to lose one ({outcome.finding})")
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
 
     # --- checks ---------------------------------------------------------------------------------
 
-    def check_model_after(self, op: Operation, outcome: Outcome) -> None:
+    def check_model_after(self, op: lang.Operation, outcome: lang.Outcome) -> None:
         """What ``op`` touched, in every world, against the model: only the versions after a refusal (a refusal
         changes nothing), nothing after a divergent step (no world changed)."""
         if outcome.kind == "divergent":
@@ -229,31 +178,31 @@ class SideBySide:
             if outcome.kind == "ok":
                 self.check_rows(root, root.latest)
                 self.check_layout(root, root.latest)
-                if isinstance(op, Cleanup):
+                if isinstance(op, lang.Cleanup):
                     for version in sorted(root.versions)[:-1]:
                         self.check_rows(root, version, cross=False)
-        if isinstance(op, Tag | Branch):
+        if isinstance(op, lang.Tag | lang.Branch):
             self.check_refs(op.family)
-        if isinstance(op, Cleanup) and outcome.kind == "ok":  # nothing another root depends on went away
+        if isinstance(op, lang.Cleanup) and outcome.kind == "ok":  # nothing another root depends on went away
             for root in self.model.roots.values():
                 if root.dir != op.root:
                     self.check_versions(root)
                     self.check_rows(root, root.latest, cross=False)
 
-    def check_worlds_after(self, op: Operation, outcome: Outcome) -> None:
+    def check_worlds_after(self, op: lang.Operation, outcome: lang.Outcome) -> None:
         """The roots ``op`` changed hold as many manifests, transaction, deletion and data files in every world."""
         if outcome.kind == "ok":
             for key in touched(op):
                 self.check_census(key)
 
-    def check_versions(self, root: RootModel) -> None:
+    def check_versions(self, root: lang.RootModel) -> None:
         want = sorted(root.versions)
         for writer, world in self.worlds.items():
             got = world.versions(root.dir, world.reader)
             if got != want:
                 raise Divergence(f"{writer} world lists versions {got} of {root.dir}; the model keeps {want}")
 
-    def check_rows(self, root: RootModel, version: int, cross: bool = True) -> None:
+    def check_rows(self, root: lang.RootModel, version: int, cross: bool = True) -> None:
         """Every world's rows of ``version`` as the model says, read by every reader (``cross``) or by the
         world's own."""
         want = expected_rows(root.versions[version].live_ids())
@@ -264,7 +213,7 @@ class SideBySide:
                     raise Divergence(f"{reader} reads ids {[r.get('id') for r in got]} from {root.dir} v{version} "
                                      f"written by {writer}; the model says {[r['id'] for r in want]}")
 
-    def check_layout(self, root: RootModel, version: int) -> None:
+    def check_layout(self, root: lang.RootModel, version: int) -> None:
         want = model_layout(root, version)
         for writer, world in self.worlds.items():
             got = world.layout(root.dir, version)
@@ -278,7 +227,7 @@ class SideBySide:
 
     def check_census(self, key: str) -> None:
         censuses = {writer: world.census(key) for writer, world in self.worlds.items()}
-        if len(set(censuses.values())) > 1:
+        if any(census != next(iter(censuses.values())) for census in censuses.values()):
             raise Divergence(f"{key} holds different files per world: {censuses}")
 
     def check_refs(self, family: str) -> None:
@@ -300,19 +249,17 @@ class SideBySide:
             self.check_refs(family)
 
 
-def replay(ops: Sequence[Operation], directory: Path, check_all: bool = True,
-           known: Iterable[str] = KNOWN_FINDINGS) -> SideBySide:
-    """Run ``ops`` side by side in ``directory`` with every comparison; raise on the first divergence.
-    ``known``: the findings the model branches on (``operations.KNOWN_FINDINGS``)."""
+def replay(ops: Sequence[lang.Operation], directory: Path, known: Iterable[str] = lang.KNOWN_FINDINGS) -> SideBySide:
+    """Run ``ops`` side by side in ``directory`` with every comparison, then ``check_all``; raise on the first
+    divergence. ``known``: the findings the model branches on."""
     runner = SideBySide(directory, known=known)
     for op in ops:
         runner.run(op)
-    if check_all:
-        runner.check_all()
+    runner.check_all()
     return runner
 
 
-def first_failure(ops: Sequence[Operation], known: Iterable[str]) -> str:
+def first_failure(ops: Sequence[lang.Operation], known: Iterable[str]) -> str:
     """The first line of the divergence a side-by-side replay of ``ops`` ends in (its scratch folder written
     ``{tmp}``), or ``""`` when the writers and the model agree."""
     with tempfile.TemporaryDirectory(prefix="lancespec-replay-") as tmp:

@@ -1,14 +1,12 @@
-"""One *world*: a scratch folder that one writer writes, read back by any reader.
-
-Locations in a world are world-relative, as in the operation language (``ds`` the first dataset, ``ds/tree/f1``
-a branch, ``c2`` a clone, ``bases/b3`` a base), so two worlds written by different writers, and the model of
-``lancespec.conformance.operations``, can be compared root by root and file by file.
-"""
+"""One *world*: a scratch folder one writer writes and any reader reads. Its locations are world-relative, as in
+the operation language (``ds``, ``ds/tree/f1``, ``c2``, ``bases/b3``), so two worlds and the model compare root by
+root."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -16,23 +14,7 @@ from typing import Any, Literal
 
 import lance
 
-from lancespec.conformance.operations import (
-    AddBase,
-    Append,
-    Branch,
-    Cleanup,
-    Create,
-    DeepClone,
-    Delete,
-    Model,
-    Operation,
-    Relocate,
-    RootModel,
-    ShallowClone,
-    Tag,
-    Targets,
-    VersionModel,
-)
+from lancespec.conformance import operations as lang
 from lancespec.conformance.shapes import rows
 from lancespec.reference import api as ref
 from lancespec.reference.relocate import relocate
@@ -55,22 +37,24 @@ class Layout:
     fragments: tuple[tuple[int, int, tuple[str, ...], int, str | None], ...]
 
 
-@dataclass(frozen=True)
-class Census:
-    """How many manifests, transaction, deletion and data files one root holds."""
-
-    manifests: int
-    transactions: int
-    deletions: int
-    data_files: int
-
-
-def model_layout(root: RootModel, version: int) -> Layout:
+def model_layout(root: lang.RootModel, version: int) -> Layout:
     """The layout the model says ``version`` of ``root`` has."""
     v = root.versions[version]
     bases = tuple(sorted(((b.name, b.is_dataset_root, b.dir, b.file_uri) for b in v.bases), key=repr))
     frags = tuple((f.id, len(f.rows), (f.data_home,), len(f.deleted), f.deletion_home) for f in v.fragments)
     return Layout(bases, frags)
+
+
+def target_arguments(version: lang.VersionModel, targets: lang.Targets,
+                     unnamed: Callable[[lang.BaseModel], str]) -> dict[str, Any]:
+    """``targets`` as write options: ``target_all_bases`` for ``"all"`` and ``"bases"``, else ``target_bases`` by
+    name (``unnamed(base)`` for a base that has none)."""
+    if targets is None:
+        return {}
+    if targets in ("all", "bases"):
+        return {"target_all_bases": targets == "all"}
+    bases = [version.base_by_dir(directory) for directory in targets]
+    return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
 
 
 def _parent(uri: str) -> str:
@@ -103,55 +87,49 @@ class World:
         """The path string a base at ``directory`` is registered with."""
         return f"file://{self.uri(directory)}" if file_uri else self.uri(directory)
 
-    def _targets(self, version: VersionModel, targets: Targets) -> dict[str, Any]:
-        if targets is None:
-            return {}
-        if targets in ("all", "bases"):
-            return {"target_all_bases": targets == "all"}
-        bases = [version.base_by_dir(directory) for directory in targets]
-        return {"target_bases": [b.name if b.name is not None else self.registered(b.dir, b.file_uri) for b in bases]}
+    def _registered(self, base: lang.BaseModel) -> str:
+        return self.registered(base.dir, base.file_uri)
 
-    def _base(self, directory: str, name: str | None, is_root: bool, file_uri: bool) -> Any:
-        return self.api.DatasetBasePath(self.registered(directory, file_uri), name=name, is_dataset_root=is_root)
+    def _base(self, spec: lang.BaseSpec) -> Any:
+        return self.api.DatasetBasePath(self.registered(spec.dir, spec.file_uri), name=spec.name,
+                                        is_dataset_root=spec.is_dataset_root)
 
-    def apply(self, op: Operation, model: Model, target: str | None = None) -> None:
+    def apply(self, op: lang.Operation, model: lang.Model, target: str | None = None) -> None:
         """Apply ``op`` as this world's writer does it; ``model`` is the state before ``op``. ``target``
         redirects the root a create, append, delete or add_base writes, or the directory a deep clone creates
         (a scratch probe)."""
         api = self.api
         uri = target or self.uri(getattr(op, "root", ""))
-        if isinstance(op, Create):
+        if isinstance(op, lang.Create):
             api.write_dataset(rows(op.start, op.count), uri,
-                              initial_bases=[self._base(b.dir, b.name, b.is_dataset_root, b.file_uri)
-                                             for b in op.bases] or None,
+                              initial_bases=[self._base(b) for b in op.bases] or None,
                               max_rows_per_file=op.max_rows_per_file,
-                              **self._targets(Model.initial_version(op), op.targets))
-        elif isinstance(op, Append):
+                              **target_arguments(lang.Model.initial_version(op), op.targets, self._registered))
+        elif isinstance(op, lang.Append):
             api.write_dataset(rows(op.start, op.count), uri, mode="append", max_rows_per_file=op.max_rows_per_file,
-                              **self._targets(model.roots[op.root].head, op.targets))
-        elif isinstance(op, Delete):
+                              **target_arguments(model.roots[op.root].head, op.targets, self._registered))
+        elif isinstance(op, lang.Delete):
             api.dataset(uri).delete(op.predicate)
-        elif isinstance(op, AddBase):
-            base = op.base
-            api.dataset(uri).add_bases([self._base(base.dir, base.name, base.is_dataset_root, base.file_uri)])
-        elif isinstance(op, Tag):
+        elif isinstance(op, lang.AddBase):
+            api.dataset(uri).add_bases([self._base(op.base)])
+        elif isinstance(op, lang.Tag):
             api.dataset(self.uri(op.family)).tags.create(op.name, (op.branch, op.version))
-        elif isinstance(op, Branch):
+        elif isinstance(op, lang.Branch):
             api.dataset(self.uri(op.family)).create_branch(op.name, (op.parent, op.version))
-        elif isinstance(op, ShallowClone):
+        elif isinstance(op, lang.ShallowClone):
             api.dataset(self.uri(op.family)).shallow_clone(self.uri(op.target), op.tag)
-        elif isinstance(op, DeepClone):
+        elif isinstance(op, lang.DeepClone):
             api.dataset(self.uri(op.family)).deep_clone(target or self.uri(op.target), (op.branch, op.version))
-        elif isinstance(op, Relocate):
+        elif isinstance(op, lang.Relocate):
             self._relocate(op, model.roots[op.root].head)
-        elif isinstance(op, Cleanup):
+        elif isinstance(op, lang.Cleanup):
             api.dataset(self.uri(op.root)).cleanup_old_versions(
                 older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,
                 delete_unverified=op.delete_unverified, error_if_tagged_old_versions=op.error_if_tagged)
         else:  # pragma: no cover - the operation language is closed
             raise TypeError(f"unknown operation {op!r}")
 
-    def _relocate(self, op: Relocate, head: VersionModel) -> None:
+    def _relocate(self, op: lang.Relocate, head: lang.VersionModel) -> None:
         """Copy the base directories, then rewrite the base paths with the reference: pylance 14.0.2 cannot
         (docs/lance-format.md §10.4), so the reference relocates whatever dataset this world's writer wrote,
         as an operator would."""
@@ -189,15 +167,11 @@ class World:
             frags.append((f.id, f.physical_rows, homes, f.deletion.num_deleted_rows if f.deletion else 0, deletion))
         return Layout(bases, tuple(frags))
 
-    def census(self, root: str) -> Census:
-        top = self.dir / root
-
-        def count(sub: str, suffix: str) -> int:
-            folder = top / sub
-            return sum(1 for p in folder.rglob(f"*{suffix}") if p.is_file()) if folder.is_dir() else 0
-
-        return Census(count("_versions", ".manifest"), count("_transactions", ".txn"),
-                      count("_deletions", ""), count("data", ".lance"))
+    def census(self, root: str) -> dict[str, int]:
+        """How many manifests, transaction, deletion and data files ``root`` holds."""
+        found = {"_versions": ".manifest", "_transactions": ".txn", "_deletions": "", "data": ".lance"}
+        return {sub: sum(1 for p in (self.dir / root / sub).rglob(f"*{suffix}") if p.is_file())
+                for sub, suffix in found.items()}
 
     def refs(self, family: str) -> dict[str, dict[str, tuple[str | None, int]]]:
         """Tags and branches as the reference's reader lists them (for either writer's world)."""
