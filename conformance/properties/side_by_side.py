@@ -22,7 +22,7 @@ from lancespec.conformance.shapes import expected_rows
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset
 
-from .worlds import Layout, Reader, World, model_layout
+from .worlds import Layout, Reader, World, head_before, model_layout
 
 WRITERS: tuple[str, str] = ("reference", "pylance")
 
@@ -69,15 +69,15 @@ class SideBySide:
         """Apply ``op`` to the model and every world; raise ``Divergence`` when a writer refuses what the model
         accepts or accepts what it refuses, or when a probe of a known divergence fails."""
         self.trace.append(op)
-        before = deepcopy(self.model)
+        head = head_before(self.model, op)
         outcome = self.model.apply(op)
-        if outcome.kind == "divergent":
+        if outcome.kind == "divergent":  # the model stays as it was
             if all(w in self.worlds for w in WRITERS):
-                self._probe(op, before, outcome)
+                self._probe(op, self.model, outcome)
             return outcome
         for writer, world in self.worlds.items():
             try:
-                world.apply(op, before)
+                world.apply(op, head)
             except Exception as exc:
                 if outcome.kind == "ok":
                     raise Divergence(f"{writer} refused {op}: {type(exc).__name__}: {exc}") from exc
@@ -110,7 +110,7 @@ class SideBySide:
                 if isinstance(op, lang.Append | lang.Delete | lang.AddBase):
                     shutil.copytree(world.uri(op.root), targets[writer])
                 try:
-                    world.apply(op, model, target=targets[writer])
+                    world.apply(op, head_before(model, op), target=targets[writer])
                 except Exception as exc:  # judged below
                     errors[writer] = exc
             if errors["reference"] is not None:
@@ -150,7 +150,7 @@ class SideBySide:
             readers = [r for r in self._without(model, op, outcome).roots.values()
                        if r.dir != op.root and any(f.data_home == f"{op.root}/data" for f in r.head.fragments)]
             for world in replica.worlds.values():
-                world.apply(op, model)
+                world.apply(op, head_before(model, op))
             lost = []
             for root in readers:
                 want = expected_rows(root.head.live_ids())

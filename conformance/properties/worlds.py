@@ -57,6 +57,12 @@ def target_arguments(version: lang.VersionModel, targets: lang.Targets,
     return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
 
 
+def head_before(model: lang.Model, op: lang.Operation) -> lang.VersionModel:
+    """The latest version of the root ``op`` writes, as ``model`` has it (empty: no such root yet)."""
+    written = model.roots.get(getattr(op, "root", ""))
+    return written.head if written is not None else lang.VersionModel()
+
+
 def _parent(uri: str) -> str:
     return uri.rsplit("/", 1)[0]
 
@@ -94,10 +100,10 @@ class World:
         return self.api.DatasetBasePath(self.registered(spec.dir, spec.file_uri), name=spec.name,
                                         is_dataset_root=spec.is_dataset_root)
 
-    def apply(self, op: lang.Operation, model: lang.Model, target: str | None = None) -> None:
-        """Apply ``op`` as this world's writer does it; ``model`` is the state before ``op``. ``target``
-        redirects the root a create, append, delete or add_base writes, or the directory a deep clone creates
-        (a scratch probe)."""
+    def apply(self, op: lang.Operation, head: lang.VersionModel, target: str | None = None) -> None:
+        """Apply ``op`` as this world's writer does it; ``head`` is the model's latest version of the root ``op``
+        writes, before ``op`` (``head_before``). ``target`` redirects the root a create, append, delete or
+        add_base writes, or the directory a deep clone creates (a scratch probe)."""
         api = self.api
         uri = target or self.uri(getattr(op, "root", ""))
         if isinstance(op, lang.Create):
@@ -107,7 +113,7 @@ class World:
                               **target_arguments(lang.Model.initial_version(op), op.targets, self._registered))
         elif isinstance(op, lang.Append):
             api.write_dataset(rows(op.start, op.count), uri, mode="append", max_rows_per_file=op.max_rows_per_file,
-                              **target_arguments(model.roots[op.root].head, op.targets, self._registered))
+                              **target_arguments(head, op.targets, self._registered))
         elif isinstance(op, lang.Delete):
             api.dataset(uri).delete(op.predicate)
         elif isinstance(op, lang.AddBase):
@@ -121,7 +127,7 @@ class World:
         elif isinstance(op, lang.DeepClone):
             api.dataset(self.uri(op.family)).deep_clone(target or self.uri(op.target), (op.branch, op.version))
         elif isinstance(op, lang.Relocate):
-            self._relocate(op, model.roots[op.root].head)
+            self._relocate(op, head)
         elif isinstance(op, lang.Cleanup):
             api.dataset(self.uri(op.root)).cleanup_old_versions(
                 older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,
