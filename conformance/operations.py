@@ -377,6 +377,8 @@ class Outcome:
     kind: Literal["ok", "refused", "divergent"] = "ok"
     finding: str | None = None
     removed: tuple[int, ...] = ()
+    mentions: tuple[str, ...] = ()
+    """For a refusal: the words a writer's error must say (what was refused: the tags holding a cleanup back)."""
 
 
 KNOWN_FINDINGS = frozenset({"F-022", "F-027", "F-028", "F-029", "F-030", "F-031"})
@@ -696,8 +698,10 @@ class Model:
             return (op.older_than_zero or op.retain_versions is not None) and (before is None or v < before)
 
         tagged = {v for b, v in self.tags[root.family].values() if b == root.branch}
-        if op.error_if_tagged and any(old(v) and v != latest for v in tagged & set(numbers)):
-            return Outcome("refused")
+        blocking = sorted(name for name, (b, v) in self.tags[root.family].items()
+                          if b == root.branch and v in numbers and old(v) and v != latest)
+        if op.error_if_tagged and blocking:
+            return Outcome("refused", mentions=tuple(blocking))
         working = {v for v in numbers if v == latest or not old(v) or v in tagged}
         candidates = set(numbers) - working
         forks = set()

@@ -9,8 +9,9 @@
 * **Blobs** (the Blob v2 post "Thresholds"): ``thresholds``, ``sizes_around``, ``blob_payloads``, ``blob_columns``.
 * **Operation sequences** over the language and model of ``lancespec.conformance.operations``:
   ``operation_sequences`` draws a ``Create`` then operations the model calls valid; ``draw_operation`` draws
-  one operation for a given model (the stateful machine in ``lancespec.conformance.machine`` uses it rule by
-  rule). Divergences of pylance the model cannot express are never drawn, naming their finding.
+  one operation for a given model; ``DRAWERS`` draw one for a given source (the stateful machine of
+  ``lancespec.conformance.properties.machine`` draws its sources from Bundles). Divergences of pylance the
+  model cannot express are never drawn, naming their finding.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -35,7 +36,6 @@ from lancespec.conformance.operations import (
     Model,
     ModelOperation,
     Relocate,
-    RootModel,
     ShallowClone,
     Tag,
     Targets,
@@ -46,9 +46,11 @@ from lancespec.reference.layout import DELETION_EXTENSIONS, Base, data_file_stem
 from lancespec.reference.proto import table_pb2
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
+T = TypeVar("T")
 
 __all__ = [
     "ALL_KINDS",
+    "DRAWERS",
     "SCHEMES",
     "base_sets",
     "blob_columns",
@@ -60,8 +62,10 @@ __all__ = [
     "manifests",
     "operation_sequences",
     "path_segments",
+    "pick",
     "root_uris",
     "sizes_around",
+    "sources",
     "thresholds",
 ]
 
@@ -228,6 +232,13 @@ ROOTED_KINDS = ("append", "delete", "add_base", "relocate", "cleanup")
 ALL_KINDS = ("append", "delete", "add_base", "tag", "branch", "shallow_clone", "deep_clone", "relocate", "cleanup")
 
 
+def pick(draw: Draw, items: Sequence[T]) -> T:
+    """One of ``items``, drawn as its index: one choice however many there are (``sampled_from`` of a single
+    item draws nothing), so that when Hypothesis deletes an earlier step of a program, and a later step finds
+    fewer versions or roots to pick from, the choices after it still line up and the program keeps shrinking."""
+    return items[draw(st.integers(0, len(items) - 1))]
+
+
 def _draw_targets(draw: Draw, version: VersionModel, rotate_all: bool = True,
                   known: frozenset[str] = KNOWN_FINDINGS) -> Targets:
     """Targets for a write: the root, every base (``"all"``, ``"bases"``; not when ``rotate_all`` is false)
@@ -236,40 +247,53 @@ def _draw_targets(draw: Draw, version: VersionModel, rotate_all: bool = True,
     choices = ["root", "all"] if rotate_all else ["root"]
     if rotate_all and (version.bases or "F-029" not in known):  # F-029: pylance refuses it without a base
         choices.append("bases")
-    choice = draw(st.sampled_from([*choices, "some"] if user else choices))
+    choice = pick(draw, [*choices, "some"] if user else choices)
     if choice == "root":
         return None
     if choice in ("all", "bases"):
         return "all" if choice == "all" else "bases"
-    picked = draw(st.lists(st.sampled_from(user), min_size=1, max_size=4))
-    return tuple(picked)
+    return tuple(pick(draw, user) for _ in range(draw(st.integers(1, 4))))
+
+
+BASE_KINDS: tuple[tuple[bool, bool, bool], ...] = tuple(
+    (named, is_root, file_uri) for file_uri in (False, False, False, True) for is_root in (False, True)
+    for named in (True, True, True, True, True, False))
+"""``(named, is_dataset_root, file_uri)`` of a drawn base: five in six named (several unnamed bases are accepted at
+create, F-021), half dataset roots, one in four registered as a ``file://`` URI; simplest first."""
+
+
+def _draw_base(draw: Draw, model: Model) -> BaseSpec:
+    """A new base below ``bases/``, its kind drawn as one choice (``pick``): the step of the writer machine that
+    adds one then has as few choices as Hypothesis's shrinker deletes at once, so an unneeded step goes whole."""
+    key = model.fresh("bases/b")
+    named, is_root, file_uri = pick(draw, BASE_KINDS)
+    return BaseSpec(key, key.split("/")[1] if named else None, is_root, file_uri)
 
 
 def draw_create(draw: Draw, model: Model, root: str = "ds") -> Create:
-    bases = []
-    for _ in range(draw(st.integers(0, 3))):
-        key = model.fresh("bases/b")
-        unnamed = draw(st.integers(0, 5)) == 0  # several unnamed bases are accepted at create (F-021)
-        bases.append(BaseSpec(key, None if unnamed else key.split("/")[1], draw(st.booleans()),
-                              draw(st.integers(0, 3)) == 0))
+    bases = [_draw_base(draw, model) for _ in range(draw(st.integers(0, 3)))]
     count = draw(st.integers(1, 8))
     version = Model.initial_version(Create(root, 0, 0, tuple(bases)))
     return Create(root, model.next_row, count, tuple(bases), _draw_targets(draw, version, known=model.known),
                   draw(st.integers(1, 4)))
 
 
-def _writable_roots(model: Model) -> list[str]:
-    return sorted(model.roots)
+def sources(model: Model, kind: str) -> list[Any]:
+    """What an operation of ``kind`` can act on in ``model`` (the last argument of its ``DRAWERS`` entry; none:
+    nothing now): a ``(family, tag)`` to clone from, a root with a live row to delete, a root with a base to
+    relocate, or any root (the root written, or whose version a tag, branch or deep clone names)."""
+    if kind == "shallow_clone":
+        return [(family, tag) for family in sorted(model.tags) for tag in sorted(model.tags[family])]
+    roots = [model.roots[key] for key in sorted(model.roots)]
+    if kind == "delete":
+        roots = [r for r in roots if r.head.live_ids()]
+    elif kind == "relocate":
+        roots = [r for r in roots if any(b.dir.startswith("bases/") for b in r.head.bases)]
+    return [r.dir for r in roots]
 
 
-def _pick_root(draw: Draw, model: Model, root: str | None, candidates: Sequence[str] | None = None) -> RootModel:
-    if root is not None:
-        return model.roots[root]
-    return model.roots[draw(st.sampled_from(list(candidates if candidates is not None else _writable_roots(model))))]
-
-
-def draw_append(draw: Draw, model: Model, root_key: str | None = None) -> Append:
-    root = _pick_root(draw, model, root_key)
+def draw_append(draw: Draw, model: Model, root_key: str) -> Append:
+    root = model.roots[root_key]
     count = draw(st.integers(1, 6))
     # F-019: in a deep clone the reference keeps non-root bases pylance drops, so rotating over "all bases"
     # would differ by construction; such roots get explicit targets only.
@@ -277,81 +301,57 @@ def draw_append(draw: Draw, model: Model, root_key: str | None = None) -> Append
     return Append(root.dir, model.next_row, count, targets, draw(st.integers(1, 3)))
 
 
-def draw_delete(draw: Draw, model: Model, root_key: str | None = None) -> Delete | None:
-    candidates = [r for r in ([root_key] if root_key else _writable_roots(model)) if model.roots[r].head.live_ids()]
-    if not candidates:
-        return None
-    root = _pick_root(draw, model, None, candidates)
-    live = root.head.live_ids()
-    ids = draw(st.lists(st.sampled_from(live), min_size=1, max_size=min(4, len(live)), unique=True))
+def draw_delete(draw: Draw, model: Model, root_key: str) -> Delete:
+    live = model.roots[root_key].head.live_ids()
+    ids = {pick(draw, live) for _ in range(draw(st.integers(1, 4)))}
     if "F-022" not in model.known and draw(st.integers(0, 3)) == 0:
-        ids = [model.next_row + 1000]  # matches nothing
-    return Delete(root.dir, tuple(sorted(ids)))  # matches a live row while F-022 is known
+        ids = {model.next_row + 1000}  # matches nothing
+    return Delete(root_key, tuple(sorted(ids)))  # matches a live row while F-022 is known
 
 
-def draw_add_base(draw: Draw, model: Model, root_key: str | None = None) -> AddBase:
-    root = _pick_root(draw, model, root_key)
-    key = model.fresh("bases/b")
-    named = draw(st.integers(0, 5)) > 0
-    return AddBase(root.dir, BaseSpec(key, key.split("/")[1] if named else None, draw(st.booleans()),
-                                      draw(st.integers(0, 3)) == 0))
+def draw_add_base(draw: Draw, model: Model, root_key: str) -> AddBase:
+    return AddBase(root_key, _draw_base(draw, model))
 
 
-def _families(model: Model) -> list[str]:
-    return sorted({r.family for r in model.roots.values()})
+def draw_tag(draw: Draw, model: Model, root_key: str) -> Tag:
+    root = model.roots[root_key]
+    version = pick(draw, sorted(root.versions))
+    return Tag(root.family, model.fresh("t"), root.branch, version)  # ASCII names only (F-006)
 
 
-def draw_tag(draw: Draw, model: Model) -> Tag:
-    family = draw(st.sampled_from(_families(model)))
-    root = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
-    version = draw(st.sampled_from(sorted(root.versions)))
-    return Tag(family, model.fresh("t"), root.branch, version)  # ASCII names only (F-006)
-
-
-def draw_branch(draw: Draw, model: Model) -> Branch:
-    family = draw(st.sampled_from(_families(model)))
-    parent = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
-    version = draw(st.sampled_from(sorted(parent.versions)))
+def draw_branch(draw: Draw, model: Model, root_key: str) -> Branch:
+    parent = model.roots[root_key]
+    version = pick(draw, sorted(parent.versions))
     name = model.fresh("f")
     if parent.branch is not None and draw(st.booleans()):
         name = f"{parent.branch}/{name}"  # nested names make nested tree/ directories (docs/lance-format.md §11.2)
-    return Branch(family, name, parent.branch, version)
+    return Branch(parent.family, name, parent.branch, version)
 
 
-def draw_shallow_clone(draw: Draw, model: Model) -> ShallowClone | None:
-    tagged = [(family, tag) for family in _families(model) for tag in sorted(model.tags[family])]
-    if not tagged:
-        return None
-    family, tag = draw(st.sampled_from(tagged))
+def draw_shallow_clone(draw: Draw, model: Model, tagged: tuple[str, str]) -> ShallowClone:
+    family, tag = tagged
     return ShallowClone(family, tag, model.fresh("c"))
 
 
-def draw_deep_clone(draw: Draw, model: Model) -> DeepClone:
-    family = draw(st.sampled_from(_families(model)))
-    root = draw(st.sampled_from(sorted(model.family_roots(family), key=lambda r: r.dir)))
-    version = draw(st.sampled_from(sorted(root.versions)))
-    return DeepClone(family, root.branch, version, model.fresh("d"))
+def draw_deep_clone(draw: Draw, model: Model, root_key: str) -> DeepClone:
+    root = model.roots[root_key]
+    version = pick(draw, sorted(root.versions))
+    return DeepClone(root.family, root.branch, version, model.fresh("d"))
 
 
-def draw_relocate(draw: Draw, model: Model, root_key: str | None = None) -> Relocate | None:
-    candidates = [r for r in ([root_key] if root_key else _writable_roots(model))
-                  if any(b.dir.startswith("bases/") for b in model.roots[r].head.bases)]
-    if not candidates:
-        return None
-    root = _pick_root(draw, model, None, candidates)
-    user = sorted(b.dir for b in root.head.bases if b.dir.startswith("bases/"))
-    moved = draw(st.lists(st.sampled_from(user), min_size=1, max_size=len(user), unique=True))
-    return Relocate(root.dir, tuple((old, model.fresh("bases/m")) for old in sorted(moved)))
+def draw_relocate(draw: Draw, model: Model, root_key: str) -> Relocate:
+    user = sorted(b.dir for b in model.roots[root_key].head.bases if b.dir.startswith("bases/"))
+    moved = sorted({pick(draw, user) for _ in range(draw(st.integers(1, 4)))})
+    return Relocate(root_key, tuple((old, model.fresh("bases/m")) for old in moved))
 
 
-def draw_cleanup(draw: Draw, model: Model, root_key: str | None = None) -> Cleanup:
-    root = _pick_root(draw, model, root_key)
+def draw_cleanup(draw: Draw, model: Model, root_key: str) -> Cleanup:
     retain = draw(st.one_of(st.none(), st.integers(1, 4)))
     older_than_zero = True if retain is None else draw(st.booleans())
-    return Cleanup(root.dir, older_than_zero, retain, draw(st.booleans()), draw(st.integers(0, 3)) == 0)
+    return Cleanup(root_key, older_than_zero, retain, draw(st.booleans()), draw(st.integers(0, 3)) == 0)
 
 
-DRAWERS: dict[str, Callable[..., ModelOperation | None]] = {
+DRAWERS: dict[str, Callable[[Draw, Model, Any], ModelOperation]] = {
     "append": draw_append,
     "delete": draw_delete,
     "add_base": draw_add_base,
@@ -362,6 +362,7 @@ DRAWERS: dict[str, Callable[..., ModelOperation | None]] = {
     "relocate": draw_relocate,
     "cleanup": draw_cleanup,
 }
+"""Each kind's drawer, given the model and a source it acts on (``sources``)."""
 
 
 def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None) -> ModelOperation | None:
@@ -373,9 +374,10 @@ def draw_operation(draw: Draw, model: Model, kind: str, root: str | None = None)
     absolute (F-012); a delete always matches a live row (F-022); a shallow clone is always made from a
     tag (CLONE-005), because cleaning an untagged source may legitimately break the clone (the clone-primitives
     post)."""
+    found = sources(model, kind)
     if root is not None and kind in ROOTED_KINDS:
-        return DRAWERS[kind](draw, model, root)
-    return DRAWERS[kind](draw, model)
+        found = [s for s in found if s == root]
+    return DRAWERS[kind](draw, model, pick(draw, found)) if found else None
 
 
 @st.composite

@@ -150,11 +150,10 @@ class Outcome:
     imported_from: str
 
 
-def _environment(src: Path, pkg: Path, where: Path) -> dict[str, str]:
+def _environment(pkg: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(pkg), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["HYPOTHESIS_PROFILE"] = "dev"
-    env["LANCESPEC_MACHINE_TRACE"] = str(where / "machine-trace.json")
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
@@ -163,7 +162,7 @@ def run(where: Path, mutant: Mutant | None, timeout: float) -> Outcome:
     src, pkg = prepare(where)
     if mutant is not None:
         apply(src, mutant)
-    env = _environment(src, pkg, where)
+    env = _environment(pkg)
     probe = subprocess.run([sys.executable, "-c", "import lancespec.reference as r; print(r.__file__)"],
                            env=env, cwd=src, capture_output=True, text=True, check=False)
     imported = probe.stdout.strip()

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from lancespec.conformance.machine import SideBySide
 from lancespec.conformance.operations import Operation
+from lancespec.conformance.properties.side_by_side import SideBySide
 from lancespec.reference.table import Dataset, Snapshot
 
 

@@ -25,8 +25,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_kit import every_snapshot, local, reference_run, scratch
 
-from lancespec.conformance.machine import SideBySide
 from lancespec.conformance.operations import Append, Branch, Cleanup, Delete, Operation, Tag, root_dir
+from lancespec.conformance.properties.side_by_side import SideBySide
 from lancespec.conformance.strategies import ALL_KINDS, operation_sequences
 from lancespec.reference.gc import SCANNED_DIRS
 from lancespec.reference.layout import VERSION_HINT_NAME, VERSIONS_DIR
