@@ -69,7 +69,7 @@ def s3_client(endpoint: str, options: Mapping[str, str]) -> Any:
     )
 
 
-def _status(exc: Exception) -> int | None:
+def http_status(exc: Exception) -> int | None:
     response = getattr(exc, "response", None)
     if not isinstance(response, dict):
         return None
@@ -166,8 +166,8 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
                          "(the last writer wins; concurrent commits can be silently lost)")
         return result
     except Exception as exc:
-        if _status(exc) != 412:
-            result.reason = f"a conditional PUT on an existing key answered {_status(exc)}, not 412: {exc}"
+        if http_status(exc) != 412:
+            result.reason = f"a conditional PUT on an existing key answered {http_status(exc)}, not 412: {exc}"
             return result
     result.sequential_ok = True
 

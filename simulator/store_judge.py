@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .preflight import _status, preflight, s3_client
+from .preflight import http_status, preflight, s3_client
 
 __all__ = ["PROPERTIES", "PropertyVerdict", "StoreVerdict", "judge_store"]
 
@@ -104,7 +104,7 @@ def _status_of(call: Callable[[], object]) -> int | None:
     try:
         call()
     except Exception as exc:
-        return _status(exc)
+        return http_status(exc)
     return 200
 
 

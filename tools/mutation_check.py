@@ -22,9 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typecheck import ROOT, build_tree
@@ -150,7 +152,7 @@ class Outcome:
     imported_from: str
 
 
-def _environment(pkg: Path) -> dict[str, str]:
+def environment(pkg: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(pkg), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["HYPOTHESIS_PROFILE"] = "dev"
@@ -162,7 +164,7 @@ def run(where: Path, mutant: Mutant | None, timeout: float) -> Outcome:
     src, pkg = prepare(where)
     if mutant is not None:
         apply(src, mutant)
-    env = _environment(pkg)
+    env = environment(pkg)
     probe = subprocess.run([sys.executable, "-c", "import lancespec.reference as r; print(r.__file__)"],
                            env=env, cwd=src, capture_output=True, text=True, check=False)
     imported = probe.stdout.strip()
@@ -189,6 +191,28 @@ def run(where: Path, mutant: Mutant | None, timeout: float) -> Outcome:
     return Outcome(name, what, status, detail, seconds, imported)
 
 
+class Result(Protocol):
+    status: str
+    seconds: float
+
+
+M = TypeVar("M", bound=Mutant)
+R = TypeVar("R", bound=Result)
+
+
+def run_each(base: Path, mutants: Sequence[M], run_one: Callable[[Path, M], R], jobs: int) -> list[R]:
+    """``run_one`` on each mutant in its own folder under ``base``, ``jobs`` at a time, a line as each ends."""
+
+    def job(pair: tuple[int, M]) -> R:
+        index, mutant = pair
+        result = run_one(base / f"m{index:02d}-{mutant.name}", mutant)
+        print(f"  {mutant.name}: {result.status} ({result.seconds:.0f}s)", flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(job, enumerate(mutants, 1)))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default %(default)s)")
@@ -212,14 +236,7 @@ def main(argv: list[str]) -> int:
             print(f"the unmutated copy must pass first: {baseline.detail}")
             return 2
 
-        def job(pair: tuple[int, Mutant]) -> Outcome:
-            index, mutant = pair
-            outcome = run(base / f"m{index:02d}-{mutant.name}", mutant, args.timeout)
-            print(f"  {mutant.name}: {outcome.status} ({outcome.seconds:.0f}s)", flush=True)
-            return outcome
-
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            outcomes = list(pool.map(job, enumerate(chosen, 1)))
+        outcomes = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout), args.jobs)
     width = max(len(o.name) for o in outcomes)
     print()
     print(f"{'mutant':{width}}  {'result':8}  {'seconds':>7}  first failing test / what it breaks")

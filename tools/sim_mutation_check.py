@@ -20,12 +20,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_check import Mutant, _environment, apply, prepare
+from mutation_check import Mutant, apply, environment, prepare, run_each
 
 BATTERY_WRITERS = 6
 BATTERY_OPS = 90
@@ -155,7 +154,7 @@ def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str]
     if mutant is not None:
         apply(src, mutant)
     start = time.monotonic()
-    status, detail = _battery(src, _environment(src, pkg, where), where, timeout, shrink)
+    status, detail = _battery(src, environment(pkg), where, timeout, shrink)
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
 
 
@@ -196,14 +195,7 @@ def main(argv: list[str]) -> int:
             print("the unmutated copy must come through the battery clean first")
             return 2
 
-        def job(pair: tuple[int, SimMutant]) -> Verdict:
-            index, mutant = pair
-            verdict = run(base / f"m{index:02d}-{mutant.name}", mutant, args.timeout)
-            print(f"  {mutant.name}: {verdict.status} ({verdict.seconds:.0f}s)", flush=True)
-            return verdict
-
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            verdicts = list(pool.map(job, enumerate(chosen, 1)))
+        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout), args.jobs)
     by_name = {m.name: m for m in MUTANTS}
     width = max(len(v.name) for v in verdicts)
     print()

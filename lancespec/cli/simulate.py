@@ -128,7 +128,7 @@ def shrink_and_report(report: RunReport, args: argparse.Namespace, console: Cons
 
     console.print(f"shrinking (at most {args.shrink_runs} runs) ...")
     result = shrink(report.config, report, max_runs=args.shrink_runs,
-                    run=lambda config: simulate(config), note=console.print)
+                    run=simulate, note=console.print)
     shrunk = result.shrunk
     console.print(f"shrunk in {result.runs} runs ({result.seconds:.0f} s): {', '.join(result.steps) or 'nothing'}; "
                   f"{shrunk.writers} writer(s), {shrunk.ops} operations, faults '{shrunk.faults}' still break "

@@ -14,17 +14,15 @@ breaking acknowledged-commits-kept, rows-exact and versions-unique.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tool_kit import load_tool
 
 from lancespec.simulator.simulate import RunConfig, simulate
 
-ROOT = Path(__file__).resolve().parents[2]
 LOST_RACE = RunConfig(writers=2, ops=10, seed=1, faults="none", datasets=1, preflight_rounds=0, time_limit_s=60.0)
 LOST_RACE_REPLAY = ["--writers", "2", "--ops", "10", "--seed", "1", "--writer", "reference", "--faults", "none",
                     "--datasets", "1", "--preflight-rounds", "0", "--time-limit", "60"]
@@ -37,24 +35,15 @@ def test_lost_race_counterexample_is_clean_on_the_reference() -> None:
     assert committers >= {0, 1}  # both writers committed (-1 is the setup): the race the mutant mishandles was run
 
 
-def _tool() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location("sim_mutation_check", ROOT / "tools" / "sim_mutation_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_mutation_check"] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
 def test_lost_race_counterexample_kills_its_mutant(tmp_path: Path) -> None:
-    tool = _tool()
+    tool = load_tool("sim_mutation_check")
     mutant = next(m for m in tool.MUTANTS if m.name == "lost-race-taken-as-won")
     src, pkg = tool.prepare(tmp_path / "copy")
     tool.apply(src, mutant)
     done = subprocess.run([sys.executable, "-m", "lancespec", "simulate", *LOST_RACE_REPLAY],
-                          env=tool._environment(src, pkg, tmp_path), cwd=src, capture_output=True, text=True,
+                          env=tool.environment(pkg), cwd=src, capture_output=True, text=True,
                           timeout=900, check=False)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "acknowledged-commits-kept" in done.stdout or "lost" in done.stdout

@@ -4,28 +4,14 @@ them, and (slow tier) one mutant run end to end is killed without touching the w
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tool_kit import ROOT, load_tool
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mutation_check", ROOT / "tools" / "mutation_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mutation_check"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = load_tool()
+TOOL = load_tool("mutation_check")
 
 
 def test_at_least_ten_mutants_with_unique_names() -> None:

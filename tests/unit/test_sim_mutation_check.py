@@ -5,29 +5,14 @@ without touching the working tree."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tool_kit import ROOT, load_tool
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_tool() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location("sim_mutation_check", ROOT / "tools" / "sim_mutation_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_mutation_check"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = load_tool()
+TOOL = load_tool("sim_mutation_check")
 
 
 def test_at_least_twelve_mutants_with_unique_names_covering_the_named_bugs() -> None:
