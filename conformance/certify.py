@@ -250,8 +250,10 @@ def _remote(root: Dataset) -> bool:
 
 
 def order_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings without duplicates, in the order reports list them."""
-    return sorted(set(findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message))
+    """Findings without duplicates, in the order reports list them: a total order over every field, so that
+    the same findings found in any order (threads, Spark tasks) give the same list."""
+    return sorted(set(findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message, f.branch or "",
+                                                  f.detail or "", f.severity, f.known or "", f.set_aside or ""))
 
 
 __all__ = ["CertifyError", "Offload", "Progress", "bug_site", "certify", "order_findings"]
