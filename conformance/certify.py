@@ -22,8 +22,9 @@ from lancespec.reference.store.uri import join, scheme_of
 from lancespec.reference.table import Dataset, Snapshot
 
 from .baseline import settle
+from .carry import Carry, Run
 from .catalogue import load_catalogue
-from .checks import Check, DatasetContext, VersionContext, select
+from .checks import REGISTRY, Check, DatasetContext, VersionContext, select
 from .fetch import RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
@@ -50,17 +51,20 @@ def bug_site(exc: BaseException) -> str:
     return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
-def _run(check: Check, ctx: VersionContext | DatasetContext) -> None:
+def _run(check: Check, ctx: VersionContext | DatasetContext) -> bool:
+    """Run ``check`` into ``ctx``; False when it stopped short on something it could not read."""
     ctx.declared = check.requirements
     try:
         check.func(ctx)
     except LanceSpecError as exc:
         # The check met something it could not read: that is itself a breach of what it checks.
         ctx.finding(check.requirements[0], exc.where or ctx.dataset.uri, f"unreadable: {exc.message}")
+        return False
     except Exception as exc:
         at = f" v{ctx.version}" if ctx.version is not None else ""
         raise CertifyError(f"check {check.name} failed on{at}: {type(exc).__name__}: {exc} (at {bug_site(exc)})",
                            ctx.dataset.uri) from exc
+    return True
 
 
 def _unreadable(dataset: Dataset, version: int | None, path: str, message: str) -> Finding:
@@ -100,9 +104,11 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
 
     Per root, the I/O comes first and in parallel (``conformance.fetch``; ``io_parallelism`` requests at
     once): the manifests of every version selected, then every read the selected version checks declare
-    (``Check.prefetch``); the checks then run one by one on what was fetched. ``lazy`` skips the plan:
-    each check reads what it needs when it needs it, one request at a time, through an uncached store
-    (the behaviour the plan must reproduce exactly; tests compare the two).
+    (``Check.prefetch``); the checks then run one by one on what was fetched, each fragment-local check
+    judging a fragment that earlier versions of the root hold unchanged once (``conformance.carry``).
+    ``lazy`` skips both: each check reads what it needs when it needs it, one request at a time, through an
+    uncached store, on every fragment of every version (the behaviour the plan and the carry must reproduce
+    exactly; tests compare the two).
 
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
     where they came from: ``conformance.baseline``) names it or its requirement. A ``uri`` that holds no
@@ -158,6 +164,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
 
     local_checks = [c for c in version_checks if offload is None or c.name not in offloaded]
     moved = [c for c in version_checks if offload is not None and c.name in offloaded]
+    carry = isinstance(main.storage, RunStorage)  # not when lazy
     for root, versions in plan:
         label = root.branch_name or "main"
         snapshots: dict[int, Snapshot] = {}
@@ -171,13 +178,14 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             else:
                 snapshots[v] = loaded
         _prefetch(main.storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        runs = {c.name: _runner(root, c) for c in local_checks}
+        carried = Carry({n: r for n, r in runs.items() if carry and REGISTRY[n].fragment_local})
         for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
             if progress:
                 progress(i, len(snapshots), f"{label} v{v} checks")
-            for check in local_checks:
-                ctx = VersionContext(root, version=v, snapshot=snapshot)
-                _run(check, ctx)
-                report.findings.extend(ctx.findings)
+            found = carried.judge(v, snapshot)
+            for name, run in runs.items():
+                report.findings.extend(found[name] if name in found else run(v, snapshot)[0])
             if offload is not None and moved:
                 offload(root, v, snapshot, moved)
         if progress:
@@ -194,6 +202,17 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     if progress:
         progress(1, 1, "done")
     return report
+
+
+def _runner(root: Dataset, check: Check) -> Run:
+    """``check`` as a function of one version of ``root`` (``carry.Run``)."""
+
+    def run(v: int, snapshot: Snapshot) -> tuple[list[Finding], bool]:
+        ctx = VersionContext(root, version=v, snapshot=snapshot)
+        complete = _run(check, ctx)
+        return ctx.findings, complete
+
+    return run
 
 
 def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label: str,

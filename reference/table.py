@@ -154,9 +154,17 @@ class Snapshot(Head):
         return [f.problem for f in self.files() if f.problem is not None]
 
 
-#: Files resolved before, by (bases, base_id, kind, path, size): a root's versions share most of their files,
-#: so a reader that builds several snapshots of one root resolves each file once (``Dataset`` keeps one).
-ResolutionMemo = dict[tuple[object, ...], "ResolvedFile"]
+@dataclass
+class ResolutionMemo:
+    """What was resolved for earlier snapshots of one root: its versions share most of their files and
+    fragments, so a reader that builds several snapshots of a root resolves each once (``Dataset`` keeps
+    one). ``files`` by (bases, base_id, kind, path, size); ``fragments``, each fragment's resolved files and
+    deletion file, by (bases, the fragment's DataFragment bytes), kept only for fragments resolved without a
+    problem (a problem names the manifest it was met in). Nothing here holds a decoded manifest."""
+
+    files: dict[tuple[object, ...], ResolvedFile] = field(default_factory=dict)
+    fragments: dict[tuple[object, ...], tuple[tuple[ResolvedFile, ...], DeletionView | None]] = field(
+        default_factory=dict)
 
 
 class _Resolver:
@@ -165,7 +173,7 @@ class _Resolver:
     def __init__(self, root: str, bases: tuple[Base, ...], memo: ResolutionMemo | None) -> None:
         self.root, self.bases = root, bases
         self.by_id = {b.id: b for b in bases}
-        self.memo: ResolutionMemo = memo if memo is not None else {}
+        self.memo = memo.files if memo is not None else {}
         self._directories: dict[tuple[int | None, FileKind], str | LanceSpecError] = {}
 
     def file(self, base_id: int | None, kind: FileKind, path: str, size: int | None, where: str,
@@ -197,6 +205,29 @@ def bases_of(manifest: table_pb2.Manifest) -> tuple[Base, ...]:
     )
 
 
+def _fragment_files(resolver: _Resolver, frag: table_pb2.DataFragment,
+                    manifest_uri: str) -> tuple[tuple[ResolvedFile, ...], DeletionView | None]:
+    """The data files and the deletion file of ``frag``, resolved."""
+    where = f"fragment {frag.id}"
+    files = tuple(
+        resolver.file(df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
+                      df.file_size_bytes or None, manifest_uri, where)
+        for df in frag.files
+    )
+    if not frag.HasField("deletion_file"):
+        return files, None
+    d = frag.deletion_file
+    base_id = d.base_id if d.HasField("base_id") else None
+    if d.file_type in DELETION_EXTENSIONS:
+        name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
+        resolved = resolver.file(base_id, FileKind.DELETION, name, None, manifest_uri, where)
+    else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
+        name = f"{frag.id}-{d.read_version}-{d.id}"
+        resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
+                                FormatError(f"{where}: unknown deletion file type {d.file_type}", manifest_uri))
+    return files, DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
+
+
 def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,
                    manifest_file: ManifestFile, memo: ResolutionMemo | None = None) -> Snapshot:
     """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths (``memo``:
@@ -204,28 +235,17 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     manifest = manifest_file.manifest
     bases = bases_of(manifest)
     resolver = _Resolver(root, bases, memo)
+    known = memo.fragments if memo is not None else {}
     fragments = []
     for frag in manifest.fragments:
-        where = f"fragment {frag.id}"
-        files = tuple(
-            resolver.file(df.base_id if df.HasField("base_id") else None, FileKind.DATA, df.path,
-                          df.file_size_bytes or None, manifest_uri, where)
-            for df in frag.files
-        )
-        deletion = None
-        if frag.HasField("deletion_file"):
-            d = frag.deletion_file
-            base_id = d.base_id if d.HasField("base_id") else None
-            if d.file_type in DELETION_EXTENSIONS:
-                name = deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
-                resolved = resolver.file(base_id, FileKind.DELETION, name, None, manifest_uri, where)
-            else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
-                name = f"{frag.id}-{d.read_version}-{d.id}"
-                resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
-                                        FormatError(f"{where}: unknown deletion file type {d.file_type}",
-                                                    manifest_uri))
-            deletion = DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
-        fragments.append(FragmentView(frag.id, frag.physical_rows, files, deletion, frag))
+        key = (bases, frag.SerializeToString(deterministic=True))
+        resolved = known.get(key)
+        if resolved is None:
+            resolved = _fragment_files(resolver, frag, manifest_uri)
+            files, deletion = resolved
+            if all(f.problem is None for f in files) and (deletion is None or deletion.file.problem is None):
+                known[key] = resolved
+        fragments.append(FragmentView(frag.id, frag.physical_rows, *resolved, frag))
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:
         for index in manifest_file.index_section.indices:
@@ -265,7 +285,7 @@ class Dataset:
         self.storage = storage if storage is not None else open_store()
         self.main_root = normalize(main_root) if main_root else self.uri
         self.branch_name = branch
-        self._resolutions: ResolutionMemo = {}
+        self._resolutions = ResolutionMemo()
         self._decoded: dict[str, ManifestFile] = {}
 
     @classmethod

@@ -145,7 +145,8 @@ def certify_findings(uri: str, **kwargs: Any) -> list[Finding]:
 
 def certify_both_ways(uri: str, **kwargs: Any) -> Report:
     """``certify(uri, **kwargs)``, after checking that the lazy path (no I/O plan, no cache, one request at
-    a time) gives the same report: the plan changes how objects are read, never what is found."""
+    a time, every fragment of every version judged anew) gives the same report: the plan and the carry change
+    how objects are read and how often a fragment is judged, never what is found."""
     planned = certify(uri, **kwargs)
     lazy = certify(uri, lazy=True, **kwargs)
     assert planned == lazy, f"the I/O plan changed the report of {uri}"

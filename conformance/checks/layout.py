@@ -74,13 +74,13 @@ def manifest_names(ctx: DatasetContext) -> None:
         ctx.finding("LAYOUT-002", directory, f"{VERSIONS_DIR}/ mixes manifest naming schemes: {detail}")
 
 
-@version_check("layout.data_file_names", "LAYOUT-003")
+@version_check("layout.data_file_names", "LAYOUT-003", fragment_local=True)
 def data_file_names(ctx: VersionContext) -> None:
     """SHOULD: a data file is named ``{stem}.lance`` with a 50-character stem, 24 binary digits then 26
     lowercase hex digits (LAYOUT-003), and DataFile.path is that bare name. A path that is not relative
     is PORT-001's; only its last component is judged here."""
-    for fragment in ctx.snap.manifest.fragments:
-        for data_file in fragment.files:
+    for fragment in ctx.snap.fragments:
+        for data_file in fragment.proto.files:
             path = data_file.path
             name = path if is_relative_path(path) else path.rsplit("/", 1)[-1]
             if is_data_file_name(name):

@@ -105,26 +105,26 @@ def schema(ctx: VersionContext) -> None:
                     f"{shown}")
 
 
-@version_check("manifest.fragment_files", "MAN-019")
+@version_check("manifest.fragment_files", "MAN-019", fragment_local=True)
 def fragment_files(ctx: VersionContext) -> None:
     """Every fragment has at least one data file (MAN-019)."""
-    for fragment in ctx.snap.manifest.fragments:
+    for fragment in ctx.snap.fragments:
         if not fragment.files:
             ctx.finding("MAN-019", ctx.snap.manifest_uri,
                         f"fragment {fragment.id} has no data file ({fragment.physical_rows} physical rows)",
                         f"fragment {fragment.id}")
 
 
-@version_check("manifest.data_file_fields", "MAN-006", "MAN-007", "MAN-008")
+@version_check("manifest.data_file_fields", "MAN-006", "MAN-007", "MAN-008", fragment_local=True)
 def data_file_fields(ctx: VersionContext) -> None:
     """No data file stores the placeholder -1 or another negative id but the tombstone -2 (MAN-006; ids of
     fields the schema no longer has, such as dropped columns, are legal); field ids disjoint within a
     fragment (MAN-007); column_indices one per field, no duplicates but -1, and a legacy file with none
     and its ids sorted (MAN-008)."""
     manifest = ctx.snap.manifest_uri
-    for fragment in ctx.snap.manifest.fragments:
+    for fragment in ctx.snap.fragments:
         seen: set[int] = set()
-        for data_file in fragment.files:
+        for data_file in fragment.proto.files:
             where = f"fragment {fragment.id} file {data_file.path}"
             ids = set(data_file.fields)
             if min(ids, default=0) < 0:
@@ -160,7 +160,7 @@ DATA_FORMAT_FILE_VERSIONS = {"0.1": {(0, 2), (0, 1), (0, 0)}, "2.0": {(2, 0), (0
                               "2.2": {(2, 2)}, "2.3": {(2, 3)}}
 
 
-@version_check("manifest.data_format", "MAN-009")
+@version_check("manifest.data_format", "MAN-009", fragment_local=True)
 def data_format(ctx: VersionContext) -> None:
     """Every data file has the file version the manifest's data_format declares (MAN-009). A declared
     version this suite does not know is certify's "cannot judge", not checked here."""
@@ -168,8 +168,8 @@ def data_format(ctx: VersionContext) -> None:
     declared = ctx.snap.manifest.data_format.version
     if allowed is None:
         return
-    for fragment in ctx.snap.manifest.fragments:
-        for data_file in fragment.files:
+    for fragment in ctx.snap.fragments:
+        for data_file in fragment.proto.files:
             pair = (data_file.file_major_version, data_file.file_minor_version)
             if pair not in allowed and pair not in FOOTER_VERSION_FOR.get(pair, ()):
                 ctx.finding("MAN-009", ctx.snap.manifest_uri,

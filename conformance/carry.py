@@ -1,0 +1,112 @@
+"""Findings of fragment-local checks carried from one version to the next, so that a fragment every version
+of a root holds is judged once per root rather than once per version.
+
+A fragment-local check (``Check.fragment_local``) reports about a version the union of what it reports about
+each fragment, and what it reports about a fragment depends only on that fragment and on the manifest's
+other sections. Between two versions of one root whose other sections are equal (``context_key``), a
+fragment recorded identically in both (same ``DataFragment`` bytes) therefore draws the same findings in
+both, up to the version they name. When every fragment of the earlier version is still in the later one
+(appends, and any operation that only adds fragments), the later version's findings are the earlier
+version's, renamed, plus what the check finds in the fragments that are new: the check runs on those only.
+
+The carry is refused, and the check runs on the whole version, when the earlier version lost or changed a
+fragment, when the other sections differ, when a finding of the earlier version names its manifest (a
+finding about the manifest file would need its path rewritten, and only a re-run says it right), or when a
+run stopped short on something it could not read (what it reported then depends on where it stopped). What a run
+reports is the same with or without the carry; tests certify with it off (``carry=False``) and compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from lancespec.reference.proto import table_pb2
+from lancespec.reference.table import FragmentView, Snapshot
+
+from .findings import Finding
+
+#: Manifest fields that differ between versions by construction and that no fragment-local check may read:
+#: the version's number and time, where its own sections lie in its file, its transaction, and the
+#: counters of ids handed out so far. Every other field (schema, bases, flags, data format, config, branch)
+#: is context a fragment-local check may depend on.
+VERSION_OWN_FIELDS = frozenset({
+    "fragments", "version", "version_aux_data", "timestamp", "tag", "index_section", "max_fragment_id",
+    "transaction_file", "transaction_section_deprecated", "transaction_section", "next_row_id",
+})
+
+
+def context_key(manifest: table_pb2.Manifest) -> tuple[tuple[str, bytes], ...]:
+    """Every set field of ``manifest`` outside ``VERSION_OWN_FIELDS``, serialized: two versions with equal
+    keys give a fragment-local check the same context."""
+    key: list[tuple[str, bytes]] = []
+    for descriptor, value in manifest.ListFields():
+        if descriptor.name in VERSION_OWN_FIELDS:
+            continue
+        if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
+            key.append((descriptor.name, repr(sorted(value.items())).encode()))
+        elif descriptor.is_repeated:
+            items = [v.SerializeToString(deterministic=True) if descriptor.message_type else repr(v).encode()
+                     for v in value]
+            key.append((descriptor.name, b"\0".join(items)))
+        elif descriptor.message_type is not None:
+            key.append((descriptor.name, value.SerializeToString(deterministic=True)))
+        else:
+            key.append((descriptor.name, repr(value).encode()))
+    return tuple(key)
+
+
+Run = Callable[[int, Snapshot], tuple[list[Finding], bool]]
+"""``run(version, snapshot)``: one check's findings on ``snapshot`` (possibly restricted to some of its
+fragments), naming ``version``, and whether the check ran to its end."""
+
+
+@dataclass
+class _Judged:
+    """The version judged last, and each check's findings on it (None where they cannot be carried)."""
+
+    snapshot: Snapshot
+    context: tuple[tuple[str, bytes], ...]
+    fragments: frozenset[bytes]
+    findings: dict[str, list[Finding] | None]
+
+
+class Carry:
+    """The carry of the fragment-local checks ``runs`` (by name) over the versions of one root: ``judge`` is
+    called once per version, oldest first."""
+
+    def __init__(self, runs: dict[str, Run]) -> None:
+        self._runs = runs
+        self._last: _Judged | None = None
+
+    def judge(self, version: int, snapshot: Snapshot) -> dict[str, list[Finding]]:
+        """Each check's findings on ``version``, carried from the previous version where that is exact."""
+        context = context_key(snapshot.manifest)
+        keys = [f.proto.SerializeToString(deterministic=True) for f in snapshot.fragments]
+        last = self._last
+        new: tuple[FragmentView, ...] | None = None
+        if last is not None and context == last.context and last.fragments.issubset(keys):
+            new = tuple(f for f, k in zip(snapshot.fragments, keys, strict=True) if k not in last.fragments)
+        out: dict[str, list[Finding]] = {}
+        carried: dict[str, list[Finding] | None] = {}
+        for name, run in self._runs.items():
+            earlier = last.findings[name] if last is not None and new is not None else None
+            findings, complete = None, False
+            if earlier is not None:
+                found, complete = run(version, replace(snapshot, fragments=new)) if new else ([], True)
+                if complete:
+                    findings = [replace(f, version=version) for f in earlier] + found
+            if findings is None:
+                findings, complete = run(version, snapshot)
+            out[name] = findings
+            carried[name] = findings if complete and not _names(findings, snapshot.manifest_uri) else None
+        self._last = _Judged(snapshot, context, frozenset(keys), carried)
+        return out
+
+
+def _names(findings: list[Finding], manifest: str) -> bool:
+    """Whether a finding names the manifest file (in its path, detail or message)."""
+    return any(manifest in (f.path, f.detail) or manifest in f.message for f in findings)
+
+
+__all__ = ["VERSION_OWN_FIELDS", "Carry", "Run", "context_key"]
