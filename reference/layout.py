@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from .errors import InvalidRefName, UnresolvableFile
-from .store.uri import join
+from .store.uri import is_absolute, join
 
 # --- containment: names a dataset records may not leave where they are resolved ---------------------
 
@@ -249,6 +249,8 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
     that id; a dataset-root base adds the standard subdirectory, a non-root base is the directory
     itself, for every kind (the Storage Layout's two-step resolution). The Lance readers refuse a deletion
     file in a non-root base (spec/findings.md F-032); that is BASE-005's SHOULD, not a resolution error.
+    A base whose path is not absolute (BASE-002) names no location: a file in it resolves to nothing
+    (UnresolvableFile), never to a path under the filesystem root or the working directory.
     """
     if base_id is None:
         return join(root, kind.value)
@@ -256,6 +258,9 @@ def base_directory(root: str, bases: Mapping[int, Base], base_id: int | None, ki
     if base is None:
         known = ", ".join(str(i) for i in sorted(bases)) or "none"
         raise UnresolvableFile(f"base_id {base_id} names no base path (defined ids: {known})", where or None)
+    if not base.path or not is_absolute(base.path):
+        raise UnresolvableFile(f"base {base_id} has path {base.path!r}, which is not an absolute path or URI; it is "
+                               "not followed", where or None)
     if base.is_dataset_root:
         return join(base.path, kind.value)
     return base.path.rstrip("/")

@@ -21,10 +21,10 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
-from conformance_kit import build_reference_dataset, rewrite_manifest, snapshot
+from conformance_kit import build_reference_dataset, latest_version, rewrite_manifest, snapshot
 from pyroaring import BitMap
 
-from lancespec.fuzz import Worker
+from lancespec.fuzz import Worker, build_pristine
 from lancespec.reference import ops
 from lancespec.reference.codec import encode_manifest_file
 from lancespec.reference.proto import table_pb2
@@ -238,6 +238,25 @@ def test_a_transaction_file_leaving_its_directory_is_never_opened(tmp_path: Path
     assert answer["outside"] == [], answer
     done = run_cli("certify", uri, "--all-versions", "--format", "json")
     assert any(f["requirement"] == "LAYOUT-004" and "not read" in str(f["message"]) for f in findings(done))
+
+
+@pytest.mark.parametrize("path", ["", "relative/dir"])
+def test_a_base_without_an_absolute_path_is_never_followed(tmp_path: Path, path: str) -> None:
+    """A base path that is empty or relative (BASE-002) names no location: nothing is opened under the
+    filesystem root or the working directory through it, not even by the blob checks (found by the fuzzer
+    in a mutated branch manifest: an empty base path resolved data files to ``/{name}.lance``)."""
+    top = build_pristine(tmp_path / "w")  # a blob column whose data files live in the non-root base "b"
+    uri = str(top / "ds")
+
+    def edit(m: table_pb2.Manifest) -> None:
+        for base in m.base_paths:
+            base.path = path
+
+    rewrite_manifest(uri, latest_version(uri), edit)
+    answer = _audited(["certify", uri, "--format", "json"], [str(top)])
+    assert answer["outside"] == [], answer
+    done = run_cli("certify", uri, "--format", "json")
+    assert any(f["requirement"] == "BASE-002" for f in findings(done)), findings(done)
 
 
 # --- reports that cannot be forged --------------------------------------------------------------------
