@@ -323,9 +323,15 @@ def _problem(first: dict[str, Any], second: dict[str, Any]) -> str | None:
 
 
 def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzResult:
-    """Run ``cases`` cases with seeds ``seed .. seed + cases - 1`` under ``workdir``."""
-    shutil.rmtree(workdir / "pristine", ignore_errors=True)
-    pristine = build_pristine(workdir / "pristine")
+    """Run ``cases`` cases with seeds ``seed .. seed + cases - 1`` under ``workdir``. The pristine world a
+    run builds there is kept and reused by later runs with the same ``workdir``: its file names are random
+    (writers name files by UUID), so a seed replays a failure exactly only against the world it met."""
+    pristine = workdir / "pristine"
+    built = workdir / "pristine.complete"
+    if not built.exists():
+        shutil.rmtree(pristine, ignore_errors=True)
+        build_pristine(pristine)
+        built.touch()
     targets = mutation_targets(pristine)
     outside = workdir / "outside.txt"
     outside.write_text("a file outside every dataset\n")

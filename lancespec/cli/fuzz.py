@@ -18,7 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=(fuzzer.__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=200, help="how many cases (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed (default 0)")
-    parser.add_argument("--workdir", help="where the pristine world and the case copy live (default: a temp dir)")
+    parser.add_argument("--workdir", help="where the pristine world and the case copy live, the world kept for later "
+                        "runs, so that a seed replays against the world it failed in (default: a temp dir)")
     parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:  # a worker process (fuzz.Worker starts it)
