@@ -18,6 +18,7 @@ reports is the same with or without the carry; tests certify with it off (``carr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -63,12 +64,24 @@ fragments), naming ``version``, and whether the check ran to its end."""
 
 @dataclass
 class _Judged:
-    """The version judged last, and each check's findings on it (None where they cannot be carried)."""
+    """The version judged last, and each check's findings on it (None where they cannot be carried); its
+    context and fragment keys are worked out when the next version asks (a single version never does)."""
 
     snapshot: Snapshot
-    context: tuple[tuple[str, bytes], ...]
-    fragments: frozenset[bytes]
     findings: dict[str, list[Finding] | None]
+
+    @functools.cached_property
+    def context(self) -> tuple[tuple[str, bytes], ...]:
+        return context_key(self.snapshot.manifest)
+
+    @functools.cached_property
+    def fragments(self) -> frozenset[bytes]:
+        return frozenset(_keys(self.snapshot))
+
+
+def _keys(snapshot: Snapshot) -> list[bytes]:
+    """Each fragment's DataFragment bytes: equal bytes, the same fragment recorded the same way."""
+    return [f.proto.SerializeToString(deterministic=True) for f in snapshot.fragments]
 
 
 class Carry:
@@ -81,12 +94,12 @@ class Carry:
 
     def judge(self, version: int, snapshot: Snapshot) -> dict[str, list[Finding]]:
         """Each check's findings on ``version``, carried from the previous version where that is exact."""
-        context = context_key(snapshot.manifest)
-        keys = [f.proto.SerializeToString(deterministic=True) for f in snapshot.fragments]
         last = self._last
         new: tuple[FragmentView, ...] | None = None
-        if last is not None and context == last.context and last.fragments.issubset(keys):
-            new = tuple(f for f, k in zip(snapshot.fragments, keys, strict=True) if k not in last.fragments)
+        if last is not None and any(found is not None for found in last.findings.values()):
+            keys = _keys(snapshot)
+            if context_key(snapshot.manifest) == last.context and last.fragments.issubset(keys):
+                new = tuple(f for f, k in zip(snapshot.fragments, keys, strict=True) if k not in last.fragments)
         out: dict[str, list[Finding]] = {}
         carried: dict[str, list[Finding] | None] = {}
         for name, run in self._runs.items():
@@ -100,7 +113,7 @@ class Carry:
                 findings, complete = run(version, snapshot)
             out[name] = findings
             carried[name] = findings if complete and not _names(findings, snapshot.manifest_uri) else None
-        self._last = _Judged(snapshot, context, frozenset(keys), carried)
+        self._last = _Judged(snapshot, carried)
         return out
 
 

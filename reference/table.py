@@ -158,12 +158,13 @@ class Snapshot(Head):
 class ResolutionMemo:
     """What was resolved for earlier snapshots of one root: its versions share most of their files and
     fragments, so a reader that builds several snapshots of a root resolves each once (``Dataset`` keeps
-    one). ``files`` by (bases, base_id, kind, path, size); ``fragments``, each fragment's resolved files and
-    deletion file, by (bases, the fragment's DataFragment bytes), kept only for fragments resolved without a
-    problem (a problem names the manifest it was met in). Nothing here holds a decoded manifest."""
+    one). Both are kept per set of bases: ``files`` by (base_id, kind, path, size); ``fragments``, each
+    fragment's resolved files and deletion file, by the fragment's DataFragment bytes, from the second
+    snapshot with those bases on, and only for fragments resolved without a problem (a problem names the
+    manifest it was met in). Nothing here holds a decoded manifest."""
 
-    files: dict[tuple[object, ...], ResolvedFile] = field(default_factory=dict)
-    fragments: dict[tuple[object, ...], tuple[tuple[ResolvedFile, ...], DeletionView | None]] = field(
+    files: dict[tuple[Base, ...], dict[tuple[object, ...], ResolvedFile]] = field(default_factory=dict)
+    fragments: dict[tuple[Base, ...], dict[bytes, tuple[tuple[ResolvedFile, ...], DeletionView | None]]] = field(
         default_factory=dict)
 
 
@@ -173,14 +174,15 @@ class _Resolver:
     def __init__(self, root: str, bases: tuple[Base, ...], memo: ResolutionMemo | None) -> None:
         self.root, self.bases = root, bases
         self.by_id = {b.id: b for b in bases}
-        self.memo = memo.files if memo is not None else {}
+        self.memo = memo.files.setdefault(bases, {}) if memo is not None else {}
         self._directories: dict[tuple[int | None, FileKind], str | LanceSpecError] = {}
+        self.problems = 0  # files met that cannot be resolved
 
     def file(self, base_id: int | None, kind: FileKind, path: str, size: int | None, where: str,
              detail: str) -> ResolvedFile:
         """The file ``path`` of ``kind`` recorded against ``base_id`` by the manifest ``where``, as its
         ``detail`` (the fragment or index) names it; unresolvable, it carries the problem, naming both."""
-        key = (self.bases, base_id, kind, path, size)
+        key = (base_id, kind, path, size)
         found = self.memo.get(key)
         if found is not None:
             return found
@@ -192,6 +194,7 @@ class _Resolver:
                 directory = exc
             self._directories[(base_id, kind)] = directory
         if isinstance(directory, LanceSpecError):
+            self.problems += 1
             problem = type(directory)(f"{detail}: {directory.message}", where or None)
             return ResolvedFile(kind, path, base_id, None, size, problem)
         found = self.memo[key] = ResolvedFile(kind, path, base_id, join(directory, path), size)
@@ -223,6 +226,7 @@ def _fragment_files(resolver: _Resolver, frag: table_pb2.DataFragment,
         resolved = resolver.file(base_id, FileKind.DELETION, name, None, manifest_uri, where)
     else:  # no name can be derived: the file is unresolvable, not a reason to fail the whole version
         name = f"{frag.id}-{d.read_version}-{d.id}"
+        resolver.problems += 1
         resolved = ResolvedFile(FileKind.DELETION, name, base_id, None, None,
                                 FormatError(f"{where}: unknown deletion file type {d.file_type}", manifest_uri))
     return files, DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
@@ -235,17 +239,21 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     manifest = manifest_file.manifest
     bases = bases_of(manifest)
     resolver = _Resolver(root, bases, memo)
-    known = memo.fragments if memo is not None else {}
+    # fragments are remembered from the second snapshot with these bases on: one snapshot alone (the
+    # common case, and the largest manifests) does not pay for a memo it never asks
+    known = memo.fragments.get(bases) if memo is not None else None
+    if memo is not None and known is None:
+        memo.fragments[bases] = {}
     fragments = []
     for frag in manifest.fragments:
-        key = (bases, frag.SerializeToString(deterministic=True))
-        resolved = known.get(key)
+        key = frag.SerializeToString(deterministic=True) if known is not None else b""
+        resolved = known.get(key) if known is not None else None
         if resolved is None:
+            problems = resolver.problems
             resolved = _fragment_files(resolver, frag, manifest_uri)
-            files, deletion = resolved
-            if all(f.problem is None for f in files) and (deletion is None or deletion.file.problem is None):
+            if known is not None and resolver.problems == problems:
                 known[key] = resolved
-        fragments.append(FragmentView(frag.id, frag.physical_rows, *resolved, frag))
+        fragments.append(FragmentView(frag.id, frag.physical_rows, resolved[0], resolved[1], frag))
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:
         for index in manifest_file.index_section.indices:
