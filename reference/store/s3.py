@@ -21,7 +21,7 @@ go unsigned and boto3's credential chain (environment, profile files, the instan
 consulted, so a dataset naming an ``s3://`` base cannot make lancespec reach for credentials the user did not
 offer (docs/security.md).
 
-Reads (``get``, ``get_range``, ``get_tail``) take the lean path of ``s3_reads`` (signed urllib3 requests
+Reads (``get``, ``get_range``, ``get_tail``, ``list``) take the lean path of ``s3_reads`` (signed urllib3 requests
 with their own retries); everything else goes through boto3.
 
 Locations are ``s3://bucket/key`` (``s3a://`` is accepted and kept in listed URIs). Missing objects,
@@ -49,7 +49,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
-from .s3_reads import SignedReader
+from .s3_reads import SignedReader, list_page
 
 __all__ = ["CONFLICT_RETRIES", "CREDENTIAL_OPTIONS", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM",
            "DEFAULT_MAX_ATTEMPTS", "DEFAULT_READ_TIMEOUT_S", "DEFAULT_REGION", "S3Config", "S3Store", "parse_duration"]
@@ -267,19 +267,18 @@ class S3Store(ObjectStore):
         scheme, bucket, key = _parse(prefix)
         key_prefix = key.rstrip("/") + "/" if key.strip("/") else ""
         base = f"{scheme}://{bucket}/"
-        params: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix}
+        query = {"list-type": "2", "prefix": key_prefix, "encoding-type": "url"}
         if not recursive:
-            params["Delimiter"] = "/"
+            query["delimiter"] = "/"
         found: list[ObjectInfo] = []
-        try:
-            for page in self._client.get_paginator("list_objects_v2").paginate(**params):
-                for item in page.get("Contents", ()):
-                    name: str = item["Key"]
-                    if name.endswith("/"):
-                        continue
-                    found.append(ObjectInfo(base + name, int(item["Size"]), _utc(item["LastModified"])))
-        except (ClientError, BotoCoreError) as exc:
-            _raise(exc, "list", prefix)
+        token: str | None = ""
+        while token is not None:
+            answer = self._reader.get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes,
+                                      query={**query, "continuation-token": token} if token else query)
+            page = list_page(answer.body, prefix)
+            found += (ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
+                      if not name.endswith("/"))
+            token = page.next_token
         found.sort(key=lambda info: info.uri)
         return iter(found)
 

@@ -146,6 +146,19 @@ def test_list_follows_pages(s3_store: S3Store, bucket: str) -> None:
     assert [i.uri for i in s3_store.list(f"s3://{bucket}/p", recursive=False)] == expected
 
 
+def test_list_names_odd_keys_as_boto3_does(s3_store: S3Store, bucket: str) -> None:
+    """The lean listing asks for URL-encoded keys and decodes them; boto3's paginator (the second source of
+    truth) lists the same names, sizes and times."""
+    keys = ["o/a b", "o/plus+sign", "o/per%20cent", "o/\u00e9t\u00e9/x", "o/tab\tkey", "o/ctl\x01key", "o/amp&lt<"]
+    for i, key in enumerate(keys):
+        s3_store._client.put_object(Bucket=bucket, Key=key, Body=b"x" * i)
+    theirs = sorted((f"s3://{bucket}/{item['Key']}", item["Size"], item["LastModified"])
+                    for page in s3_store._client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="o/")
+                    for item in page.get("Contents", ()))
+    assert [(i.uri, i.size, i.last_modified) for i in s3_store.list(f"s3://{bucket}/o")] == theirs
+    assert len(theirs) == len(keys)
+
+
 def test_list_skips_directory_markers(s3_store: S3Store, bucket: str) -> None:
     s3_store._client.put_object(Bucket=bucket, Key="d/", Body=b"")
     s3_store._client.put_object(Bucket=bucket, Key="d/sub/", Body=b"")
