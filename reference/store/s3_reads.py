@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote, unquote_plus, urlsplit
 from xml.etree import ElementTree
 
 import urllib3
@@ -55,12 +55,14 @@ class SignedReader:
     def __init__(self, endpoint: str, region: str, credentials: Any, *, max_attempts: int, connect_timeout: float,
                  read_timeout: float, connections: int) -> None:
         self.endpoint = endpoint.rstrip("/")
+        parts = urlsplit(self.endpoint)
+        self._origin, self._base_path = f"{parts.scheme}://{parts.netloc}", parts.path
         self.region = region
         self.credentials = credentials
         self.max_attempts = max_attempts
         self._signer: Signer | None = None
-        self._pool = urllib3.PoolManager(
-            num_pools=4, maxsize=connections, block=False, retries=False,
+        self._pool = urllib3.connection_from_url(  # the endpoint's own pool: no per-request pool lookup
+            self.endpoint, maxsize=connections, block=False, retries=False,
             timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
         )
 
@@ -69,17 +71,18 @@ class SignedReader:
         """``GET /bucket/key`` (with ``Range: byte_range``; ``GET /bucket?query`` for an empty key); 416 comes
         back as a Response for the caller. With ``max_bytes``, a body the store announces as larger is
         refused before it is read (LimitExceeded naming the option that raises it)."""
-        url = f"{self.endpoint}/{quote(bucket, safe='')}" + (f"/{quote(key, safe='/~')}" if key else "")
+        path = f"{self._base_path}/{quote(bucket, safe='')}" + (f"/{quote(key, safe='/~')}" if key else "")
         if query:
-            url += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items())
+            path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items())
+        url = self._origin + path
         headers = {"Range": byte_range} if byte_range else {}
         problem, retry_after = "", None
         for attempt in range(self.max_attempts):
             if attempt:
                 time.sleep(_backoff(attempt, retry_after))
             try:
-                answer = self._pool.request("GET", url, headers=self._signed(url, headers), preload_content=False,
-                                            redirect=False)
+                answer = self._pool.urlopen("GET", path, headers=self._signed(url, headers), preload_content=False,
+                                            redirect=False, assert_same_host=False)
                 length = answer.headers.get("Content-Length", "")
                 if (max_bytes is not None and answer.status in (200, 206) and length.isdigit()
                         and int(length) > max_bytes):
