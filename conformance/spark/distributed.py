@@ -42,7 +42,8 @@ from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
 from ..baseline import settle
-from ..certify import _run, certify, order_findings
+from ..carry import Carry
+from ..certify import _runner, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
 from ..findings import Finding, Report
@@ -189,24 +190,27 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     started, cpu = time.perf_counter(), time.process_time()
     storage.prefetch(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
     reads = (time.perf_counter() - started, time.process_time() - cpu)
+    carries: dict[tuple[str, int, tuple[str, ...]], Carry] = {}
     for work, start, stop, piece in parts:  # then the checks, on what was read
         started, cpu = time.perf_counter(), time.process_time()
         try:
             if isinstance(piece, str):
                 raise CertifyError(piece, work.root)
-            part = piece
-            dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
-            for name in work.checks:
-                ctx = VersionContext(dataset, version=work.version, snapshot=part)
-                _run(registry[name], ctx)
-                for f in ctx.findings:
+            # the same slice of the versions of a root comes in ascending order: what it held unchanged in
+            # the version before is carried, as certify carries it over whole versions (conformance.carry)
+            slot = (work.root, start, work.checks)
+            if slot not in carries:
+                dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
+                carries[slot] = Carry({name: _runner(dataset, registry[name]) for name in work.checks})
+            for found in carries[slot].judge(work.version, piece).values():
+                for f in found:
                     yield ("finding", f.requirement, f.severity, f.version, f.branch, f.path, f.message, f.detail)
         except Exception as exc:
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
-        files = sum(len(f.files) + (f.deletion is not None) for f in part.fragments)
+        files = sum(len(f.files) + (f.deletion is not None) for f in piece.fragments)
         share = (stop - start) / max(1, sum(b - a for _, a, b, _ in parts))  # this slice's share of the reads
-        yield ("done", len(part.fragments), files, time.perf_counter() - started + share * reads[0],
+        yield ("done", len(piece.fragments), files, time.perf_counter() - started + share * reads[0],
                time.process_time() - cpu + share * reads[1])
 
 
