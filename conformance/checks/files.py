@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 
 from lancespec.reference.codec.datafile import (
     FOOTER_VERSION_FOR,
@@ -27,7 +26,7 @@ from lancespec.reference.codec.datafile import (
     read_footer,
     row_count,
 )
-from lancespec.reference.codec.deletion import deserialize_bitmap
+from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
@@ -215,10 +214,9 @@ def _decode_arrow(data: bytes, physical_rows: int) -> _Deletions:
     integers, no nulls), so that a column other than the readers' ``row_id: uint32 not null`` is reported
     as DEL-005 with its offsets still judged by DEL-003 and DEL-004."""
     try:
-        reader = ipc.open_file(pa.BufferReader(data))
-        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        return _Deletions(True, problem=f"is not an Arrow IPC file: {exc}")
+        batches = arrow_batches(data, "")
+    except FormatError as exc:
+        return _Deletions(True, problem=f"is {exc.message}")
     if len(batches) != 1:
         return _Deletions(True, problem=f"holds {len(batches)} record batches, not exactly one")
     batch = batches[0]

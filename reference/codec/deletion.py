@@ -53,12 +53,23 @@ def decode_deletions(data: bytes, file_type: int, where: str = "", physical_rows
     return offsets
 
 
-def _decode_arrow(data: bytes, where: str) -> list[int]:
+def arrow_batches(data: bytes, where: str) -> list[pa.RecordBatch]:
+    """The record batches of an Arrow IPC file, its field names checked as UTF-8 (pyarrow decodes them only
+    when first used, and then raises UnicodeDecodeError); FormatError when it is no such file."""
     try:
         reader = ipc.open_file(pa.BufferReader(data))
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        for batch in batches:
+            batch.schema.names  # noqa: B018 - decoded here, so that a name that is not UTF-8 fails here
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not an Arrow IPC file: a field name is not UTF-8 ({exc.reason})", where) from exc
+    except (pa.ArrowException, OSError, ValueError) as exc:
         raise FormatError(f"not an Arrow IPC file: {exc}", where) from exc
+    return batches
+
+
+def _decode_arrow(data: bytes, where: str) -> list[int]:
+    batches = arrow_batches(data, where)
     if len(batches) != 1:
         raise FormatError(f"expected exactly one record batch, found {len(batches)}", where)
     schema = batches[0].schema

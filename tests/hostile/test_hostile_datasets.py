@@ -191,6 +191,19 @@ def test_an_impossible_version_number_is_one_line(tmp_path: Path, value: str) ->
     assert len(done.stderr) < 300
 
 
+def test_an_arrow_deletion_file_with_a_field_name_that_is_not_utf8_is_a_finding(tmp_path: Path) -> None:
+    """Found by the fuzzer (seed 221834): pyarrow reads such a file and fails only when the name is first
+    used, with UnicodeDecodeError, which was an internal error (exit 3) instead of DEL-002."""
+    uri = build_reference_dataset(tmp_path, deletions=["arrow"])
+    path = deletion_file(uri)
+    data = path.read_bytes()
+    assert b"row_id" in data
+    path.write_bytes(data.replace(b"row_id", b"\xf2ow_id"))
+    done = run_cli("certify", uri, "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert any(f["requirement"] == "DEL-002" and "not UTF-8" in str(f["message"]) for f in findings(done))
+
+
 # --- contained ----------------------------------------------------------------------------------------
 
 
