@@ -211,6 +211,22 @@ def test_data_file_with_undefined_base_id(build_shape: Callable[[str], Shape],
     assert str(manifest) in line and "99" in line
 
 
+def test_data_file_in_a_relative_base(build_shape: Callable[[str], Shape], copy_tree: Callable[[str], Path],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A base path that is not absolute (BASE-002) locates nothing: inspect says so in one line, as for a
+    base id that names no base, rather than show files below the working directory."""
+    root = copy_tree(build_shape("multi_base_nonroot").uri)
+    manifest = newest_manifest(root)
+
+    def relative(m: Any) -> None:
+        for base in m.base_paths:
+            base.path = "relative/dir"
+
+    rewrite_manifest(manifest, relative)
+    line = one_line_error(capsys, "inspect", str(root), "--json")
+    assert str(manifest) in line and "'relative/dir', which is not an absolute path" in line
+
+
 def test_missing_version(build_shape: Callable[[str], Shape],
         capsys: pytest.CaptureFixture[str]) -> None:
     shape = build_shape("single_base")

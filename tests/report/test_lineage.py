@@ -36,6 +36,11 @@ def test_one_node_per_version_branch_tag_and_base_as_inspect_says(case: str, cor
         uri = str(data / root)
         expected = inspected_lineage(uri)
         lineage = lineage_of(uri)
+        if not expected.lanes:  # inspect refuses a root whose files cannot all be resolved (a relative base,
+            # BASE-002): one line, exit 2; the page still draws the root from what can be read
+            assert inspect_json(uri) is None and [ds.root for ds in lineage.datasets] == [uri]
+            assert case == "py-relative-base-path"
+            continue
         steps = [s for ds in lineage.datasets for lane in ds.lanes for s in lane.steps]
         assert not any(s.collapsed for s in steps)  # corpus histories are short: every version its own node
         assert {ds.root: {lane.branch: [v for s in lane.steps for v in s.versions] for lane in ds.lanes}
