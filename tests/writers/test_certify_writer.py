@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from compat_kit import assert_writes_current
 
 from lancespec.cli import main
 from lancespec.conformance.adapters import registry
@@ -25,6 +26,7 @@ from lancespec.conformance.scenarios.certify_writer import (
     render_json,
     render_junit,
     render_text,
+    to_json,
 )
 from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS
 from lancespec.simulator.s3 import EmbeddedS3Server
@@ -45,6 +47,7 @@ def test_reference_is_certified_on_every_scenario_locally(tmp_path: Path) -> Non
     counts = report.counts()
     assert counts[FAIL] == counts[XFAIL] == counts[XPASS] == counts[SKIP] == 0
     assert all(r.completed and r.certify and r.certify.outcome == PASS for r in report.runs)
+    assert_writes_current("reference", to_json(report))
 
 
 @pytest.mark.s3
@@ -54,6 +57,7 @@ def test_reference_is_certified_on_s3_across_buckets(s3_server: EmbeddedS3Server
     assert report.exit_code == 0, _problems(report)
     assert len(report.runs) == len(S3_SCENARIOS) >= 45
     assert all(r.completed and r.certify and r.certify.outcome == PASS for r in report.runs)
+    assert_writes_current("reference", to_json(report))
 
 
 @pytest.mark.interop
@@ -66,6 +70,7 @@ def test_pylance_is_certified_locally_with_its_listed_divergences(tmp_path: Path
     # Completed scenarios are compared with the reference's run and match it.
     compared = [run for run in report.runs if run.compare is not None and run.compare.outcome == PASS]
     assert len(compared) >= 20
+    assert_writes_current("pylance-14", to_json(report))
 
 
 @pytest.mark.interop
@@ -81,6 +86,7 @@ def test_pylance_on_s3_every_scenario(s3_server: EmbeddedS3Server) -> None:
     assert any(r.finding == "F-025" and r.outcome == XFAIL for r in by_name["clone-after-tag"].results)
     assert any(r.finding == "F-030" and r.outcome == XFAIL
                for r in by_name["machine-deep-clone-file-uri-root-base"].results)
+    assert_writes_current("pylance-14", to_json(report))
 
 
 def test_every_listed_divergence_names_a_recorded_finding_and_a_real_step() -> None:

@@ -1,0 +1,300 @@
+"""The compatibility matrix: ``python tools/compatibility.py [--only KEY] [--render]`` writes docs/compatibility.md.
+
+Rows are what a connector author asks about: every shipped scenario of ``lancespec certify-writer`` on each
+store, and every case of the golden corpus as ``lancespec fixtures verify`` reads it. Columns are real
+implementations, each run in an environment of its own (``COLUMNS``): the reference and the installed pylance
+in this interpreter, older pylance releases installed from the package registry into folders of their own
+(``_environment``), LanceDB for Python (the ``lancedb`` extra)
+and LanceDB for Node (the JSON-lines adapter under tests/thirdparty/node, where node and its packages are).
+
+Each run is condensed into cells (``writer_cells``, ``reader_cells``) kept in docs/compatibility.json, and the
+page is rendered from that file alone (``render``), so ``--render`` redraws it without running anything and
+``--only KEY`` refreshes one column. tests/writers/test_compatibility_matrix.py regenerates the columns this
+environment can run and compares them with the committed cells.
+
+A cell is ``pass``; ``divergence`` with the findings (spec/findings.md) it was expected to show; ``unsupported``
+with the features the writer does not declare (its capability file); or ``fail``. A scenario a store does not
+run is absent from that store's cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from typecheck import ROOT, build_tree
+
+DATA = ROOT / "docs" / "compatibility.json"
+PAGE = ROOT / "docs" / "compatibility.md"
+FINDINGS = ROOT / "spec" / "findings.md"
+RELEASES = Path(os.environ.get("LANCESPEC_COMPAT_RELEASES", Path.home() / ".cache" / "lancespec" / "releases"))
+NODE_ADAPTER = ROOT / "tests" / "thirdparty" / "node"
+
+PASS, DIVERGENCE, UNSUPPORTED, FAIL = "pass", "divergence", "unsupported", "fail"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One implementation as the matrix runs it."""
+
+    key: str
+    writer: str  # the --writer / --reader argument
+    environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release) or "node"
+    capabilities: str | None = None  # a capability file, relative to the checkout
+    reads: bool = True  # also a reader of the corpus
+
+    def runnable(self) -> str | None:
+        """Why this column cannot run on this machine, or None."""
+        if self.environment == "node":
+            if shutil.which("node") is None:
+                return "node is not installed"
+            if not (NODE_ADAPTER / "node_modules" / "@lancedb" / "lancedb").is_dir():
+                return "the Node packages are not installed (setup.sh runs npm where npm is)"
+        if self.writer == "lancedb" and self.environment == "here":
+            try:
+                import lancedb  # noqa: F401
+            except ImportError:
+                return "lancedb is not installed (the lancedb extra)"
+        return None
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("reference", "reference"),
+    Column("pylance-14", "pylance"),
+    Column("pylance-13", "pylance", "pip:pylance==13.0.0"),
+    Column("pylance-12", "pylance", "pip:pylance==12.0.0"),
+)
+
+
+# --- cells ---------------------------------------------------------------------------------------
+
+
+def writer_cell(run: Mapping[str, Any]) -> dict[str, Any]:
+    """One scenario on one store (a run of certify-writer's JSON report) as a cell."""
+    results = [*run["steps"], *(r for r in (run.get("certify"), run.get("compare")) if r)]
+    findings = sorted({r["finding"] for r in results if r["outcome"] == "xfail" and r["finding"]})
+    features = sorted({s["unsupported"] for s in run["steps"] if s.get("unsupported")})
+    if run["outcome"] == "fail":
+        cell: dict[str, Any] = {"outcome": FAIL}
+    elif findings:
+        cell = {"outcome": DIVERGENCE, "findings": findings}
+    elif features:
+        cell = {"outcome": UNSUPPORTED}
+    else:
+        cell = {"outcome": PASS}
+    if features:
+        cell["features"] = features
+    return cell
+
+
+def writer_cells(report: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """certify-writer's JSON report as cells: store -> scenario -> cell."""
+    cells: dict[str, dict[str, dict[str, Any]]] = {store: {} for store in report["stores"]}
+    for run in report["runs"]:
+        cells[run["store"]][run["scenario"]] = writer_cell(run)
+    return cells
+
+
+def reader_cells(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """fixtures verify's JSON report as cells: case -> cell (an expected failure names its finding)."""
+    cells: dict[str, dict[str, Any]] = {}
+    for result in report["results"]:
+        outcome = result["outcome"]
+        if outcome == "xfail":
+            cells[result["case"]] = {"outcome": DIVERGENCE, "findings": [result["reason"].split(":", 1)[0]]}
+        else:
+            cells[result["case"]] = {"outcome": PASS if outcome == "pass" else FAIL}
+    return cells
+
+
+# --- running a column ----------------------------------------------------------------------------
+
+
+def _environment(column: Column, tree: Path, log: Callable[[str], None]) -> dict[str, str]:
+    """The environment variables a column runs lancespec with. A ``pip:REQUIREMENT`` column gets the pinned
+    release installed (once, ``--no-deps``) into a folder of its own, put first on PYTHONPATH before this
+    checkout's package tree (built under ``tree`` as tools/typecheck.py builds it): the interpreter and every
+    other package stay this one's."""
+    env = dict(os.environ)
+    if column.environment.startswith("pip:"):
+        requirement = column.environment.removeprefix("pip:")
+        target = RELEASES / re.sub(r"[^A-Za-z0-9.]+", "-", requirement)
+        if not target.is_dir():
+            log(f"installing {requirement} into {target}")
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                            "--target", str(target) + ".partial", requirement], check=True)
+            os.replace(str(target) + ".partial", target)
+        build_tree(tree)
+        env["PYTHONPATH"] = os.pathsep.join([str(target), str(tree)])
+    return env
+
+
+def _writer_argument(column: Column) -> list[str]:
+    args = ["--writer", column.writer]
+    if column.capabilities:
+        args += ["--capabilities", str(ROOT / column.capabilities)]
+    return args
+
+
+def _lancespec(env: Mapping[str, str], args: Sequence[str]) -> dict[str, Any]:
+    """Run ``lancespec ARGS --format json``; its report (a failed certification is data, not an error)."""
+    done = subprocess.run([sys.executable, "-m", "lancespec", *args, "--format", "json"],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    try:
+        report: dict[str, Any] = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"lancespec {' '.join(args)} exited {done.returncode}: "
+                           f"{done.stderr.strip()[-2000:]}") from None
+    return report
+
+
+def run_column(column: Column, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The column's cells and versions, from a certify-writer run on both stores and (for a reader) the corpus."""
+    with tempfile.TemporaryDirectory(prefix="lancespec-compat-") as tmp:
+        env = _environment(column, Path(tmp), log)
+        log(f"{column.key}: certify-writer")
+        writes = _lancespec(env, ["certify-writer", *_writer_argument(column)])
+        entry: dict[str, Any] = {"key": column.key, "writer": column.writer, "version": writes["writer_version"],
+                                 "writes": writer_cells(writes)}
+        if column.reads:
+            log(f"{column.key}: fixtures verify")
+            entry["reads"] = reader_cells(_lancespec(env, ["fixtures", "verify", "--reader", column.writer]))
+    return entry
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+
+def finding_anchors(findings_md: str) -> dict[str, str]:
+    """F-id -> its heading's anchor in spec/findings.md (GitHub's rule: lower case, punctuation dropped)."""
+    anchors = {}
+    for heading in re.findall(r"^## (F-\d+: .*)$", findings_md, flags=re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        anchors[heading.split(":", 1)[0]] = slug
+    return anchors
+
+
+def _mark(cell: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> str:
+    if cell is None:
+        return "·"
+    outcome = cell["outcome"]
+    if outcome == PASS:
+        return "✓"
+    if outcome == FAIL:
+        return "**FAIL**"
+    if outcome == DIVERGENCE:
+        return " ".join(f"[{f}]" for f in cell["findings"])
+    return "n/s: " + ", ".join(cell["features"])
+
+
+def _label(entry: Mapping[str, Any]) -> str:
+    version = entry["version"].split(" ")[-1]
+    return entry["key"] if entry["writer"] == "reference" else f"{entry['writer']} {version}"
+
+
+def _count(cells: Mapping[str, Mapping[str, Any]], outcome: str) -> int:
+    return sum(c["outcome"] == outcome for c in cells.values())
+
+
+def render(data: Mapping[str, Any], findings_md: str) -> str:
+    """docs/compatibility.md from the cells alone."""
+    anchors = finding_anchors(findings_md)
+    columns = data["columns"]
+    out = ["# Compatibility matrix", "",
+           "What each Lance implementation writes and reads, as lancespec certifies it. Generated by",
+           "`python tools/compatibility.py` from runs of `lancespec certify-writer` (every shipped scenario, on",
+           "the local disk and on the embedded S3 server) and `lancespec fixtures verify` (every case of the",
+           "golden corpus); the cells are kept in [compatibility.json](compatibility.json). Do not edit by hand:",
+           "tests/writers/test_compatibility_matrix.py regenerates what it can run and compares.", "",
+           "A cell: ✓ passed; F-nnn: failed as the recorded divergence says (spec/findings.md); n/s: steps",
+           "skipped for features the writer does not declare (its capability file); **FAIL**: a failure",
+           "nobody recorded; · not run there (the scenario does not apply to that store).", "",
+           "## Writers", "",
+           "| writer | store | scenarios | ✓ | divergence | with n/s steps | FAIL |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for entry in columns:
+        for store, cells in entry["writes"].items():
+            with_ns = sum("features" in c for c in cells.values())
+            out.append(f"| {_label(entry)} | {store} | {len(cells)} | {_count(cells, PASS)} | "
+                       f"{_count(cells, DIVERGENCE)} | {with_ns} | {_count(cells, FAIL)} |")
+    stores = sorted({store for entry in columns for store in entry["writes"]})
+    scenarios = sorted({s for entry in columns for cells in entry["writes"].values() for s in cells})
+    out += ["", "### Scenarios", "", f"Each cell: {' / '.join(stores)}.", "",
+            "| scenario | " + " | ".join(_label(e) for e in columns) + " |",
+            "|---|" + "---|" * len(columns)]
+    for scenario in scenarios:
+        row = [" / ".join(_mark(e["writes"].get(store, {}).get(scenario), anchors) for store in stores)
+               for e in columns]
+        out.append(f"| {scenario} | " + " | ".join(row) + " |")
+    readers = [e for e in columns if "reads" in e]
+    cases = sorted({c for e in readers for c in e["reads"]})
+    out += ["", "## Readers", "", "Every case of the golden corpus (fixtures/, docs/fixtures.md) read by each "
+            "implementation and compared with its expected rows.", "",
+            "| case | " + " | ".join(_label(e) for e in readers) + " |", "|---|" + "---|" * len(readers)]
+    for case in cases:
+        out.append(f"| {case} | " + " | ".join(_mark(e["reads"].get(case), anchors) for e in readers) + " |")
+    cited = sorted({f for e in columns for cells in [*e["writes"].values(), e.get("reads", {})]
+                    for c in cells.values() for f in c.get("findings", [])})
+    out += ["", *(f"[{f}]: ../spec/findings.md#{anchors.get(f, '')}" for f in cited)]
+    if data.get("not_run"):
+        out += ["", "## Not run", ""]
+        out += [f"- {key}: {why}" for key, why in sorted(data["not_run"].items())]
+    return "\n".join(out) + "\n"
+
+
+# --- command -------------------------------------------------------------------------------------
+
+
+def load() -> dict[str, Any]:
+    if DATA.exists():
+        data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+        return data
+    return {"columns": [], "not_run": {}}
+
+
+def save(data: Mapping[str, Any]) -> None:
+    DATA.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    PAGE.write_text(render(data, FINDINGS.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--only", action="append", metavar="KEY", help="refresh this column only; repeat")
+    parser.add_argument("--render", action="store_true", help="redraw the page from the committed cells")
+    args = parser.parse_args(argv)
+    data = load()
+    if not args.render:
+        keys = args.only or [c.key for c in COLUMNS]
+        unknown = set(keys) - {c.key for c in COLUMNS}
+        if unknown:
+            parser.error(f"unknown column {', '.join(sorted(unknown))}: use {', '.join(c.key for c in COLUMNS)}")
+        order = [c.key for c in COLUMNS]
+        entries = {e["key"]: e for e in data["columns"] if e["key"] in order}
+        not_run = dict(data.get("not_run", {}))
+        for column in (c for c in COLUMNS if c.key in keys):
+            why = column.runnable()
+            if why:
+                print(f"{column.key}: not run: {why}", file=sys.stderr)
+                not_run[column.key] = why
+                continue
+            entries[column.key] = run_column(column)
+            not_run.pop(column.key, None)
+        data = {"columns": sorted(entries.values(), key=lambda e: order.index(e["key"])), "not_run": not_run}
+    save(data)
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
