@@ -179,7 +179,7 @@ class Implementation:
 
 FEATURES = ("create", "append", "overwrite", "delete", "cleanup", "bases", "base_ids", "target_bases",
             "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version", "tags",
-            "branches", "shallow_clone", "deep_clone", "relocate", "two_phase",
+            "branches", "shallow_clone", "deep_clone", "clone_from_branch", "relocate", "two_phase",
             *(f"refuses.{kind}" for kind in ERROR_KINDS))
 """Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files")."""
 
@@ -206,6 +206,7 @@ def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     out += ["data_storage_version"] * (getattr(op, "data_storage_version", None) is not None)
     on_branch = any(getattr(op, key, None) is not None for key in ("branch", "parent"))
     out += ["branches"] * (on_branch or lang.split_root(getattr(op, "root", ""))[1] is not None)
+    out += ["clone_from_branch"] * (isinstance(op, lang.ShallowClone | lang.DeepClone) and op.branch is not None)
     out += [f"refuses.{refusal}"] * (refusal is not None)
     return list(dict.fromkeys(out))
 
