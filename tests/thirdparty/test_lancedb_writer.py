@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lancespec.cli import main
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Capabilities
 from lancespec.conformance.scenarios import builtin_scenarios
@@ -90,7 +91,8 @@ def test_every_listed_divergence_and_feature_is_recorded() -> None:
             assert matching and all(any(st.index == d.step for st in s.steps) for s in matching), d
 
 
-def test_lancedb_python_certified_on_a_few_scenarios_locally(tmp_path: Path) -> None:
+def test_lancedb_python_certified_on_a_few_scenarios_locally(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     _lancedb()
     writer = make_writer("lancedb")
     assert writer.version().startswith("lancedb ") and registry.origin("lancedb").endswith("adapters.lancedb")
@@ -106,6 +108,9 @@ def test_lancedb_python_certified_on_a_few_scenarios_locally(tmp_path: Path) -> 
     assert report.applied == 4  # every run but the one needing bases and the one needing a branch clone
     # the tables live at {database}/{name}.lance (the reference's runs beside them keep the plain roots)
     assert list(tmp_path.glob("run*/main/ds.lance/_versions"))
+    # and by name on the command line
+    assert main(["certify-writer", "--writer", "lancedb", "--store", "local", "--scenarios", "tags-lifecycle"]) == 0
+    assert "CERTIFIED: lancedb (lancedb " in capsys.readouterr().out
 
 
 @pytest.mark.s3
