@@ -7,14 +7,14 @@
 //
 // LanceDB keeps a table at {database}/{name}.lance (the capability file says root_suffix = ".lance"); a branch's
 // root {main}/tree/{branch} is the table opened on that branch. The operations LanceDB's API cannot express
-// (bases, target bases, rows per file, deep clone, relocate, cleanup) are declared in the capability file and
-// answered here with invalid_input. Refusals carry the kind of the error LanceDB raises: LanceDB passes the Lance
+// (bases, target bases, rows per file, deep clone, a clone of a branch's version, relocate, cleanup) are declared
+// in the capability file and answered here with invalid_input. Refusals carry the kind of the error LanceDB raises: LanceDB passes the Lance
 // core's errors on as "lance error: {variant}: ..."; KINDS maps each variant (never the words after it).
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import * as lancedb from "@lancedb/lancedb";
-import { Table as ArrowTable, vectorFromArray, Int64, Float64, Utf8 } from "apache-arrow";
+import { Table as ArrowTable, vectorFromArray, Field, Schema, Int64, Float64, Utf8 } from "apache-arrow";
 
 const ENTRY = fileURLToPath(import.meta.resolve("@lancedb/lancedb")); // {package}/dist/index.js
 const VERSION = JSON.parse(readFileSync(new URL("../package.json", `file://${ENTRY}`), "utf8")).version;
@@ -68,6 +68,33 @@ async function openTable(mainUri, branch) {
   return branch ? db.openTable(name, undefined, { branch }) : db.openTable(name);
 }
 
+// The rows to write: an Arrow table of plain columns, or, for a blob column, row objects and a schema declaring
+// the column with LanceDB's blob() (lance.blob.v2, the thresholds as its options). LanceDB's blob input is bytes
+// or a whole-object URI: a range of an external object cannot be said.
+function input(data) {
+  const blobColumn = data.columns.find((c) => c.type === "blob");
+  if (!blobColumn) return { rows: arrowTable(data), schema: undefined };
+  const t = blobColumn.thresholds ?? {};
+  const options = Object.fromEntries(Object.entries({
+    inlineSizeThreshold: t.inline_size_threshold,
+    dedicatedSizeThreshold: t.dedicated_size_threshold,
+    packFileSizeThreshold: t.pack_file_size_threshold,
+  }).filter(([, v]) => v !== undefined));
+  const others = data.columns.filter((c) => c !== blobColumn);
+  if (others.some((c) => c.type !== "int64")) throw new Refusal("invalid_input", "a blob table's other columns are ids");
+  const schema = new Schema([...others.map((c) => new Field(c.name, new Int64(), true)),
+    lancedb.blob(blobColumn.name, options)]);
+  const rows = blobColumn.values.map((value, i) => {
+    const row = Object.fromEntries(others.map((c) => [c.name, BigInt(c.values[i])]));
+    if (value === null) row[blobColumn.name] = null;
+    else if ("base64" in value) row[blobColumn.name] = { data: Buffer.from(value.base64, "base64"), uri: null };
+    else if (value.position === undefined && value.size === undefined) row[blobColumn.name] = { data: null, uri: value.uri };
+    else throw new Refusal("invalid_input", "LanceDB's blob input takes no range of an external object");
+    return row;
+  });
+  return { rows, schema };
+}
+
 function arrowTable(data) {
   const types = { int64: new Int64(), float64: new Float64(), string: new Utf8() };
   const vectors = {};
@@ -103,23 +130,26 @@ const OPS = {
   async create(msg) {
     refuseExtras(msg);
     const [folder, name] = splitTable(msg.uri);
+    const { rows, schema } = input(msg.data);
     const options = { new_table_enable_v2_manifest_paths: msg.manifest_naming === "v1" ? "false" : "true" };
-    if (msg.data_storage_version) options.new_table_data_storage_version = msg.data_storage_version;
-    const table = await (await database(folder)).createTable(name, arrowTable(msg.data), {
+    if (msg.data_storage_version || schema) options.new_table_data_storage_version = msg.data_storage_version || "2.2";
+    const table = await (await database(folder)).createTable(name, rows, {
       mode: "create",
       storageOptions: { ...storageOptions, ...options },
+      ...(schema ? { schema } : {}),
     });
     return { version: await table.version() };
   },
   async append(msg) {
     refuseExtras(msg);
-    const result = await (await openTable(msg.main_uri, msg.on_branch)).add(arrowTable(msg.data), { mode: "append" });
+    const { rows } = input(msg.data);
+    const result = await (await openTable(msg.main_uri, msg.on_branch)).add(rows, { mode: "append" });
     return { version: result.version };
   },
   async overwrite(msg) {
     refuseExtras(msg);
     const table = await openTable(msg.main_uri, msg.on_branch);
-    return { version: (await table.add(arrowTable(msg.data), { mode: "overwrite" })).version };
+    return { version: (await table.add(input(msg.data).rows, { mode: "overwrite" })).version };
   },
   async delete(msg) {
     const table = await openTable(msg.main_uri, msg.on_branch);
