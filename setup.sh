@@ -23,8 +23,10 @@ if ! java -version >/dev/null 2>&1; then
 fi
 
 # Node packages the tests use where node is present: tools/node (s3rver, a third-party S3 server certify-store
-# is tested against) and tests/thirdparty/node (@lancedb/lancedb, a third-party writer the tests certify).
-# Without npm those tests skip, saying why.
+# is tested against) and tests/thirdparty/node (@lancedb/lancedb and apache-arrow: LanceDB for Node, a third-party
+# writer the tests certify, through write_shapes.mjs and writer.mjs, its JSON-lines adapter for certify-writer).
+# The lancedb extra above is LanceDB for Python (certify-writer --writer lancedb). Without npm those tests skip,
+# saying why.
 if command -v npm >/dev/null 2>&1; then
   npm install --prefix tools/node --no-audit --no-fund --silent >/dev/null
   npm install --prefix tests/thirdparty/node --no-audit --no-fund --silent >/dev/null \

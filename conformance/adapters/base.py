@@ -179,7 +179,7 @@ class Implementation:
 
 FEATURES = ("create", "append", "overwrite", "delete", "cleanup", "bases", "base_ids", "target_bases",
             "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version", "tags",
-            "branches", "shallow_clone", "deep_clone", "relocate", "two_phase",
+            "branches", "shallow_clone", "deep_clone", "clone_from_branch", "relocate", "two_phase",
             *(f"refuses.{kind}" for kind in ERROR_KINDS))
 """Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files")."""
 
@@ -206,6 +206,7 @@ def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     out += ["data_storage_version"] * (getattr(op, "data_storage_version", None) is not None)
     on_branch = any(getattr(op, key, None) is not None for key in ("branch", "parent"))
     out += ["branches"] * (on_branch or lang.split_root(getattr(op, "root", ""))[1] is not None)
+    out += ["clone_from_branch"] * (isinstance(op, lang.ShallowClone | lang.DeepClone) and op.branch is not None)
     out += [f"refuses.{refusal}"] * (refusal is not None)
     return list(dict.fromkeys(out))
 
@@ -233,6 +234,9 @@ class Capabilities:
     divergences: tuple[Divergence, ...] = ()
     source: str = ""
     version: str = ""  # the version of the writer under test (set by its implementation), for ``versions`` globs
+    root_suffix: str = ""
+    """What the writer's dataset roots end in (``".lance"``: LanceDB keeps a table at ``{database}/{name}.lance``);
+    certify-writer then stores a scenario's root ``main:ds`` at ``{main}/ds.lance``."""
 
     def missing(self, features: Iterable[str]) -> tuple[str, str] | None:
         """The first of ``features`` the writer lacks, with its reason."""
@@ -256,7 +260,7 @@ class Capabilities:
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any], source: str = "<capabilities>") -> Capabilities:
-        known = {"writer", "exact_error_kinds", "unsupported", "divergence"}
+        known = {"writer", "exact_error_kinds", "unsupported", "divergence", "root_suffix"}
         unknown = set(doc) - known
         if unknown:
             raise ValueError(f"{source}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -276,7 +280,10 @@ class Capabilities:
             divergences.append(Divergence(str(entry["scenario"]), int(entry["step"]), str(entry["finding"]),
                                           str(entry["reason"]), tuple(entry.get("stores", ("local", "s3"))),
                                           tuple(entry.get("versions", ()))))
-        return cls(str(doc.get("writer", "")), unsupported, tuple(divergences), source)
+        suffix = doc.get("root_suffix", "")
+        if not isinstance(suffix, str) or "/" in suffix or (suffix.strip(".") == "" and suffix):
+            raise ValueError(f"{source}: root_suffix must be a name ending such as '.lance', got {suffix!r}")
+        return cls(str(doc.get("writer", "")), unsupported, tuple(divergences), source, root_suffix=suffix)
 
 
 def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

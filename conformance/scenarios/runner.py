@@ -280,6 +280,8 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
     handles: dict[str, Handle] = {}
     stopped: str | None = None
     session: Session | None = None
+    if caps.root_suffix:  # the writer names its roots so (LanceDB: {database}/{name}.lance)
+        run.name_roots({split_root(root)[0] for root in scenario.roots.values()}, caps.root_suffix)
     try:
         session = writer.open(run)
         for step in scenario.steps:

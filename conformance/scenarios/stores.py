@@ -4,13 +4,18 @@
 create_bucket)`` to ``s3://{prefix}-{bucket}/{path}``. Both read and write through the reference store
 (never through the writer under test) and can fingerprint every object of the run, which is how a refused
 step is proven to have left storage unchanged.
+
+``name_roots(roots, suffix)`` gives the dataset roots of a scenario a name ending in ``suffix`` on storage
+(``main:ds`` is ``{main}/ds.lance`` for a writer whose capability file says ``root_suffix = ".lance"``: LanceDB
+keeps a table at ``{database}/{name}.lance``); everything under a root moves with it, and ``location_of``
+answers the scenario's own location, so expectations and summaries read the same for every writer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from lancespec.reference.store import Storage, open_store
@@ -29,17 +34,44 @@ class StoreRun:
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         self.options: dict[str, str] = dict(storage_options or {})
         self.storage: Storage = open_store(self.options)
+        self._roots: dict[str, list[str]] = {}  # bucket -> root paths named with the suffix, longest first
+        self._suffix = ""
+
+    def name_roots(self, roots: Iterable[str], suffix: str) -> None:
+        """Store the dataset roots ``roots`` (``bucket:path`` locations) as ``{path}{suffix}``."""
+        self._suffix = suffix
+        self._roots = {}
+        for text in roots:
+            bucket, _, path = text.partition(":")
+            self._roots.setdefault(bucket, []).append(path)
+        for paths in self._roots.values():
+            paths.sort(key=len, reverse=True)
+
+    def _stored(self, bucket: str, path: str) -> str:
+        """The path on storage of the location ``bucket:path``."""
+        for root in self._roots.get(bucket, ()):
+            if path == root or path.startswith(root + "/"):
+                return root + self._suffix + path[len(root):]
+        return path
+
+    def _scenario_path(self, bucket: str, path: str) -> str:
+        """The inverse of ``_stored``."""
+        for root in self._roots.get(bucket, ()):
+            named = root + self._suffix
+            if path == named or path.startswith(named + "/"):
+                return root + path[len(named):]
+        return path
 
     def bucket_uri(self, bucket: str) -> str:
         raise NotImplementedError
 
     def uri(self, location: Location) -> str:
-        return join(self.bucket_uri(location.bucket), location.path)
+        return join(self.bucket_uri(location.bucket), self._stored(location.bucket, location.path))
 
     def locate(self, text: str) -> str | None:
         """The URI of ``bucket:path`` (a ``Site`` of the operation language), or None for other text."""
         bucket, sep, path = text.partition(":")
-        return join(self.bucket_uri(bucket), path) if sep and bucket in BUCKETS and path else None
+        return join(self.bucket_uri(bucket), self._stored(bucket, path)) if sep and bucket in BUCKETS and path else None
 
     def location_of(self, uri: str) -> str | None:
         """``bucket:path`` for a URI inside one of the run's buckets, else None."""
@@ -49,7 +81,7 @@ class StoreRun:
             if uri == root:
                 return f"{bucket}:"
             if uri.startswith(root + "/"):
-                return f"{bucket}:{uri[len(root) + 1:]}"
+                return f"{bucket}:{self._scenario_path(bucket, uri[len(root) + 1:])}"
         return None
 
     def objects(self, location: Location | None = None) -> list[str]:

@@ -18,7 +18,7 @@ def register(sub: Any) -> None:
     verify = actions.add_parser("verify", help="hold a reader to the corpus; exit 1 on a failure",
                                 description="Prints a pass/fail table per case. The corpus is never modified.")
     verify.add_argument("--reader", required=True, metavar="READER",
-                        help="reference, pylance, or cmd:COMMAND (docs/writer-contract.md)")
+                        help="reference, pylance, lancedb, or cmd:COMMAND (docs/writer-contract.md)")
     verify.add_argument("--format", choices=("text", "json"), default="text")
     for p in (build, verify):
         p.add_argument("--corpus", metavar="DIR", help="the corpus directory (default: fixtures/ of the checkout)")

@@ -17,7 +17,7 @@ def register(sub: Any) -> None:
     writer = sub.add_parser("certify-writer", help="run the writer scenarios against a writer",
                             description="Exit 0 certified (expected divergences and unsupported steps allowed), "
                             "1 a step, a certification or a comparison failed.")
-    writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, or cmd:COMMAND")
+    writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, lancedb, or cmd:COMMAND")
     writer.add_argument("--scenarios", action="append", metavar="GLOB",
                         help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
     writer.add_argument("--store", action="append", choices=("local", "s3"),

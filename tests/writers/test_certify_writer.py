@@ -174,3 +174,18 @@ def test_a_result_that_cannot_be_read_is_a_failed_step_not_a_crash(tmp_path: Pat
     failed = [r for r in run.results if r.outcome == FAIL]
     assert failed and "cannot read the result" in failed[0].detail and "/tree/f1/data/" in failed[0].detail
     assert report.exit_code == 1
+
+
+def test_clone_from_branch_and_root_suffix_in_a_capability_file() -> None:
+    """A clone named by (branch, version) needs ``clone_from_branch`` (LanceDB's clone API names no branch); one
+    from a tag or a main version does not. ``root_suffix`` is a name ending, never a path."""
+    from lancespec.conformance import operations as lang
+    from lancespec.conformance.adapters.base import needs
+
+    assert "clone_from_branch" in needs(lang.ShallowClone("main:ds", None, "cold:c", branch="feat", version=2))
+    assert "clone_from_branch" not in needs(lang.ShallowClone("main:ds", "t1", "cold:c"))
+    assert "clone_from_branch" not in needs(lang.DeepClone("main:ds", None, 1, "cold:c"))
+    assert Capabilities.parse({"writer": "w", "root_suffix": ".lance"}).root_suffix == ".lance"
+    for bad in ("a/b.lance", "..", 3):
+        with pytest.raises(ValueError, match="root_suffix"):
+            Capabilities.parse({"writer": "w", "root_suffix": bad})

@@ -63,3 +63,30 @@ def test_the_toy_in_the_simulator() -> None:
     assert not report.writer_errors, report.writer_errors
     assert report.result.ok and report.result.commits > 3
     assert {e.type for e in report.history} >= {"invoke", "ok"}
+
+
+@pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_a_writer_whose_roots_end_in_a_suffix(tmp_path: Path, store: str) -> None:
+    """``root_suffix = ".lance"`` (LanceDB keeps a table at ``{database}/{name}.lance``): every dataset root of a
+    scenario is stored with the suffix, what lies under it moves with it, and expectations, certification and
+    the comparison with the reference read the scenario's own locations."""
+    from lancespec.conformance.adapters.base import Capabilities
+    from lancespec.conformance.scenarios.stores import LocalRun
+
+    toy = registry.get("toy")
+    toy.capabilities = Capabilities("toy", root_suffix=".lance")  # every feature, roots named {name}.lance
+    chosen = ["relocate-copied-root", "refs-across-branches", "clone-of-clone", "deep-clone"]
+    report = certify_writer(toy, [s for s in builtin_scenarios() if s.name in chosen], stores=[store],
+                            workdir=str(tmp_path), compare=True)
+    assert report.exit_code == 0, render_text(report)
+    assert all(r.compare is not None and r.compare.outcome == PASS for r in report.runs), render_text(report)
+    if store == "local":
+        roots = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("run*/*/*.lance"))
+        assert roots and all(p.split("/", 1)[0] in {r.name for r in tmp_path.iterdir()} for p in roots)
+        assert any(p.endswith("main/ds.lance") for p in roots) and not list(tmp_path.glob("run1/main/ds/_versions"))
+    run = LocalRun(tmp_path / "mapped")
+    run.name_roots(["main:ds", "cold:c"], ".lance")
+    assert run.locate("main:ds/tree/feat").endswith("/main/ds.lance/tree/feat")  # type: ignore[union-attr]
+    assert run.locate("main:dsx").endswith("/main/dsx")  # type: ignore[union-attr]
+    assert run.location_of(str(tmp_path / "mapped/cold/c.lance/data/x.lance")) == "cold:c/data/x.lance"
+    assert run.location_of(str(tmp_path / "mapped/cold/c.lancer")) == "cold:c.lancer"
