@@ -53,6 +53,7 @@ class Column:
     environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release) or "node"
     capabilities: str | None = None  # a capability file, relative to the checkout
     reads: bool = True  # also a reader of the corpus
+    note: str = ""  # what a reader of the page should know about the column
 
     def runnable(self) -> str | None:
         """Why this column cannot run on this machine, or None."""
@@ -74,6 +75,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("pylance-14", "pylance"),
     Column("pylance-13", "pylance", "pip:pylance==13.0.0"),
     Column("pylance-12", "pylance", "pip:pylance==12.0.0"),
+    Column("lancedb", "lancedb", reads=False,
+           note="LanceDB opens a table only as {database}/{name}.lance, and the corpus's roots are not named so: "
+                "it is not a reader of the corpus"),
+    Column("lancedb-node", "cmd:node tests/thirdparty/node/writer.mjs", "node",
+           "tests/thirdparty/node/writer.capabilities.toml", reads=False,
+           note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only"),
 )
 
 
@@ -167,6 +174,8 @@ def run_column(column: Column, log: Callable[[str], None] = print) -> dict[str, 
         writes = _lancespec(env, ["certify-writer", *_writer_argument(column)])
         entry: dict[str, Any] = {"key": column.key, "writer": column.writer, "version": writes["writer_version"],
                                  "writes": writer_cells(writes)}
+        if column.note:
+            entry["note"] = column.note
         if column.reads:
             log(f"{column.key}: fixtures verify")
             entry["reads"] = reader_cells(_lancespec(env, ["fixtures", "verify", "--reader", column.writer]))
@@ -199,8 +208,8 @@ def _mark(cell: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> str:
 
 
 def _label(entry: Mapping[str, Any]) -> str:
-    version = entry["version"].split(" ")[-1]
-    return entry["key"] if entry["writer"] == "reference" else f"{entry['writer']} {version}"
+    """The implementation and version a column ran (as its report says), the reference by name."""
+    return "reference" if entry["writer"] == "reference" else str(entry["version"])
 
 
 def _count(cells: Mapping[str, Mapping[str, Any]], outcome: str) -> int:
@@ -246,10 +255,13 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
         out.append(f"| {case} | " + " | ".join(_mark(e["reads"].get(case), anchors) for e in readers) + " |")
     cited = sorted({f for e in columns for cells in [*e["writes"].values(), e.get("reads", {})]
                     for c in cells.values() for f in c.get("findings", [])})
-    out += ["", *(f"[{f}]: ../spec/findings.md#{anchors.get(f, '')}" for f in cited)]
+    notes = [f"- {_label(e)}: {e['note']}" for e in columns if e.get("note")]
+    if notes:
+        out += ["", "## Notes", "", *notes]
     if data.get("not_run"):
         out += ["", "## Not run", ""]
         out += [f"- {key}: {why}" for key, why in sorted(data["not_run"].items())]
+    out += ["", *(f"[{f}]: ../spec/findings.md#{anchors.get(f, '')}" for f in cited)]
     return "\n".join(out) + "\n"
 
 

@@ -14,12 +14,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from compat_kit import assert_writes_current
 
 from lancespec.cli import main
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Capabilities
 from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import WriterReport, certify_writer, make_writer, render_text
+from lancespec.conformance.scenarios.certify_writer import (
+    WriterReport,
+    certify_writer,
+    make_writer,
+    render_text,
+    to_json,
+)
 from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS, ScenarioRun
 from lancespec.simulator.s3 import EmbeddedS3Server
 
@@ -108,6 +115,7 @@ def test_lancedb_python_certified_on_a_few_scenarios_locally(tmp_path: Path,
     assert report.applied == 4  # every run but the one needing bases and the one needing a branch clone
     # the tables live at {database}/{name}.lance (the reference's runs beside them keep the plain roots)
     assert list(tmp_path.glob("run*/main/ds.lance/_versions"))
+    assert_writes_current("lancedb", to_json(report))
     # and by name on the command line
     assert main(["certify-writer", "--writer", "lancedb", "--store", "local", "--scenarios", "tags-lifecycle"]) == 0
     assert "CERTIFIED: lancedb (lancedb " in capsys.readouterr().out
@@ -123,6 +131,7 @@ def test_lancedb_python_certified_on_a_few_scenarios_on_s3(s3_server: EmbeddedS3
     assert _branch_refs_until_the_clone(runs["refs-across-branches"]), render_text(report)
     assert _xfails(runs["clone-after-branch"]) == [(6, "F-036")]
     assert _xfails(runs["delete-matching-nothing"]) == [(2, "F-022")]
+    assert_writes_current("lancedb", to_json(report))
 
 
 def test_lancedb_node_certified_on_a_few_scenarios_locally(tmp_path: Path) -> None:
@@ -137,6 +146,7 @@ def test_lancedb_node_certified_on_a_few_scenarios_locally(tmp_path: Path) -> No
     assert _xfails(runs["branch-unusual-names"]) == [(7, "F-020")]
     assert runs["bases-round-robin"].steps[0].outcome == SKIP
     assert list(tmp_path.glob("run*/main/ds.lance/_versions"))
+    assert_writes_current("lancedb-node", to_json(report))
 
 
 @pytest.mark.s3
@@ -149,3 +159,4 @@ def test_lancedb_node_certified_on_a_few_scenarios_on_s3(s3_server: EmbeddedS3Se
     assert _branch_refs_until_the_clone(runs["refs-across-branches"]), render_text(report)
     assert _xfails(runs["delete-matching-nothing"]) == [(2, "F-022")]
     assert _xfails(runs["clone-after-branch"]) == [(6, "F-036")]
+    assert_writes_current("lancedb-node", to_json(report))
