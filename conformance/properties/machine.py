@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.model import KNOWN_FINDINGS, Outcome
 from lancespec.conformance.strategies import DRAWERS, draw_create, pick, sources
 
 from .side_by_side import WRITERS, SideBySide
@@ -36,7 +37,7 @@ from .worlds import Reader
 def modelled(unmodelled: Iterable[str]) -> frozenset[str]:
     """``KNOWN_FINDINGS`` less ``unmodelled`` (all of them for ``all``): a model blind to those, to find them again."""
     dropped = set(unmodelled)
-    return frozenset() if "all" in dropped else lang.KNOWN_FINDINGS - dropped
+    return frozenset() if "all" in dropped else KNOWN_FINDINGS - dropped
 
 
 def made(op: lang.Create | lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> str | tuple[str, str]:
@@ -79,9 +80,9 @@ class WriterMachine(RuleBasedStateMachine):
         self._tmp = Path(tempfile.mkdtemp(prefix="lancespec-machine-"))
         unmodelled = os.environ.get("LANCESPEC_MACHINE_UNMODELLED", "").replace(" ", "").split(",")  # F-028,...|all
         self.side = SideBySide(self._tmp, known=modelled(unmodelled), writers=self.writers, readers=self.readers)
-        self.last: tuple[lang.ModelOperation, lang.Outcome] | None = None
+        self.last: tuple[lang.ModelOperation, Outcome] | None = None
 
-    def _step(self, op: lang.ModelOperation) -> lang.Outcome:
+    def _step(self, op: lang.ModelOperation) -> Outcome:
         outcome = self.side.apply(op)
         self.last = op, outcome
         event(f"{type(op).__name__}: {outcome.kind}" + (f" ({outcome.finding})" if outcome.finding else ""))
