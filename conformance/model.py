@@ -167,9 +167,6 @@ class Model:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    def family_roots(self, family: str) -> list[RootModel]:
-        return [r for r in self.roots.values() if r.family == family]
-
     def lineage(self, family: str, branch: str) -> list[tuple[int, str]]:
         parent, version = self.branches[family][branch]
         return [*(self.lineage(family, parent) if parent else []), (version, branch)]
