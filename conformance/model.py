@@ -34,7 +34,6 @@ from .operations import (
 
 __all__ = [
     "KNOWN_FINDINGS", "BaseModel", "FragmentModel", "Model", "ModelError", "Outcome", "RootModel", "VersionModel",
-    "replay_model",
 ]
 
 
@@ -467,10 +466,3 @@ def _given(value: _T | None) -> _T:
     if value is None:  # an operation drawn for the model always sets it
         raise ModelError("the model needs an explicit value here")
     return value
-
-
-def replay_model(ops: Iterable[Operation]) -> tuple[Model, list[Outcome]]:
-    """The model after ``ops``, and each operation's expected outcome."""
-    model = Model()
-    outcomes = [model.apply(op) for op in ops]
-    return model, outcomes
