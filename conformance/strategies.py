@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from lancespec.conformance.model import KNOWN_FINDINGS, Model, VersionModel
 from lancespec.conformance.operations import (
-    KNOWN_FINDINGS,
     AddBase,
     Append,
     BaseSpec,
@@ -33,13 +33,11 @@ from lancespec.conformance.operations import (
     Create,
     DeepClone,
     Delete,
-    Model,
     ModelOperation,
     Relocate,
     ShallowClone,
     Tag,
     Targets,
-    VersionModel,
 )
 from lancespec.reference.blob.routing import Thresholds
 from lancespec.reference.layout import DELETION_EXTENSIONS, Base, data_file_stem

@@ -187,14 +187,10 @@ def write_dataset(data: pa.Table, uri: str | LanceDataset,
     elif initial_bases:
         raise ValidationError(f"initial_bases can only be given when creating a dataset, not in {mode} mode",
                               root.uri)
-    elif mode == "append":
-        ops.append(root, data, target_bases=target_bases, target_all_bases=target_all_bases,
-                   max_rows_per_file=max_rows_per_file,
-                   allow_external_blob_outside_bases=allow_external_blob_outside_bases)
-    elif mode == "overwrite":
-        ops.overwrite(root, data, target_bases=target_bases, target_all_bases=target_all_bases,
-                      max_rows_per_file=max_rows_per_file,
-                      allow_external_blob_outside_bases=allow_external_blob_outside_bases)
+    elif mode in ("append", "overwrite"):
+        write = ops.append if mode == "append" else ops.overwrite
+        write(root, data, target_bases=target_bases, target_all_bases=target_all_bases,
+              max_rows_per_file=max_rows_per_file, allow_external_blob_outside_bases=allow_external_blob_outside_bases)
     else:
         raise ValidationError(f"unknown mode {mode!r}: use create, append or overwrite", root.uri)
     return LanceDataset(root, None, storage_options)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from .commit import CommitResult, commit, new_transaction
 from .errors import DatasetAlreadyExists
 from .layout import DATA_DIR, FileKind, resolve
-from .proto import table_pb2
+from .proto import table_pb2, transaction_pb2
 from .store.uri import join, normalize
 from .table import Dataset, Snapshot
 from .writer import discarded_on_failure
@@ -67,17 +67,22 @@ def shallow_clone_into(source: Dataset, version: int, target: Dataset,
         raise DatasetAlreadyExists("the clone target already holds a dataset", target.uri)
     snapshot = source.snapshot(version)
     manifest, indices, _ = _shallow_manifest(snapshot, source.uri, branch_name)
-    txn = new_transaction(version)
-    clone = txn.clone
-    clone.is_shallow = True
-    if source.branch_name is not None:
-        clone.ref_name = source.branch_name
-    clone.ref_version = version
-    clone.ref_path = source.uri
+    txn = _clone_transaction(source, version, True)
     if branch_name is not None:
-        clone.branch_name = branch_name
+        txn.clone.branch_name = branch_name
     return commit(target, txn, lambda _prev, _txn: manifest, new_dataset=True, naming=snapshot.naming,
                   first_version=version, index_section=indices)
+
+
+def _clone_transaction(source: Dataset, version: int, shallow: bool) -> transaction_pb2.Transaction:
+    """The Clone transaction of a clone of ``source`` at ``version``: the source's branch, version and path."""
+    txn = new_transaction(version)
+    txn.clone.is_shallow = shallow
+    if source.branch_name is not None:
+        txn.clone.ref_name = source.branch_name
+    txn.clone.ref_version = version
+    txn.clone.ref_path = source.uri
+    return txn
 
 
 def _target(source: Dataset, target_uri: str) -> Dataset:
@@ -141,12 +146,7 @@ def deep_clone(source: Dataset, version: int, target_uri: str) -> Dataset:
         for src, dst in copies:
             storage.copy(src, dst)
             written.append(dst)
-        txn = new_transaction(version)
-        txn.clone.is_shallow = False
-        if source.branch_name is not None:
-            txn.clone.ref_name = source.branch_name
-        txn.clone.ref_version = version
-        txn.clone.ref_path = source.uri
-        commit(target, txn, lambda _prev, _txn: manifest, new_dataset=True, naming=snapshot.naming,
+        commit(target, _clone_transaction(source, version, False), lambda _prev, _txn: manifest,
+               new_dataset=True, naming=snapshot.naming,
                first_version=version, index_section=indices)
     return target

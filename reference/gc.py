@@ -204,10 +204,6 @@ class CleanupPlan:
     listing_cutoff: datetime | None
     stats: CleanupStats = field(default_factory=CleanupStats)
 
-    def candidate_paths(self) -> set[tuple[str, str]]:
-        """``{(kind, root-relative path)}`` of every candidate."""
-        return {(c.kind, c.path) for c in self.candidates}
-
 
 # --- reference sets ----------------------------------------------------------------------------------
 

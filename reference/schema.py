@@ -11,7 +11,7 @@ and ``fixed_size_list``/``fixed_size_binary`` are added; spec/findings.md F-005)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -164,10 +164,6 @@ def column_field_ids(fields: Sequence[file_pb2.Field]) -> list[int]:
     return [f.id for f in fields if (f.id not in parents or f.id in blobs) and f.parent_id not in blobs]
 
 
-def top_level_names(fields: Sequence[file_pb2.Field]) -> list[str]:
-    return [f.name for f in fields if f.parent_id == -1]
-
-
 def same_shape(a: Sequence[file_pb2.Field], b: Sequence[file_pb2.Field]) -> bool:
     """Whether two field lists describe the same columns (names, types, nesting; ids and nullability
     aside)."""
@@ -180,7 +176,3 @@ def same_shape(a: Sequence[file_pb2.Field], b: Sequence[file_pb2.Field]) -> bool
         return [(f.name, f.logical_type, depth[f.id]) for f in fields]
 
     return key(a) == key(b)
-
-
-def iter_top_level(fields: Sequence[file_pb2.Field]) -> Iterator[file_pb2.Field]:
-    return (f for f in fields if f.parent_id == -1)

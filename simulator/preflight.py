@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from lancespec.reference.store.s3 import S3Config
+
 __all__ = ["PreflightResult", "preflight"]
 
 
@@ -48,25 +50,16 @@ class PreflightResult:
                 "double_wins": self.double_wins, "no_wins": self.no_wins, "errors": self.errors[:10]}
 
 
+def probe_config(endpoint: str, options: Mapping[str, str]) -> S3Config:
+    """``options`` read as ``S3Store`` reads them (credentials, region), aimed at ``endpoint``: at most one retry
+    per request (a probe sees the endpoint's own answers), 10 s to connect, 30 s to read."""
+    return S3Config({**options, "aws_endpoint": endpoint, "allow_http": "true", "lancespec_max_attempts": "2",
+                     "connect_timeout": "10", "timeout": "30"})
+
+
 def s3_client(endpoint: str, options: Mapping[str, str]) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    def pick(*names: str) -> str | None:
-        for name in names:
-            if options.get(name):
-                return options[name]
-        return None
-
-    return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, region_name=pick("aws_region", "region") or "us-east-1",
-        aws_access_key_id=pick("aws_access_key_id", "access_key_id"),
-        aws_secret_access_key=pick("aws_secret_access_key", "secret_access_key"),
-        aws_session_token=pick("aws_session_token", "session_token"),
-        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 1},
-                      request_checksum_calculation="when_required", response_checksum_validation="when_required",
-                      connect_timeout=10, read_timeout=30),
-    )
+    """A boto3 client of ``probe_config``."""
+    return probe_config(endpoint, options).client()
 
 
 def http_status(exc: Exception) -> int | None:
@@ -75,19 +68,6 @@ def http_status(exc: Exception) -> int | None:
         return None
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return int(status) if status is not None else None
-
-
-def _credentials(options: Mapping[str, str]) -> Any:
-    from botocore.credentials import Credentials
-
-    key = options.get("aws_access_key_id") or options.get("access_key_id")
-    secret = options.get("aws_secret_access_key") or options.get("secret_access_key")
-    if key and secret:
-        return Credentials(key, secret, options.get("aws_session_token") or options.get("session_token"))
-    import boto3
-
-    found = boto3.session.Session().get_credentials()
-    return found.get_frozen_credentials() if found is not None else None
 
 
 RACE_BODY_BYTES = 64 * 1024
@@ -116,12 +96,10 @@ def _signed_put(endpoint: str, bucket: str, key: str, body: bytes, credentials: 
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any,
-          options: Mapping[str, str]) -> list[int | None]:
+def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any, region: str) -> list[int | None]:
     """``racers`` conditional PUTs of different bodies to ``key``, released together: every request is sent
     but its last byte, then the last bytes go out back to back. Returns each racer's HTTP status (None
     for a failed exchange)."""
-    region = options.get("aws_region") or options.get("region") or "us-east-1"
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region)
@@ -155,7 +133,8 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
     """Run both checks against ``endpoint`` in ``bucket`` (keys under ``prefix/``, left behind). The
     contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
     run = uuid.uuid4().hex[:12]
-    clients = [s3_client(endpoint, storage_options) for _ in range(racers)]
+    config = probe_config(endpoint, storage_options)
+    clients = [config.client() for _ in range(racers)]
     result = PreflightResult(endpoint, False, "", False, rounds, racers)
 
     key = f"{prefix}/{run}/sequential"
@@ -171,10 +150,10 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
             return result
     result.sequential_ok = True
 
-    credentials = _credentials(storage_options)
+    credentials = config.credentials()
     for round_no in range(rounds):
         key = f"{prefix}/{run}/race-{round_no}"
-        statuses = _race(endpoint, bucket, key, racers, credentials, storage_options)
+        statuses = _race(endpoint, bucket, key, racers, credentials, config.region)
         wins = sum(1 for s in statuses if s is not None and 200 <= s < 300)
         odd = [s for s in statuses if s is None or not (200 <= s < 300 or s in (409, 412))]
         if odd:

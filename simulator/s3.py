@@ -278,21 +278,11 @@ class EmbeddedS3Server:
         }
 
     def client(self) -> Any:
-        """A boto3 S3 client for this endpoint (path-style addressing)."""
+        """A boto3 S3 client for this endpoint (path-style addressing), as ``S3Store`` makes it."""
         if self._client is None:
-            import boto3  # type: ignore[import-untyped, unused-ignore]
-            from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+            from lancespec.reference.store.s3 import S3Config
 
-            self._client = boto3.session.Session().client(
-                "s3",
-                endpoint_url=self.endpoint,
-                region_name="us-east-1",
-                aws_access_key_id=TEST_CREDENTIALS["aws_access_key_id"],
-                aws_secret_access_key=TEST_CREDENTIALS["aws_secret_access_key"],
-                config=Config(
-                    s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 3}
-                ),
-            )
+            self._client = S3Config(self.storage_options()).client()
         return self._client
 
     def create_bucket(self, name: str) -> str:

@@ -30,8 +30,9 @@ from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
 from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
+from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import Storage
-from lancespec.reference.table import ResolvedFile
+from lancespec.reference.table import FragmentView, ResolvedFile, Snapshot
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
@@ -88,6 +89,17 @@ def _followable(resolved: ResolvedFile, unusable: set[int]) -> bool:
     return resolved.kind is not FileKind.DATA or is_relative_path(resolved.path)
 
 
+def _followed_data_files(snap: Snapshot) -> Iterator[tuple[FragmentView, ResolvedFile, table_pb2.DataFile, str]]:
+    """``(fragment, resolved file, DataFile message, uri)`` of every data file the file checks follow
+    (``_followable``)."""
+    unusable = unusable_base_ids(snap)
+    for fragment in snap.fragments:
+        for resolved, data_file in zip(fragment.files, fragment.proto.files, strict=True):
+            if _followable(resolved, unusable):
+                assert resolved.uri is not None
+                yield fragment, resolved, data_file, resolved.uri
+
+
 def _inherited(ctx: VersionContext) -> frozenset[tuple[str, int | None]]:
     """The data files (path, base_id) a shallow clone (or branch) root inherited from its source: those of
     its first version, when that version was made by a shallow Clone. Empty for any other root."""
@@ -119,14 +131,8 @@ def _expected_footer_versions(major: int, minor: int) -> set[tuple[int, int]] | 
 
 def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
     """The suffix read of every data file the file checks will follow."""
-    unusable = unusable_base_ids(ctx.snap)
-    storage = ctx.storage
-    for fragment in ctx.snap.fragments:
-        for resolved in fragment.files:
-            if _followable(resolved, unusable):
-                uri = resolved.uri
-                assert uri is not None
-                yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
+    for _, _, _, uri in _followed_data_files(ctx.snap):
+        yield ("data-file", uri), functools.partial(_data_file_state, ctx.storage, uri)
 
 
 @version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads, fragment_local=True)
@@ -138,31 +144,26 @@ def data_files_exist(ctx: VersionContext) -> None:
     inherited from its source that fails this is reported as CLONE-001 instead: every inherited file
     resolves through a base and exists."""
     inherited: frozenset[tuple[str, int | None]] | None = None
-    unusable = unusable_base_ids(ctx.snap)
-    for fragment in ctx.snap.fragments:
-        for resolved, data_file in zip(fragment.files, fragment.proto.files, strict=True):
-            if not _followable(resolved, unusable):
-                continue
-            assert resolved.uri is not None
-            state = _data_file_state(ctx.storage, resolved.uri)
-            problem = state.problem
-            if problem is None and resolved.size is not None and state.size != resolved.size:
-                problem = f"is {state.size} bytes, but the manifest records {resolved.size}"
-            if problem is None and state.footer is not None:
-                allowed = _expected_footer_versions(data_file.file_major_version, data_file.file_minor_version)
-                found = (state.footer.major, state.footer.minor)
-                if allowed is not None and found not in allowed:
-                    problem = (f"has a footer of file version {found[0]}.{found[1]}, but the manifest records "
-                               f"{data_file.file_major_version}.{data_file.file_minor_version}")
-            if problem is None:
-                continue
-            if inherited is None:
-                inherited = _inherited(ctx)
-            where = f"fragment {fragment.id}"
-            if (resolved.path, resolved.base_id) in inherited:
-                ctx.finding("CLONE-001", resolved.uri, f"inherited data file {resolved.uri} {problem}", where)
-            else:
-                ctx.finding("BASE-004", resolved.uri, f"data file {resolved.uri} {problem}", where)
+    for fragment, resolved, data_file, uri in _followed_data_files(ctx.snap):
+        state = _data_file_state(ctx.storage, uri)
+        problem = state.problem
+        if problem is None and resolved.size is not None and state.size != resolved.size:
+            problem = f"is {state.size} bytes, but the manifest records {resolved.size}"
+        if problem is None and state.footer is not None:
+            allowed = _expected_footer_versions(data_file.file_major_version, data_file.file_minor_version)
+            found = (state.footer.major, state.footer.minor)
+            if allowed is not None and found not in allowed:
+                problem = (f"has a footer of file version {found[0]}.{found[1]}, but the manifest records "
+                           f"{data_file.file_major_version}.{data_file.file_minor_version}")
+        if problem is None:
+            continue
+        if inherited is None:
+            inherited = _inherited(ctx)
+        where = f"fragment {fragment.id}"
+        if (resolved.path, resolved.base_id) in inherited:
+            ctx.finding("CLONE-001", uri, f"inherited data file {uri} {problem}", where)
+        else:
+            ctx.finding("BASE-004", uri, f"data file {uri} {problem}", where)
 
 
 @version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads, fragment_local=True)
@@ -171,21 +172,14 @@ def physical_rows(ctx: VersionContext) -> None:
     (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
     decoding columns. Legacy (0.x) files keep it elsewhere and are skipped, as are files that are missing
     or have a bad footer (BASE-004's)."""
-    unusable = unusable_base_ids(ctx.snap)
-    for fragment in ctx.snap.fragments:
-        for resolved in fragment.files:
-            if not _followable(resolved, unusable):
-                continue
-            assert resolved.uri is not None
-            rows = _data_file_state(ctx.storage, resolved.uri).rows
-            if rows is None:
-                continue
-            where = f"fragment {fragment.id}"
-            if isinstance(rows, str):
-                ctx.finding("MAN-004", resolved.uri, f"the row count of {resolved.uri} cannot be read: {rows}", where)
-            elif rows != fragment.physical_rows:
-                ctx.finding("MAN-004", resolved.uri, f"data file {resolved.uri} holds {rows} rows, the "
-                            f"fragment's physical_rows is {fragment.physical_rows}", where)
+    for fragment, _, _, uri in _followed_data_files(ctx.snap):
+        rows = _data_file_state(ctx.storage, uri).rows
+        where = f"fragment {fragment.id}"
+        if isinstance(rows, str):
+            ctx.finding("MAN-004", uri, f"the row count of {uri} cannot be read: {rows}", where)
+        elif rows is not None and rows != fragment.physical_rows:
+            ctx.finding("MAN-004", uri, f"data file {uri} holds {rows} rows, the fragment's physical_rows is "
+                        f"{fragment.physical_rows}", where)
 
 
 # --- deletion files -------------------------------------------------------------------------------------

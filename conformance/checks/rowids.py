@@ -13,7 +13,8 @@ import struct
 from collections.abc import Iterator
 
 from lancespec.reference import flags as feature_flags
-from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.codec.wire import decode
+from lancespec.reference.errors import FormatError, LanceSpecError
 from lancespec.reference.proto import rowids_pb2
 from lancespec.reference.table import deleted_offsets
 
@@ -89,11 +90,10 @@ def sequences(ctx: VersionContext) -> None:
             continue
         if kind != "inline_row_ids":
             continue
-        sequence = rowids_pb2.RowIdSequence()
         try:
-            sequence.ParseFromString(fragment.inline_row_ids)
-        except Exception as exc:  # protobuf raises its own DecodeError
-            ctx.finding("ROW-001", where, f"the inline row-id sequence does not decode: {exc}", spot)
+            sequence = decode(rowids_pb2.RowIdSequence, fragment.inline_row_ids, where, "the inline row-id sequence")
+        except FormatError as exc:
+            ctx.finding("ROW-001", where, exc.message, spot)
             continue
         count = sum(_count(s) for s in sequence.segments)
         if count != fragment.physical_rows:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.model import BaseModel, Model
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import parse_scenario
 
@@ -47,11 +48,11 @@ def _base_entry(directory: str, name: str | None, is_root: bool) -> dict[str, An
     return entry
 
 
-def _unnamed(base: lang.BaseModel) -> str:
+def _unnamed(base: BaseModel) -> str:
     raise ExportError(f"target {base.dir} is an unnamed base: scenarios name targets by name")
 
 
-def _step(op: lang.ModelOperation, before: lang.Model) -> tuple[dict[str, Any], str]:
+def _step(op: lang.ModelOperation, before: Model) -> tuple[dict[str, Any], str]:
     """The scenario step that does ``op`` (``before``: the model before it), and the root it leaves to check."""
     if isinstance(op, lang.Create):
         step: dict[str, Any] = {"op": "create", "dataset": op.root, "at": _location(op.root),
@@ -59,7 +60,7 @@ def _step(op: lang.ModelOperation, before: lang.Model) -> tuple[dict[str, Any], 
                 "max_rows_per_file": op.max_rows_per_file}
         if op.bases:
             step["bases"] = [_base_entry(b.dir, b.name, b.is_dataset_root) for b in op.bases]
-        return {**step, **target_arguments(lang.Model.initial_version(op), op.targets, _unnamed)}, op.root
+        return {**step, **target_arguments(Model.initial_version(op), op.targets, _unnamed)}, op.root
     if isinstance(op, lang.Append):
         targets = target_arguments(before.roots[op.root].head, op.targets, _unnamed)
         return {"op": "append", "dataset": op.root, "data": {"rows": [op.start, op.count]},
@@ -96,7 +97,7 @@ def _step(op: lang.ModelOperation, before: lang.Model) -> tuple[dict[str, Any], 
     return {k: v for k, v in step.items() if v is not None}, op.root
 
 
-def _expect(model: lang.Model, root_key: str, op: lang.ModelOperation) -> dict[str, Any]:
+def _expect(model: Model, root_key: str, op: lang.ModelOperation) -> dict[str, Any]:
     if isinstance(op, lang.Tag):
         return {"tags": {op.name: op.version}}
     root = model.roots[root_key]
@@ -120,7 +121,7 @@ def to_scenario(ops: Sequence[lang.ModelOperation], name: str, description: str,
                 requirements: Sequence[str] = (), error: str = "") -> dict[str, Any]:
     """The scenario document for ``ops``: each step expects the state the model (with ``EXPORT_KNOWN``) says
     a correct writer leaves, or refuses, naming the words the model says the refusal must mention."""
-    model = lang.Model(EXPORT_KNOWN)
+    model = Model(EXPORT_KNOWN)
     steps: list[dict[str, Any]] = []
     for op in ops:
         step, root_key = _step(op, model)

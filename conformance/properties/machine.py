@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.model import KNOWN_FINDINGS, Outcome
 from lancespec.conformance.strategies import DRAWERS, draw_create, pick, sources
 
 from .side_by_side import WRITERS, SideBySide
@@ -36,7 +37,7 @@ from .worlds import Reader
 def modelled(unmodelled: Iterable[str]) -> frozenset[str]:
     """``KNOWN_FINDINGS`` less ``unmodelled`` (all of them for ``all``): a model blind to those, to find them again."""
     dropped = set(unmodelled)
-    return frozenset() if "all" in dropped else lang.KNOWN_FINDINGS - dropped
+    return frozenset() if "all" in dropped else KNOWN_FINDINGS - dropped
 
 
 def made(op: lang.Create | lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> str | tuple[str, str]:
@@ -62,6 +63,25 @@ def _drawn(draw: st.DrawFn, kind: str, source: st.SearchStrategy[Any] | None = N
     return DRAWERS[kind](draw, model, chosen)
 
 
+def _rule(kind: str, source: Bundle[Any] | None = None, *, makes: tuple[Bundle[Any], ...] = (),
+          name: str | None = None) -> Any:
+    """The machine's rule ``name`` (default ``kind``): apply an operation of ``kind`` drawn on a value of the
+    bundle ``source`` (``_drawn``); what it made joins the bundles ``makes`` (``WriterMachine._make``). Its
+    precondition: the model offers a source (without ``source``), or the bundle ``source`` is non-empty (``roots``
+    never is)."""
+
+    def step(self: WriterMachine, op: Any) -> Any:
+        return self._make(op) if makes else self._step(op) and None
+
+    step.__name__ = step.__qualname__ = name or kind  # Hypothesis prints a step as state.<name>(op=...)
+    decorated = rule(targets=makes, op=_drawn(kind, source))(step)
+    if source is None:
+        return precondition(lambda self: bool(sources(self.side.model, kind)))(decorated)
+    if source.name != "roots":
+        return precondition(lambda self: bool(self.bundle(source.name)))(decorated)
+    return decorated
+
+
 class WriterMachine(RuleBasedStateMachine):
     """Random programs on the worlds of ``writers`` (keys of ``worlds.DRIVERS``), read by ``readers`` (default:
     each world's own reader); a subclass may set both. Use ``WriterMachine.TestCase``: settings come from
@@ -79,9 +99,9 @@ class WriterMachine(RuleBasedStateMachine):
         self._tmp = Path(tempfile.mkdtemp(prefix="lancespec-machine-"))
         unmodelled = os.environ.get("LANCESPEC_MACHINE_UNMODELLED", "").replace(" ", "").split(",")  # F-028,...|all
         self.side = SideBySide(self._tmp, known=modelled(unmodelled), writers=self.writers, readers=self.readers)
-        self.last: tuple[lang.ModelOperation, lang.Outcome] | None = None
+        self.last: tuple[lang.ModelOperation, Outcome] | None = None
 
-    def _step(self, op: lang.ModelOperation) -> lang.Outcome:
+    def _step(self, op: lang.ModelOperation) -> Outcome:
         outcome = self.side.apply(op)
         self.last = op, outcome
         event(f"{type(op).__name__}: {outcome.kind}" + (f" ({outcome.finding})" if outcome.finding else ""))
@@ -98,49 +118,16 @@ class WriterMachine(RuleBasedStateMachine):
     def create(self, op: lang.Create) -> Any:
         return self._make(op)
 
-    @rule(op=_drawn("append", roots))
-    def append(self, op: lang.ModelOperation) -> None:
-        self._step(op)
-
-    @precondition(lambda self: bool(sources(self.side.model, "delete")))
-    @rule(op=_drawn("delete"))
-    def delete(self, op: lang.ModelOperation) -> None:
-        self._step(op)
-
-    @rule(op=_drawn("add_base", roots))
-    def add_base(self, op: lang.ModelOperation) -> None:
-        self._step(op)
-
-    @rule(target=tags, op=_drawn("tag", roots))
-    def tag(self, op: lang.Tag) -> Any:
-        return self._make(op)
-
-    @rule(targets=(roots, branches), op=_drawn("branch", roots))
-    def branch(self, op: lang.Branch) -> Any:
-        return self._make(op)
-
-    @precondition(lambda self: bool(self.bundle("branches")))
-    @rule(targets=(roots, branches), op=_drawn("branch", branches))
-    def branch_of_branch(self, op: lang.Branch) -> Any:
-        return self._make(op)
-
-    @precondition(lambda self: bool(self.bundle("tags")))
-    @rule(target=roots, op=_drawn("shallow_clone", tags))
-    def shallow_clone(self, op: lang.ShallowClone) -> Any:
-        return self._make(op)
-
-    @rule(target=roots, op=_drawn("deep_clone", roots))
-    def deep_clone(self, op: lang.DeepClone) -> Any:
-        return self._make(op)
-
-    @precondition(lambda self: bool(sources(self.side.model, "relocate")))
-    @rule(op=_drawn("relocate"))
-    def relocate(self, op: lang.ModelOperation) -> None:
-        self._step(op)
-
-    @rule(op=_drawn("cleanup", roots))
-    def cleanup(self, op: lang.ModelOperation) -> None:
-        self._step(op)
+    append = _rule("append", roots)
+    delete = _rule("delete")
+    add_base = _rule("add_base", roots)
+    tag = _rule("tag", roots, makes=(tags,))
+    branch = _rule("branch", roots, makes=(roots, branches))
+    branch_of_branch = _rule("branch", branches, makes=(roots, branches), name="branch_of_branch")
+    shallow_clone = _rule("shallow_clone", tags, makes=(roots,))
+    deep_clone = _rule("deep_clone", roots, makes=(roots,))
+    relocate = _rule("relocate")
+    cleanup = _rule("cleanup", roots)
 
     @invariant()
     def worlds_match_the_model(self) -> None:

@@ -18,6 +18,7 @@ from copy import deepcopy
 from pathlib import Path
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.model import KNOWN_FINDINGS, Model, Outcome, RootModel
 from lancespec.conformance.payload import expected_rows
 from lancespec.reference import api as ref
 from lancespec.reference.table import Dataset
@@ -50,22 +51,22 @@ class SideBySide:
     reference and pylance, a step only pylance refuses (a known divergence) is not applied.
     """
 
-    def __init__(self, directory: Path, known: Iterable[str] = lang.KNOWN_FINDINGS, writers: Sequence[str] = WRITERS,
+    def __init__(self, directory: Path, known: Iterable[str] = KNOWN_FINDINGS, writers: Sequence[str] = WRITERS,
                  readers: Sequence[Reader] | None = None) -> None:
         self.dir = directory
-        self.model = lang.Model(known)
+        self.model = Model(known)
         self.worlds = {w: World(directory / w, w) for w in writers}
         self.readers = tuple(readers if readers is not None else dict.fromkeys(w.reader for w in self.worlds.values()))
         self.trace: list[lang.ModelOperation] = []
 
-    def run(self, op: lang.ModelOperation) -> lang.Outcome:
+    def run(self, op: lang.ModelOperation) -> Outcome:
         """``apply`` then the checks, in the machine's order (its invariants run by name)."""
         outcome = self.apply(op)
         self.check_worlds_after(op, outcome)
         self.check_model_after(op, outcome)
         return outcome
 
-    def apply(self, op: lang.ModelOperation) -> lang.Outcome:
+    def apply(self, op: lang.ModelOperation) -> Outcome:
         """Apply ``op`` to the model and every world; raise ``Divergence`` when a writer refuses what the model
         accepts or accepts what it refuses, or when a probe of a known divergence fails."""
         self.trace.append(op)
@@ -89,14 +90,14 @@ class SideBySide:
     # --- known divergences ------------------------------------------------------------------------
 
     @staticmethod
-    def _without(model: lang.Model, op: lang.ModelOperation, outcome: lang.Outcome) -> lang.Model:
+    def _without(model: Model, op: lang.ModelOperation, outcome: Outcome) -> Model:
         """``model`` after ``op``, were ``outcome.finding`` not known: what the reference must do."""
         without = deepcopy(model)
         without.known = model.known - {outcome.finding or ""}
         without.apply(op)
         return without
 
-    def _probe(self, op: lang.ModelOperation, model: lang.Model, outcome: lang.Outcome) -> None:
+    def _probe(self, op: lang.ModelOperation, model: Model, outcome: Outcome) -> None:
         """Each writer applies ``op`` in a scratch copy of the root it writes (or a fresh directory); pylance
         must do what ``outcome.finding`` records, the reference what the model without it says (a refusal
         may leave files behind, F-020, so the worlds themselves stay untouched)."""
@@ -139,7 +140,7 @@ class SideBySide:
                 raise Divergence(f"the reference's {type(op).__name__} reads {got_rows}, not {want} "
                                  f"({outcome.finding})")
 
-    def _probe_cleanup(self, op: lang.Cleanup, model: lang.Model, outcome: lang.Outcome) -> None:
+    def _probe_cleanup(self, op: lang.Cleanup, model: Model, outcome: Outcome) -> None:
         """F-031: the history so far is replayed into scratch worlds (roots refer to each other by absolute
         paths, so a copy would not do) and both writers clean up there. The reference must leave every root
         that keeps files in the cleaned root reading what the model without the finding says; pylance must
@@ -168,7 +169,7 @@ class SideBySide:
 
     # --- checks ---------------------------------------------------------------------------------
 
-    def check_model_after(self, op: lang.ModelOperation, outcome: lang.Outcome) -> None:
+    def check_model_after(self, op: lang.ModelOperation, outcome: Outcome) -> None:
         """What ``op`` touched, in every world, against the model: only the versions after a refusal (a refusal
         changes nothing), nothing after a divergent step (no world changed)."""
         if outcome.kind == "divergent":
@@ -190,20 +191,20 @@ class SideBySide:
                     self.check_versions(root)
                     self.check_rows(root, root.latest, cross=False)
 
-    def check_worlds_after(self, op: lang.ModelOperation, outcome: lang.Outcome) -> None:
+    def check_worlds_after(self, op: lang.ModelOperation, outcome: Outcome) -> None:
         """The roots ``op`` changed hold as many manifests, transaction, deletion and data files in every world."""
         if outcome.kind == "ok":
             for key in touched(op):
                 self.check_census(key)
 
-    def check_versions(self, root: lang.RootModel) -> None:
+    def check_versions(self, root: RootModel) -> None:
         want = sorted(root.versions)
         for writer, world in self.worlds.items():
             got = world.versions(root.dir, world.reader)
             if got != want:
                 raise Divergence(f"{writer} world lists versions {got} of {root.dir}; the model keeps {want}")
 
-    def check_rows(self, root: lang.RootModel, version: int, cross: bool = True) -> None:
+    def check_rows(self, root: RootModel, version: int, cross: bool = True) -> None:
         """Every world's rows of ``version`` as the model says, read by every reader (``cross``) or by the
         world's own."""
         want = expected_rows(root.versions[version].live_ids())
@@ -214,7 +215,7 @@ class SideBySide:
                     raise Divergence(f"{reader} reads ids {[r.get('id') for r in got]} from {root.dir} v{version} "
                                      f"written by {writer}; the model says {[r['id'] for r in want]}")
 
-    def check_layout(self, root: lang.RootModel, version: int) -> None:
+    def check_layout(self, root: RootModel, version: int) -> None:
         want = model_layout(root, version)
         for writer, world in self.worlds.items():
             got = world.layout(root.dir, version)
@@ -251,7 +252,7 @@ class SideBySide:
 
 
 def replay(ops: Sequence[lang.ModelOperation], directory: Path,
-           known: Iterable[str] = lang.KNOWN_FINDINGS) -> SideBySide:
+           known: Iterable[str] = KNOWN_FINDINGS) -> SideBySide:
     """Run ``ops`` side by side in ``directory`` with every comparison, then ``check_all``; raise on the first
     divergence. ``known``: the findings the model branches on."""
     runner = SideBySide(directory, known=known)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import lance
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.model import BaseModel, Model, RootModel, VersionModel
 from lancespec.conformance.payload import rows
 from lancespec.reference import api as ref
 from lancespec.reference.relocate import relocate
@@ -37,7 +38,7 @@ class Layout:
     fragments: tuple[tuple[int, int, tuple[str, ...], int, str | None], ...]
 
 
-def model_layout(root: lang.RootModel, version: int) -> Layout:
+def model_layout(root: RootModel, version: int) -> Layout:
     """The layout the model says ``version`` of ``root`` has."""
     v = root.versions[version]
     bases = tuple(sorted(((b.name, b.is_dataset_root, b.dir, b.file_uri) for b in v.bases), key=repr))
@@ -45,8 +46,8 @@ def model_layout(root: lang.RootModel, version: int) -> Layout:
     return Layout(bases, frags)
 
 
-def target_arguments(version: lang.VersionModel, targets: lang.Targets,
-                     unnamed: Callable[[lang.BaseModel], str]) -> dict[str, Any]:
+def target_arguments(version: VersionModel, targets: lang.Targets,
+                     unnamed: Callable[[BaseModel], str]) -> dict[str, Any]:
     """``targets`` as write options: ``target_all_bases`` for ``"all"`` and ``"bases"``, else ``target_bases`` by
     name (``unnamed(base)`` for a base that has none)."""
     if targets is None:
@@ -57,10 +58,10 @@ def target_arguments(version: lang.VersionModel, targets: lang.Targets,
     return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
 
 
-def head_before(model: lang.Model, op: lang.ModelOperation) -> lang.VersionModel:
+def head_before(model: Model, op: lang.ModelOperation) -> VersionModel:
     """The latest version of the root ``op`` writes, as ``model`` has it (empty: no such root yet)."""
     written = model.roots.get(getattr(op, "root", ""))
-    return written.head if written is not None else lang.VersionModel()
+    return written.head if written is not None else VersionModel()
 
 
 def _parent(uri: str) -> str:
@@ -93,14 +94,14 @@ class World:
         """The path string a base at ``directory`` is registered with."""
         return f"file://{self.uri(directory)}" if file_uri else self.uri(directory)
 
-    def _registered(self, base: lang.BaseModel) -> str:
+    def _registered(self, base: BaseModel) -> str:
         return self.registered(base.dir, base.file_uri)
 
     def _base(self, spec: lang.BaseSpec) -> Any:
         return self.api.DatasetBasePath(self.registered(spec.dir, spec.file_uri), name=spec.name,
                                         is_dataset_root=spec.is_dataset_root)
 
-    def apply(self, op: lang.ModelOperation, head: lang.VersionModel, target: str | None = None) -> None:
+    def apply(self, op: lang.ModelOperation, head: VersionModel, target: str | None = None) -> None:
         """Apply ``op`` as this world's writer does it; ``head`` is the model's latest version of the root ``op``
         writes, before ``op`` (``head_before``). ``target`` redirects the root a create, append, delete or
         add_base writes, or the directory a deep clone creates (a scratch probe)."""
@@ -110,7 +111,7 @@ class World:
             api.write_dataset(rows(op.start, op.count), uri,
                               initial_bases=[self._base(b) for b in op.bases] or None,
                               max_rows_per_file=op.max_rows_per_file,
-                              **target_arguments(lang.Model.initial_version(op), op.targets, self._registered))
+                              **target_arguments(Model.initial_version(op), op.targets, self._registered))
         elif isinstance(op, lang.Append):
             api.write_dataset(rows(op.start, op.count), uri, mode="append", max_rows_per_file=op.max_rows_per_file,
                               **target_arguments(head, op.targets, self._registered))
@@ -135,7 +136,7 @@ class World:
         else:  # pragma: no cover - the operation language is closed
             raise TypeError(f"unknown operation {op!r}")
 
-    def _relocate(self, op: lang.Relocate, head: lang.VersionModel) -> None:
+    def _relocate(self, op: lang.Relocate, head: VersionModel) -> None:
         """Copy the base directories, then rewrite the base paths with the reference: pylance 14.0.2 cannot
         (docs/lance-format.md §10.4), so the reference relocates whatever dataset this world's writer wrote,
         as an operator would."""

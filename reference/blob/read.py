@@ -350,9 +350,3 @@ class BlobReader:
                 raise ValidationError(f"row index {index} is past the {self.snapshot.num_rows} rows of version "
                                       f"{self.snapshot.version}", self.snapshot.manifest_uri)
         return out
-
-
-def open_blob(snapshot: Snapshot, fragment: FragmentView | int, row: int, column: str,
-              storage: Storage | None = None, counter: FetchCounter | None = None) -> BlobFile | None:
-    """The blob of ``column`` at physical row offset ``row`` of ``fragment`` in ``snapshot``."""
-    return BlobReader(snapshot, storage, counter).open(fragment, row, column)

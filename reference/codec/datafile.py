@@ -14,11 +14,10 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from google.protobuf.message import DecodeError
-
 from ..errors import FormatError, UnsupportedFeatureError
 from ..proto import file_pb2
 from ..store.base import Tail
+from .wire import decode
 
 if TYPE_CHECKING:
     from ..store.base import ObjectStore
@@ -153,11 +152,7 @@ def file_descriptor(obj: TailedObject, footer: DataFileFooter) -> file_pb2.FileD
     data = obj.read(position, length)
     if len(data) != length:
         raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", uri)
-    descriptor = file_pb2.FileDescriptor()
-    try:
-        descriptor.ParseFromString(data)
-    except DecodeError as exc:
-        raise FormatError(f"global buffer 0 does not decode as lance.file.FileDescriptor: {exc}", uri) from exc
+    descriptor = decode(file_pb2.FileDescriptor, data, uri, "global buffer 0")
     if not descriptor.HasField("schema"):
         raise FormatError("global buffer 0 is no lance.file.FileDescriptor (no schema)", uri)
     return descriptor

@@ -12,12 +12,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from google.protobuf.message import DecodeError
-
 from ..errors import FormatError
 from ..limits import DEFAULT_LIMITS, check_limit
 from ..proto import table_pb2, transaction_pb2
-from .wire import count_field
+from .wire import count_field, decode
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
@@ -91,12 +89,7 @@ def decode_manifest_file(data: bytes, where: str = "", max_fragments: int = DEFA
     position = read_footer(data, where)
     section = data[position + 4 : len(data) - FOOTER_SIZE]
     _check_fragment_count(section, max_fragments, where)
-    manifest = table_pb2.Manifest()
-    try:
-        manifest.ParseFromString(section)
-    except DecodeError as exc:
-        raise FormatError(f"manifest section does not decode as lance.table.Manifest: {exc}", where) from exc
-
+    manifest = decode(table_pb2.Manifest, section, where, "manifest section")
     transaction = None
     transaction_bytes = None
     if manifest.HasField("transaction_section") or manifest.HasField("transaction_section_deprecated"):
@@ -106,19 +99,12 @@ def decode_manifest_file(data: bytes, where: str = "", max_fragments: int = DEFA
             else manifest.transaction_section_deprecated
         )
         transaction_bytes = _section(data, offset, where, "inline transaction")
-        transaction = transaction_pb2.Transaction()
-        try:
-            transaction.ParseFromString(transaction_bytes)
-        except DecodeError as exc:
-            raise FormatError(f"inline transaction does not decode: {exc}", where) from exc
+        transaction = decode(transaction_pb2.Transaction, transaction_bytes, where, "inline transaction")
 
     index_section = None
     if manifest.HasField("index_section"):
-        index_section = table_pb2.IndexSection()
-        try:
-            index_section.ParseFromString(_section(data, manifest.index_section, where, "index section"))
-        except DecodeError as exc:
-            raise FormatError(f"index section does not decode: {exc}", where) from exc
+        index_section = decode(table_pb2.IndexSection, _section(data, manifest.index_section, where,
+                                                                 "index section"), where, "index section")
     return ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data))
 
 

@@ -15,12 +15,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from google.protobuf.message import DecodeError
-
 from ..errors import FormatError
 from ..proto import file_pb2
 from .datafile import MAGIC, OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE, parse_footer
-from .wire import iter_fields, varint
+from .wire import decode, iter_fields, varint
 
 if TYPE_CHECKING:
     from ..store.base import ObjectStore
@@ -86,7 +84,7 @@ def copy_columns(storage: ObjectStore, uri: str, file_size: int | None, columns:
     Raises FormatError when the file's tail does not hold together."""
     try:
         _copy(storage, uri, file_size, columns, path, repair, fetched)
-    except (struct.error, ValueError, IndexError, DecodeError) as exc:
+    except (struct.error, ValueError, IndexError) as exc:
         raise FormatError(f"the data file's metadata does not decode: {exc}", uri) from exc
 
 
@@ -117,8 +115,7 @@ def _copy(storage: ObjectStore, uri: str, file_size: int | None, columns: Sequen
         raise FormatError("a global buffer (the file schema is buffer 0) is not before the column metadata", uri)
     schema_pos, schema_size = buffer_table[0]
     original_schema = fetch(schema_pos, schema_size)
-    descriptor = file_pb2.FileDescriptor()
-    descriptor.ParseFromString(original_schema)
+    descriptor = decode(file_pb2.FileDescriptor, original_schema, uri, "the file schema (global buffer 0)")
     changed = repair(descriptor)
     with open(path, "wb") as out:
         if columns is None:

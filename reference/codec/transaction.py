@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-from google.protobuf.message import DecodeError
-
-from ..errors import FormatError
 from ..proto import transaction_pb2
+from .wire import decode
 
 
 def decode_transaction(data: bytes, where: str = "") -> transaction_pb2.Transaction:
     """Decode a transaction file."""
-    txn = transaction_pb2.Transaction()
-    try:
-        txn.ParseFromString(data)
-    except DecodeError as exc:
-        raise FormatError(f"does not decode as lance.table.Transaction: {exc}", where) from exc
-    return txn
+    return decode(transaction_pb2.Transaction, data, where, "the transaction file")
 
 
 def encode_transaction(txn: transaction_pb2.Transaction) -> bytes:

@@ -1,11 +1,29 @@
-"""The protobuf wire format, read field by field without decoding a message: for metadata that must be
-looked at before it is trusted (a data file's column metadata, the fragment count of a manifest)."""
+"""The protobuf wire format: one decoder for every message lancespec reads (``decode``), and fields read one by
+one without decoding a message, for metadata that must be looked at before it is trusted (a data file's column
+metadata, the fragment count of a manifest)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
+
+from google.protobuf.message import DecodeError, Message
 
 from ..errors import FormatError
+
+M = TypeVar("M", bound=Message)
+
+
+def decode(message: type[M], data: bytes, where: str, what: str = "") -> M:
+    """``data`` decoded as a ``message``; FormatError naming ``where`` (and ``what`` was read, the message's
+    name when not given) when it does not decode."""
+    decoded = message()
+    try:
+        decoded.ParseFromString(data)
+    except DecodeError as exc:
+        name = message.DESCRIPTOR.full_name
+        raise FormatError(f"{what or name} does not decode as {name}: {exc}", where) from exc
+    return decoded
 
 
 def varint(buf: bytes, i: int) -> tuple[int, int]:

@@ -142,10 +142,13 @@ class S3Config:
             botocore_session=_botocore_session(),
         )
 
+    def credentials(self) -> Any:
+        """botocore credentials for signing (the given keys, else the default chain); None when unsigned."""
+        return None if self.unsigned else self._session().get_credentials()
+
     def reader(self) -> SignedReader:
         """The lean GET path (``s3_reads``) for this configuration."""
-        credentials = None if self.unsigned else self._session().get_credentials()
-        return SignedReader(self.endpoint or f"https://s3.{self.region}.amazonaws.com", self.region, credentials,
+        return SignedReader(self.endpoint or f"https://s3.{self.region}.amazonaws.com", self.region, self.credentials(),
                             max_attempts=self.max_attempts, connect_timeout=self.connect_timeout,
                             read_timeout=self.read_timeout, connections=self.io_parallelism)
 

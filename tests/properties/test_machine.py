@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from property_kit import run_all
 
+from lancespec.conformance.model import KNOWN_FINDINGS
 from lancespec.conformance.operations import (
-    KNOWN_FINDINGS,
     AddBase,
     Append,
     BaseSpec,
