@@ -22,13 +22,16 @@ Operations (``KINDS``):
 * ``commit-staged``: the second phase: commit an earlier ``stage``'s fragments as an Append, with the read
   version the staging saw (distributed writers commit what they wrote earlier, however old).
 
-Two more plan kinds (``SHARED_KINDS``, weight 0 unless ``weights`` names them) make writers contend for one
-object; each comes out as an ``Op`` of an existing kind, so nothing downstream tells them apart:
+Three more plan kinds (``SHARED_KINDS``, weight 0 unless ``weights`` names them) make writers contend for one
+object, or pin one; each comes out as an ``Op`` of an existing kind, so nothing downstream tells them apart:
 
 * ``shared-delete``: a ``delete`` of one of the setup's rows (``INITIAL_ROWS`` of them, in two fragments
   every writer sees), so concurrent deletes touch one fragment and only the conflict check keeps both.
 * ``shared-tag``: a ``tag`` of one of ``SHARED_TAGS`` names every writer uses: create it on the latest
   version, or (one time in four) delete it; a create of a name that exists must be refused.
+* ``pinned-stage``: a ``stage`` that first tags the latest version (``pin-w{writer}-{i}``), as a distributed
+  writer pins the version it reads so that cleanup keeps it until the commit: cleanups then remove the
+  versions after the pinned one and keep it.
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ __all__ = [
 KINDS = ("append", "delete", "overwrite", "tag", "clone", "cleanup", "stage", "commit-staged")
 """The kinds of ``Op``: what a writer executes."""
 
-SHARED_KINDS = ("shared-delete", "shared-tag")
-"""Plan kinds that come out as a ``delete`` or a ``tag`` on an object every writer contends for."""
+SHARED_KINDS = ("shared-delete", "shared-tag", "pinned-stage")
+"""Plan kinds that come out as a ``delete`` or a ``tag`` on an object every writer contends for, or a ``stage``
+that pins its version with a tag."""
 
 PLAN_KINDS = tuple(k for k in KINDS if k != "commit-staged") + SHARED_KINDS
 """What ``weights`` may name (``commit-staged`` follows its ``stage`` by itself)."""
@@ -183,13 +187,14 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
             continue
         kind = rng.choices(kinds, weights)[0]
         dataset = f"ds{rng.randrange(datasets)}"
-        if kind == "stage" and count - i < 2:
+        if kind in ("stage", "pinned-stage") and count - i < 2:
             kind = "append"
         if kind == "delete" and not appended.get(dataset):
             kind = "append"
-        if kind in ("append", "stage"):
+        if kind in ("append", "stage", "pinned-stage"):
             ids = tuple(row_id(writer, i, k) for k in range(rng.randint(1, 3)))
-            ops.append(Op(writer, i, kind, dataset, ids))
+            pin = f"pin-w{writer}-{i}" if kind == "pinned-stage" else ""
+            ops.append(Op(writer, i, "stage" if pin else kind, dataset, ids, name=pin))
             if kind == "append":
                 appended.setdefault(dataset, []).append(i)
             else:

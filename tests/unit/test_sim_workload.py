@@ -25,8 +25,21 @@ def test_shared_kinds_target_what_every_writer_shares() -> None:
     assert creates[0] > creates[1] > 0  # mostly creates, some deletes, of names other writers create too
 
 
+def test_a_pinned_stage_tags_the_version_it_reads_first() -> None:
+    from lancespec.conformance.operations import Stage, Tag
+    from lancespec.simulator.writers import operations
+
+    ops = [op for ops in plan(4, 2, 40, datasets=1, weights={"pinned-stage": 1}) for op in ops]
+    stages = [op for op in ops if op.kind == "stage"]
+    assert stages and all(op.name == f"pin-w{op.writer}-{op.index}" for op in stages)
+    assert {op.ref for op in ops if op.kind == "commit-staged"} == {op.index for op in stages if op.writer == 0} | {
+        op.index for op in stages if op.writer == 1}
+    steps = operations(stages[0])
+    assert [type(s) for s in steps] == [Tag, Stage] and steps[0] == Tag("ds0", stages[0].name, None, None)
+
+
 def test_shared_kinds_are_drawn_only_when_weighted() -> None:
     assert plan(5, 3, 60) == plan(5, 3, 60, weights=dict(DEFAULT_WEIGHTS, **{"shared-delete": 0, "shared-tag": 0}))
-    assert not any(op.name.startswith("shared-") for ops in plan(5, 3, 300) for op in ops)
+    assert not any(op.name.startswith(("shared-", "pin-")) for ops in plan(5, 3, 300) for op in ops)
     with pytest.raises(ValueError, match="shared-delete"):
         plan(5, 3, 60, weights={"commit-staged": 1})
