@@ -112,9 +112,9 @@ PROFILES: dict[str, FaultProfile] = {
         description="only lost acknowledgements: a quarter of manifest PUTs land without an answer",
     ),
     "lost-ack-bursts": FaultProfile(
-        "lost-ack-bursts", {"manifest-put": {"lost-ack": 0.25}}, burst=16,
-        description="a quarter of manifest PUTs land without an answer, and then the client's resends of that "
-                    "manifest, or its reads of it, fail for a burst of 1-16 requests",
+        "lost-ack-bursts", {"manifest-put": {"lost-ack": 0.25}, "put": {"lost-ack": 0.05}}, burst=16,
+        description="as lost-acks, and after a manifest PUT's lost answer the client's resends of that manifest, "
+                    "or its reads of it, fail for a burst of 1-16 requests",
     ),
 }
 for _fault in FAULTS:  # one profile per fault type, every request class: for tests and demonstrations

@@ -6,10 +6,14 @@ touched). The simulator (``lancespec simulate``, reference writers, embedded S3 
 battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
 anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
 
-Budget: every run is ``BATTERY_WRITERS`` writers, ``BATTERY_OPS`` operations on one dataset, writers
-starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives no verdict within
-``--timeout`` seconds counts as an error, not a kill. Prints one line per mutant (killed by which run,
-or survived with the reason it is believed to survive), the score and the wall time.
+Budget: at most ``len(BATTERY)`` (3) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
+operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives
+no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
+the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the resends
+or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
+commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults. Prints one line per
+mutant (killed by which run, or survived with the reason it is believed to survive), the score and the
+wall time.
 """
 
 from __future__ import annotations
@@ -29,8 +33,13 @@ from mutation_check import Mutant, apply, environment, prepare, run_each
 BATTERY_WRITERS = 6
 BATTERY_OPS = 90
 BATTERY_TIME_LIMIT = 60
-#: (fault profile, seed) per run, in order; the first anomaly kills the mutant.
-BATTERY = (("default", 1), ("lost-acks", 2), ("none", 3))
+#: The operation mix of the contended run: deletes of the setup's rows (two fragments, every writer), tag names
+#: every writer shares, and two-phase writes that pin their read version with a tag, with cleanups enough to
+#: meet the files of commits still to come and to free the versions after a pinned one.
+CONTENDED = "append=20,shared-delete=25,shared-tag=15,pinned-stage=15,cleanup=15,tag=3,clone=2"
+#: (fault profile, seed, operation mix or "" for the default) per run, in order; the first anomaly kills the
+#: mutant.
+BATTERY = (("default", 1, ""), ("lost-ack-bursts", 2, ""), ("none", 3, CONTENDED))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -103,16 +112,20 @@ MUTANTS = (
               "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
               "        main.storage.put(uri, record.encode())\n    except ObjectAlreadyExists:\n"
               "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
-              "a tag is created by plain PUT over any existing tag of that name",
-              survives_because="the workload's tag names are unique per writer, so no two writers ever "
-                               "create one name"),
+              "a tag is created by plain PUT over any existing tag of that name"),
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"
               "            hint_uri = join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)\n"
               "            hinted = decode_version_hint(storage.get(hint_uri))\n"
               "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
-              "the commit builds on the version the hint names rather than the newest one listed"),
+              "the commit builds on the version the hint names rather than the newest one listed",
+              survives_because="liveness-only in the battery: a stale hint (a late hint PUT, or the resend of one "
+                               "whose answer was lost) names a version whose successor still exists, so the "
+                               "commit finds the name taken and retries until a newer hint or a cleanup of the "
+                               "hinted version lets it on; commits stall, none is wrong. It commits wrongly only "
+                               "when the hint falls back onto a tagged version and a cleanup then frees the "
+                               "version after it, which no battery run reproduces"),
 )
 
 
@@ -128,24 +141,27 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
              shrink: list[str] | None = None) -> tuple[str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
     the killing run shrink itself (``simulate --shrink``), its output then ends the detail."""
-    for faults, seed in BATTERY:
+    for faults, seed, mix in BATTERY:
         report = where / f"report-{faults}-{seed}.json"
+        named = "contended" if mix == CONTENDED else mix
+        label = f"faults={faults} seed={seed}" + (f" mix={named}" if mix else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report), *(shrink or [])]
+                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report),
+                   *(["--weights", mix] if mix else []), *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
                                   check=False)
         except subprocess.TimeoutExpired:
-            return "error", f"faults={faults} seed={seed}: no verdict within {timeout:.0f}s"
+            return "error", f"{label}: no verdict within {timeout:.0f}s"
         if done.returncode == 1:
             first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
             shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
-            return "killed", f"faults={faults} seed={seed}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
+            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()
-            return "error", f"faults={faults} seed={seed}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
+            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
     return "survived", "no run of the battery found an anomaly"
 
 
@@ -184,7 +200,7 @@ def main(argv: list[str]) -> int:
         return 0
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
     started = time.monotonic()
-    battery = ", ".join(f"{f}/seed {s}" for f, s in BATTERY)
+    battery = ", ".join(f"{f}/seed {s}" + (f"/mix {m}" if m else "") for f, s, m in BATTERY)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
