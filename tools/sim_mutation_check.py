@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,9 +139,10 @@ class Verdict:
 
 
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None) -> tuple[str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None) -> tuple[str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
-    the killing run shrink itself (``simulate --shrink``), its output then ends the detail."""
+    the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
+    folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``."""
     for faults, seed, mix in BATTERY:
         report = where / f"report-{faults}-{seed}.json"
         named = "contended" if mix == CONTENDED else mix
@@ -155,6 +157,9 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
                                   check=False)
         except subprocess.TimeoutExpired:
             return "error", f"{label}: no verdict within {timeout:.0f}s"
+        if done.returncode != 0 and keep is not None and report.exists():
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
         if done.returncode == 1:
             first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
             shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
@@ -165,12 +170,13 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
     return "survived", "no run of the battery found an anomaly"
 
 
-def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None) -> Verdict:
+def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
+        keep: Path | None = None) -> Verdict:
     src, pkg = prepare(where)
     if mutant is not None:
         apply(src, mutant)
     start = time.monotonic()
-    status, detail = _battery(src, environment(pkg), where, timeout, shrink)
+    status, detail = _battery(src, environment(pkg), where, timeout, shrink, keep)
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
 
 
@@ -180,6 +186,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
     parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--keep-reports", metavar="DIR", type=Path,
+                        help="copy the report of every run that kills a mutant (or fails) here, to read later")
     parser.add_argument("--shrink", metavar="FILE",
                         help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
@@ -191,7 +199,8 @@ def main(argv: list[str]) -> int:
             parser.error(f"no mutant named {args.only[0]!r}")
         with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
             verdict = run(Path(tmp) / mutant.name, mutant, args.timeout * 10,
-                          ["--shrink", "--shrink-runs", "12", "--write-regression", str(Path(args.shrink).resolve())])
+                          ["--shrink", "--shrink-runs", "12", "--write-regression", str(Path(args.shrink).resolve())],
+                          args.keep_reports)
         print(f"{mutant.name}: {verdict.status} ({verdict.seconds:.0f}s)\n{verdict.detail}")
         return 0 if verdict.status == "killed" else 1
     if args.list:
@@ -205,13 +214,14 @@ def main(argv: list[str]) -> int:
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
-        baseline = run(base / "baseline", None, args.timeout)
+        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
         print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
         if baseline.status != "survived":
             print("the unmutated copy must come through the battery clean first")
             return 2
 
-        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout), args.jobs)
+        verdicts = run_each(base, chosen,
+                            lambda where, mutant: run(where, mutant, args.timeout, keep=args.keep_reports), args.jobs)
     by_name = {m.name: m for m in MUTANTS}
     width = max(len(v.name) for v in verdicts)
     print()
