@@ -109,10 +109,13 @@ def _backoff(attempt: int, unit: float) -> None:
 READ_BACK_ATTEMPTS = 3
 
 
-def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str) -> bool:
+def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str, *, taken: bool = False) -> bool:
     """Whether the object at ``manifest_uri`` is ``manifest``, the bytes this commit wrote (its transaction
-    file name makes them unique). None there, or other bytes, is "not ours". A read that fails is retried;
-    when every attempt fails, CommitOutcomeUnknown (``failure`` says what happened to the write)."""
+    file name makes them unique). Other bytes are "not ours"; so is none there, unless the name was found
+    ``taken``: then a manifest was there a moment ago and a cleanup has removed it since, and it may have
+    been ours (a resend after a lost answer finds the name taken by its own first attempt), so the outcome
+    is unknown. A read that fails is retried; when every attempt fails, CommitOutcomeUnknown (``failure``
+    says what happened to the write)."""
     problem = ""
     for attempt in range(READ_BACK_ATTEMPTS):
         if attempt:
@@ -120,6 +123,10 @@ def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str)
         try:
             return storage.get(manifest_uri) == manifest
         except ObjectNotFound:
+            if taken:
+                raise CommitOutcomeUnknown(f"{failure}, and no manifest is there now (a cleanup removed it); it "
+                                           "may have been this commit's: the version may or may not have been "
+                                           "committed", manifest_uri) from None
             return False
         except Exception as exc:  # a store, a connection or a timeout failing: the answer is still to come
             problem = f"{type(exc).__name__}: {exc}"
@@ -196,7 +203,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         try:
             storage.put_if_absent(manifest_uri, payload)
         except ObjectAlreadyExists:
-            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken"):
+            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken", taken=True):
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None

@@ -12,18 +12,19 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from .attribution import SETUP, Attribution, FinalState, Where, attribute
-from .history import History, OpKey
+from .history import History, OpKey, OpRecord
 from .proxy import WireWrite
 from .rowmodel import Observation, replay
 
 __all__ = [
     "ANOMALY_CLASSES", "INVARIANTS", "Anomaly", "CheckResult", "FinalState", "check",
     "duplicate_commits", "duplicate_rows", "duplicate_versions", "failed_but_committed", "gc_deleted_reachable",
-    "lost_commits", "lost_rows", "phantom_rows", "reused_versions", "unattributed_versions", "unknown_both_ways",
-    "unreadable_versions", "vanished_versions", "version_gaps",
+    "lost_commits", "lost_rows", "phantom_rows", "reused_versions", "tags_overwritten", "unattributed_versions",
+    "unknown_both_ways", "unreadable_versions", "vanished_versions", "version_gaps",
 ]  # FinalState (defined in attribution): the type of check's last argument
 
 INVARIANTS: dict[str, str] = {
@@ -34,6 +35,7 @@ INVARIANTS: dict[str, str] = {
     "rows-exact": "rows are neither lost nor duplicated against the model",
     "gc-safe": "garbage collection never deleted a file reachable from a retained version",
     "outcomes-consistent": "each unknown outcome resolves to committed or not, never both; failures commit nothing",
+    "tags-exclusive": "a tag is created only where none exists: no two creates of a name without a delete between",
 }
 
 ANOMALY_CLASSES: dict[str, str] = {
@@ -51,6 +53,7 @@ ANOMALY_CLASSES: dict[str, str] = {
     "unknown-both-ways": "outcomes-consistent",
     "failed-but-committed": "outcomes-consistent",
     "unattributed-version": "outcomes-consistent",
+    "tag-overwritten": "tags-exclusive",
 }
 """Each anomaly class and the invariant it breaks, in the order reports list them. One function below
 reports each class and says when (``lost_commits`` for ``lost-commit``, and so on)."""
@@ -229,6 +232,36 @@ def unattributed_versions(att: Attribution) -> list[Anomaly]:
                     "flight", *w) for w, v in att.versions.items() if v.owner is None]
 
 
+def tags_overwritten(att: Attribution) -> list[Anomaly]:
+    """``tag-overwritten``: two operations were told they created one tag, and no delete of that tag that
+    could have taken effect between them was tried (docs/lance-format.md §11: creating a tag that exists is
+    refused). A create that succeeds honestly finds the name free, so a second one needs a delete between
+    the two writes: one whose invocation-to-completion interval meets the span of the two creates (a
+    certainly failed delete deleted nothing; an unknown one may have)."""
+    creates: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
+    deletes: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
+    for record in att.records.values():
+        op = record.op
+        if op.kind == "tag" and op.arg:
+            if record.outcome != "failed":
+                deletes[(op.dataset, op.name)].append(record)
+        elif op.kind in ("tag", "clone") and record.outcome == "ok":  # a clone first tags its source version
+            creates[(op.dataset, op.name)].append(record)
+    out: list[Anomaly] = []
+    for (dataset, name), made in sorted(creates.items()):
+        made.sort(key=lambda r: r.start)
+        for first, second in pairwise(made):
+            start, end = min(first.start, second.start), max(first.end, second.end)
+            if any(d.start < end and d.end > start for d in deletes.get((dataset, name), ())):
+                continue
+            version = second.value.get("tag_version", second.value.get("version"))
+            out.append(Anomaly(
+                "tag-overwritten", f"{first.key} and {second.key} were both told they created tag {name!r} of "
+                f"{dataset}, and no delete of it came between them: the second overwrote the first",
+                dataset, int(version) if version is not None else None, att.events(first.key, second.key)))
+    return out
+
+
 def lost_rows(att: Attribution, observed: Iterable[Observation]) -> list[Anomaly]:
     """``lost-rows``: a retained version lacks rows the model holds."""
     return _first_per_cause(a for a in _row_differences(att, observed) if a.kind == "lost-rows")
@@ -298,6 +331,7 @@ def check(history: History, wire: Iterable[WireWrite], final: FinalState) -> Che
         *version_gaps(att), *unreadable_versions(att), *lost_rows(att, observed), *duplicate_rows(att, observed),
         *phantom_rows(att, observed), *duplicate_commits(att), *gc_deleted_reachable(att),
         *unknown_both_ways(att, observed), *failed_but_committed(att), *unattributed_versions(att),
+        *tags_overwritten(att),
     ]
     rank = {kind: i for i, kind in enumerate(ANOMALY_CLASSES)}
     anomalies.sort(key=lambda a: (rank[a.kind], a.dataset or "", a.version or 0))

@@ -9,6 +9,13 @@ band it falls in. The same seed therefore gives every process the same fault on 
 its n-th data PUT, and so on, in any run; which request is the n-th is up to the process (a reference
 writer is sequential; pylance may issue several reads at once) and to the other processes (retries after
 a lost race add requests).
+
+A profile with ``burst`` adds the aftermath of a lost acknowledgement: the object a manifest PUT wrote
+without an answer stays out of that client's reach for a while. Per such lost acknowledgement, ``burst_of``
+draws (from the same four values) which of the client's next requests on that object fail and how many
+(1 to ``burst``): its resends (the burst ends at the first read of the object), or its reads (GET, HEAD;
+its resends then go through untouched). Which requests those are is the client's order of requests on that
+object: fixed for a reference writer, which makes them one at a time.
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
+    "BURST_KINDS",
     "FAULTS",
     "PROFILES",
     "REQUEST_CLASSES",
     "Fault",
     "FaultProfile",
+    "burst_of",
     "decide",
     "profile",
 ]
@@ -62,6 +71,9 @@ class FaultProfile:
     pause_s: float = 1.0
     description: str = ""
     script: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    burst: int = 0
+    """After a lost acknowledgement of a manifest PUT, up to this many of the client's next requests on that
+    object fail (``burst_of``); 0: none do."""
 
     def __post_init__(self) -> None:
         unknown = {kind for faults in self.script.values() for kind in faults.values()} - set(FAULTS)
@@ -74,7 +86,8 @@ class FaultProfile:
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "rates": {k: dict(v) for k, v in self.rates.items()},
                 "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description,
-                "script": {k: {str(n): kind for n, kind in v.items()} for k, v in self.script.items()}}
+                "script": {k: {str(n): kind for n, kind in v.items()} for k, v in self.script.items()},
+                "burst": self.burst}
 
 
 _DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
@@ -97,6 +110,11 @@ PROFILES: dict[str, FaultProfile] = {
     "lost-acks": FaultProfile(
         "lost-acks", {"manifest-put": {"lost-ack": 0.25}, "put": {"lost-ack": 0.05}},
         description="only lost acknowledgements: a quarter of manifest PUTs land without an answer",
+    ),
+    "lost-ack-bursts": FaultProfile(
+        "lost-ack-bursts", {"manifest-put": {"lost-ack": 0.25}, "put": {"lost-ack": 0.05}}, burst=16,
+        description="as lost-acks, and after a manifest PUT's lost answer the client's resends of that manifest, "
+                    "or its reads of it, fail for a burst of 1-16 requests",
     ),
 }
 for _fault in FAULTS:  # one profile per fault type, every request class: for tests and demonstrations
@@ -134,3 +152,18 @@ def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: in
         return Fault(kind)
     jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")
     return Fault(kind, (prof.latency_s if kind == "latency" else prof.pause_s) * jitter)
+
+
+BURST_KINDS = ("resends", "reads")
+"""What fails after a lost acknowledgement: the client's resends of the object, or its reads of it."""
+
+
+def burst_of(prof: FaultProfile, seed: int, client: int, n: int) -> tuple[str, int] | None:
+    """The aftermath of ``client``'s ``n``-th manifest PUT, when it was a lost acknowledgement: which of the
+    client's next requests on that object fail (``BURST_KINDS``) and how many; None without ``burst``."""
+    if prof.burst <= 0:
+        return None
+    u = _uniform(seed, client, "manifest-put", n, "burst")
+    kind = BURST_KINDS[int(u * 2)]
+    count = 1 + int(_uniform(seed, client, "manifest-put", n, "burst-size") * prof.burst)
+    return kind, count

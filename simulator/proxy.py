@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .faults import PROFILES, Fault, FaultProfile, decide
+from .faults import PROFILES, Fault, FaultProfile, burst_of, decide
 
 __all__ = [
     "PERSONALITIES",
@@ -80,6 +80,16 @@ class InjectedFault:
     def to_json(self) -> dict[str, Any]:
         return {"client": self.client, "class": self.request_class, "n": self.n, "kind": self.kind,
                 "method": self.method, "key": self.key, "t": round(self.t, 6)}
+
+
+@dataclass
+class _Burst:
+    """The aftermath of a lost acknowledgement (``faults.burst_of``): ``left`` more of the client's requests
+    on ``target`` (bucket, key) of this ``kind`` fail."""
+
+    target: tuple[str, str]
+    kind: str
+    left: int
 
 
 @dataclass(frozen=True)
@@ -207,6 +217,7 @@ class FaultProxy:
         self.objects_read: dict[int, set[str]] = {}
         self._counters: Counter[tuple[int, str]] = Counter()
         self._written_at: dict[tuple[str, str], float] = {}
+        self._bursts: dict[int, _Burst] = {}
         self._lock = threading.Lock()
         self._servers: list[_PortServer] = []
         self._threads: list[threading.Thread] = []
@@ -279,8 +290,15 @@ class FaultProxy:
             self.requests[(client, request_class)] += 1
             if request_class in ("get", "head"):
                 self.objects_read.setdefault(client, set()).add(f"{bucket}/{key}")
-        fault = (decide(self.profile, self.seed, client, request_class, n) if client in self.faulty_clients
-                 else Fault(None))
+        fault = self._burst_fault(client, method, (bucket, key))
+        if fault is None:
+            fault = (decide(self.profile, self.seed, client, request_class, n) if client in self.faulty_clients
+                     else Fault(None))
+            if fault.kind == "lost-ack" and request_class == "manifest-put":
+                burst = burst_of(self.profile, self.seed, client, n)
+                if burst is not None:
+                    with self._lock:
+                        self._bursts[client] = _Burst((bucket, key), *burst)
         if fault.kind is not None:
             with self._lock:
                 self.faults.append(InjectedFault(client, request_class, n, fault.kind, method, f"{bucket}/{key}",
@@ -329,6 +347,24 @@ class FaultProxy:
             self._reset(handler)
             return
         self._respond(handler, method, status, out_headers, out_body, reason)
+
+    def _burst_fault(self, client: int, method: str, target: tuple[str, str]) -> Fault | None:
+        """The fault a burst decides for this request (a reset; no fault for a resend a ``reads`` burst lets
+        through), or None when no burst of ``client`` concerns it (the schedule decides)."""
+        with self._lock:
+            burst = self._bursts.get(client)
+            if burst is None or burst.target != target:
+                return None
+            reading = method in ("GET", "HEAD")
+            if burst.kind == "resends" and reading:
+                del self._bursts[client]  # the client moved on to reading the object: the burst is over
+                return None
+            if burst.kind == "reads" and not reading:
+                return Fault(None)
+            burst.left -= 1
+            if burst.left <= 0:
+                del self._bursts[client]
+            return Fault("reset")
 
     @staticmethod
     def _read_body(handler: _Handler) -> bytes:

@@ -31,7 +31,7 @@ from .history import History
 from .observe import observe, read_versions_of
 from .preflight import PreflightResult, preflight
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
-from .workload import KINDS, Op, initial_ids, plan, writer_kind
+from .workload import PLAN_KINDS, Op, initial_ids, plan, writer_kind
 
 __all__ = ["ENDPOINT_ENV", "RunConfig", "RunReport", "replay_command", "simulate"]
 
@@ -85,7 +85,7 @@ class RunConfig:
         if self.faults not in PROFILES:
             raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
         if self.weights is not None:
-            plannable = [k for k in KINDS if k != "commit-staged"]
+            plannable = list(PLAN_KINDS)
             values = list(self.weights.values())
             if set(self.weights) - set(plannable) or not all(math.isfinite(w) and w >= 0 for w in values) \
                     or not any(w > 0 for w in values):
@@ -270,12 +270,13 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
 
 
 def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[str]:
-    """Version 1 of every dataset, written by the reference writer."""
+    """Version 1 of every dataset, written by the reference writer: two fragments of ``INITIAL_ROWS // 2`` rows
+    (few, so ``shared-delete`` operations meet on them)."""
     session = registry.get("reference").open(Folder(f"s3://{bucket}", options))
     names = []
     for i in range(count):
         ids = initial_ids(i)
-        session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=2))
+        session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=len(ids) // 2))
         names.append(f"ds{i}")
     return names
 

@@ -21,6 +21,17 @@ Operations (``KINDS``):
 * ``stage``: the first phase of a distributed write: 1-3 rows written as data files, not committed.
 * ``commit-staged``: the second phase: commit an earlier ``stage``'s fragments as an Append, with the read
   version the staging saw (distributed writers commit what they wrote earlier, however old).
+
+Three more plan kinds (``SHARED_KINDS``, weight 0 unless ``weights`` names them) make writers contend for one
+object, or pin one; each comes out as an ``Op`` of an existing kind, so nothing downstream tells them apart:
+
+* ``shared-delete``: a ``delete`` of one of the setup's rows (``INITIAL_ROWS`` of them, in two fragments
+  every writer sees), so concurrent deletes touch one fragment and only the conflict check keeps both.
+* ``shared-tag``: a ``tag`` of one of ``SHARED_TAGS`` names every writer uses: create it on the latest
+  version, or (one time in four) delete it; a create of a name that exists must be refused.
+* ``pinned-stage``: a ``stage`` that first tags the latest version (``pin-w{writer}-{i}``), as a distributed
+  writer pins the version it reads so that cleanup keeps it until the commit: cleanups then remove the
+  versions after the pinned one and keep it.
 """
 
 from __future__ import annotations
@@ -34,6 +45,9 @@ __all__ = [
     "IDS_PER_OP",
     "INITIAL_ROWS",
     "KINDS",
+    "PLAN_KINDS",
+    "SHARED_KINDS",
+    "SHARED_TAGS",
     "Op",
     "initial_ids",
     "plan",
@@ -42,6 +56,17 @@ __all__ = [
 ]
 
 KINDS = ("append", "delete", "overwrite", "tag", "clone", "cleanup", "stage", "commit-staged")
+"""The kinds of ``Op``: what a writer executes."""
+
+SHARED_KINDS = ("shared-delete", "shared-tag", "pinned-stage")
+"""Plan kinds that come out as a ``delete`` or a ``tag`` on an object every writer contends for, or a ``stage``
+that pins its version with a tag."""
+
+PLAN_KINDS = tuple(k for k in KINDS if k != "commit-staged") + SHARED_KINDS
+"""What ``weights`` may name (``commit-staged`` follows its ``stage`` by itself)."""
+
+SHARED_TAGS = 2
+"""How many tag names (``shared-0``, ...) the ``shared-tag`` operations of all writers share."""
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "append": 40, "delete": 9, "overwrite": 3, "tag": 6, "clone": 2, "cleanup": 6, "stage": 10,
@@ -51,8 +76,9 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 IDS_PER_OP = 100
 """Ids ``row_id(w, i, 0..99)`` belong to writer ``w``'s operation ``i``."""
 
-INITIAL_ROWS = 4
-"""Rows of version 1 of every dataset, written by the setup (writer -1)."""
+INITIAL_ROWS = 16
+"""Rows of version 1 of every dataset, written by the setup (writer -1) as two fragments: the rows
+``shared-delete`` operations contend for."""
 
 def row_id(writer: int, op: int, k: int) -> int:
     """The unique id of row ``k`` of ``writer``'s ``op``-th operation (the setup is writer -1)."""
@@ -132,8 +158,8 @@ def plan(seed: int, writers: int, ops: int, datasets: int = 2,
         raise ValueError("need at least one writer and one dataset, and a non-negative operation count")
     table = dict(DEFAULT_WEIGHTS if weights is None else weights)
     kinds = [k for k in table if table[k] > 0]
-    if any(k not in KINDS or k == "commit-staged" for k in kinds):
-        raise ValueError(f"weights may name only {', '.join(k for k in KINDS if k != 'commit-staged')}")
+    if any(k not in PLAN_KINDS for k in kinds):
+        raise ValueError(f"weights may name only {', '.join(PLAN_KINDS)}")
     out = []
     for writer in range(writers):
         count = ops // writers + (1 if writer < ops % writers else 0)
@@ -161,13 +187,14 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
             continue
         kind = rng.choices(kinds, weights)[0]
         dataset = f"ds{rng.randrange(datasets)}"
-        if kind == "stage" and count - i < 2:
+        if kind in ("stage", "pinned-stage") and count - i < 2:
             kind = "append"
         if kind == "delete" and not appended.get(dataset):
             kind = "append"
-        if kind in ("append", "stage"):
+        if kind in ("append", "stage", "pinned-stage"):
             ids = tuple(row_id(writer, i, k) for k in range(rng.randint(1, 3)))
-            ops.append(Op(writer, i, kind, dataset, ids))
+            pin = f"pin-w{writer}-{i}" if kind == "pinned-stage" else ""
+            ops.append(Op(writer, i, "stage" if pin else kind, dataset, ids, name=pin))
             if kind == "append":
                 appended.setdefault(dataset, []).append(i)
             else:
@@ -194,4 +221,9 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
             ops.append(Op(writer, i, "clone", dataset, name=f"clone-w{writer}-{i}"))
         elif kind == "cleanup":
             ops.append(Op(writer, i, "cleanup", dataset, arg=rng.randint(1, 3)))
+        elif kind == "shared-delete":
+            ops.append(Op(writer, i, "delete", dataset, (rng.choice(initial_ids(int(dataset[2:]))),)))
+        elif kind == "shared-tag":
+            name = f"shared-{rng.randrange(SHARED_TAGS)}"
+            ops.append(Op(writer, i, "tag", dataset, name=name, arg=1 if rng.random() < 0.25 else 0))
     return ops

@@ -3,8 +3,9 @@ registry of ``lancespec.conformance.adapters``) and reports every invocation and
 
 A planned ``Op`` is said in the operation language (``operations``): an append is an ``Append`` of its rows,
 a clone a ``Tag`` of the latest version and a ``ShallowClone`` from that tag, a two-phase write a ``Stage``
-and a later ``CommitStaged``. A writer talks to the endpoint only through its own proxy port (its storage
-options name it) and only while an operation is in flight; between operations it makes no request. Outcomes:
+(after a ``Tag`` pinning the latest version, when the ``Op`` names one) and a later ``CommitStaged``. A writer
+talks to the endpoint only through its own proxy port (its storage options name it) and only while an
+operation is in flight; between operations it makes no request. Outcomes:
 
 * ``ok``: the call returned; for a commit, ``version`` is the version it was told.
 * ``failed``: the implementation refused with certainty that nothing was committed (a commit conflict, a
@@ -59,8 +60,8 @@ def operations(op: Op) -> list[Operation]:
         return [Tag(op.dataset, op.name, None, None), ShallowClone(op.dataset, op.name, op.name)]
     if op.kind == "cleanup":
         return [Cleanup(op.dataset, retain_versions=op.arg)]
-    if op.kind == "stage":
-        return [Stage(op.dataset, start, count, op.index)]
+    if op.kind == "stage":  # a name: first pin the version the stage reads with a tag of that name
+        return [*([Tag(op.dataset, op.name, None, None)] if op.name else []), Stage(op.dataset, start, count, op.index)]
     if op.kind == "commit-staged" and op.ref is not None:
         return [CommitStaged(op.dataset, op.ref)]
     raise ValueError(f"unknown operation {op.kind!r}")

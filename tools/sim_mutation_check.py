@@ -6,16 +6,21 @@ touched). The simulator (``lancespec simulate``, reference writers, embedded S3 
 battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
 anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
 
-Budget: every run is ``BATTERY_WRITERS`` writers, ``BATTERY_OPS`` operations on one dataset, writers
-starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives no verdict within
-``--timeout`` seconds counts as an error, not a kill. Prints one line per mutant (killed by which run,
-or survived with the reason it is believed to survive), the score and the wall time.
+Budget: at most ``len(BATTERY)`` (3) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
+operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives
+no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
+the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the resends
+or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
+commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults. Prints one line per
+mutant (killed by which run, or survived with the reason it is believed to survive), the score and the
+wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,8 +34,13 @@ from mutation_check import Mutant, apply, environment, prepare, run_each
 BATTERY_WRITERS = 6
 BATTERY_OPS = 90
 BATTERY_TIME_LIMIT = 60
-#: (fault profile, seed) per run, in order; the first anomaly kills the mutant.
-BATTERY = (("default", 1), ("lost-acks", 2), ("none", 3))
+#: The operation mix of the contended run: deletes of the setup's rows (two fragments, every writer), tag names
+#: every writer shares, and two-phase writes that pin their read version with a tag, with cleanups enough to
+#: meet the files of commits still to come and to free the versions after a pinned one.
+CONTENDED = "append=20,shared-delete=25,shared-tag=15,pinned-stage=15,cleanup=15,tag=3,clone=2"
+#: (fault profile, seed, operation mix or "" for the default) per run, in order; the first anomaly kills the
+#: mutant.
+BATTERY = (("default", 1, ""), ("lost-ack-bursts", 2, ""), ("none", 3, CONTENDED))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -65,7 +75,7 @@ MUTANTS = (
               "a failed manifest PUT (maybe committed: a lost acknowledgement) is retried as if it had failed"),
     SimMutant("lost-race-taken-as-won", "commit.py",
               "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, payload, "
-              "f\"the name of version {version} was taken\"):\n",
+              "f\"the name of version {version} was taken\", taken=True):\n",
               "        except ObjectAlreadyExists:\n            if True:\n",
               "a taken manifest name is taken for the writer's own commit"),
     SimMutant("read-back-failure-not-ours", "commit.py",
@@ -103,16 +113,20 @@ MUTANTS = (
               "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
               "        main.storage.put(uri, record.encode())\n    except ObjectAlreadyExists:\n"
               "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
-              "a tag is created by plain PUT over any existing tag of that name",
-              survives_because="the workload's tag names are unique per writer, so no two writers ever "
-                               "create one name"),
+              "a tag is created by plain PUT over any existing tag of that name"),
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"
               "            hint_uri = join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)\n"
               "            hinted = decode_version_hint(storage.get(hint_uri))\n"
               "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
-              "the commit builds on the version the hint names rather than the newest one listed"),
+              "the commit builds on the version the hint names rather than the newest one listed",
+              survives_because="liveness-only in the battery: a stale hint (a late hint PUT, or the resend of one "
+                               "whose answer was lost) names a version whose successor still exists, so the "
+                               "commit finds the name taken and retries until a newer hint or a cleanup of the "
+                               "hinted version lets it on; commits stall, none is wrong. It commits wrongly only "
+                               "when the hint falls back onto a tagged version and a cleanup then frees the "
+                               "version after it, which no battery run reproduces"),
 )
 
 
@@ -125,36 +139,44 @@ class Verdict:
 
 
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None) -> tuple[str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None) -> tuple[str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
-    the killing run shrink itself (``simulate --shrink``), its output then ends the detail."""
-    for faults, seed in BATTERY:
+    the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
+    folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``."""
+    for faults, seed, mix in BATTERY:
         report = where / f"report-{faults}-{seed}.json"
+        named = "contended" if mix == CONTENDED else mix
+        label = f"faults={faults} seed={seed}" + (f" mix={named}" if mix else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report), *(shrink or [])]
+                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report),
+                   *(["--weights", mix] if mix else []), *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
                                   check=False)
         except subprocess.TimeoutExpired:
-            return "error", f"faults={faults} seed={seed}: no verdict within {timeout:.0f}s"
+            return "error", f"{label}: no verdict within {timeout:.0f}s"
+        if done.returncode != 0 and keep is not None and report.exists():
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
         if done.returncode == 1:
             first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
             shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
-            return "killed", f"faults={faults} seed={seed}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
+            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()
-            return "error", f"faults={faults} seed={seed}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
+            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
     return "survived", "no run of the battery found an anomaly"
 
 
-def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None) -> Verdict:
+def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
+        keep: Path | None = None) -> Verdict:
     src, pkg = prepare(where)
     if mutant is not None:
         apply(src, mutant)
     start = time.monotonic()
-    status, detail = _battery(src, environment(pkg), where, timeout, shrink)
+    status, detail = _battery(src, environment(pkg), where, timeout, shrink, keep)
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
 
 
@@ -164,6 +186,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
     parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--keep-reports", metavar="DIR", type=Path,
+                        help="copy the report of every run that kills a mutant (or fails) here, to read later")
     parser.add_argument("--shrink", metavar="FILE",
                         help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
@@ -175,7 +199,8 @@ def main(argv: list[str]) -> int:
             parser.error(f"no mutant named {args.only[0]!r}")
         with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
             verdict = run(Path(tmp) / mutant.name, mutant, args.timeout * 10,
-                          ["--shrink", "--shrink-runs", "12", "--write-regression", str(Path(args.shrink).resolve())])
+                          ["--shrink", "--shrink-runs", "12", "--write-regression", str(Path(args.shrink).resolve())],
+                          args.keep_reports)
         print(f"{mutant.name}: {verdict.status} ({verdict.seconds:.0f}s)\n{verdict.detail}")
         return 0 if verdict.status == "killed" else 1
     if args.list:
@@ -184,18 +209,19 @@ def main(argv: list[str]) -> int:
         return 0
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
     started = time.monotonic()
-    battery = ", ".join(f"{f}/seed {s}" for f, s in BATTERY)
+    battery = ", ".join(f"{f}/seed {s}" + (f"/mix {m}" if m else "") for f, s, m in BATTERY)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
-        baseline = run(base / "baseline", None, args.timeout)
+        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
         print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
         if baseline.status != "survived":
             print("the unmutated copy must come through the battery clean first")
             return 2
 
-        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout), args.jobs)
+        verdicts = run_each(base, chosen,
+                            lambda where, mutant: run(where, mutant, args.timeout, keep=args.keep_reports), args.jobs)
     by_name = {m.name: m for m in MUTANTS}
     width = max(len(v.name) for v in verdicts)
     print()

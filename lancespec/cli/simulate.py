@@ -68,7 +68,8 @@ def register(sub: Any) -> None:
                         help="writers start no operation after this (default 150)")
     parser.add_argument("--weights", type=weights, metavar="KIND=W,...",
                         help="the operation mix, relative weights of append, delete, overwrite, tag, clone, cleanup, "
-                        "stage (default append=40,delete=9,overwrite=3,tag=6,clone=2,cleanup=6,stage=10)")
+                        "stage, and the contended shared-delete, shared-tag (default append=40,delete=9,overwrite=3,"
+                        "tag=6,clone=2,cleanup=6,stage=10)")
     parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")

@@ -40,7 +40,7 @@ class Run:
 
     def op(self, writer: int, index: int, kind: str, start: float, end: float, outcome: str,
            ids: Sequence[int] = (), dataset: str = "ds0", **value: Any) -> None:
-        op = Op(writer, index, kind, dataset, tuple(ids), name=str(value.pop("name", "")))
+        op = Op(writer, index, kind, dataset, tuple(ids), name=str(value.pop("name", "")), arg=int(value.pop("arg", 0)))
         self.raw.append((start, writer, "invoke", op, {}))
         self.raw.append((end, writer, outcome, op, value))
 
@@ -307,6 +307,43 @@ def test_unattributed_version() -> None:
     assert kinds == ["unattributed-version"]
 
 
+def tag_overwritten() -> Run:
+    """A delete of tag 'shared-0' (w2#1) ends; then w0#1 creates it and, after w0#1 was told so, w1#1 creates
+    it again and is told so too: nothing deleted it between the two creates."""
+    run = clean()
+    run.op(2, 1, "tag", 3.1, 3.3, "ok", name="shared-0", arg=1)
+    run.op(0, 1, "tag", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag", 4.0, 4.4, "ok", name="shared-0", tag_version=3)
+    return run
+
+
+def test_tag_overwritten_and_what_excuses_it() -> None:
+    kinds, result, history = tag_overwritten().check()
+    assert kinds == ["tag-overwritten"]
+    assert any("w1 ok" in line and "shared-0" in line for line in excerpt_names(result, history, "tag-overwritten"))
+    # both told at once (overlapping creates): still only one could have found the name free
+    run = clean()
+    run.op(0, 1, "tag", 3.5, 4.2, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag", 3.6, 4.1, "ok", name="shared-0", tag_version=3)
+    assert run.check()[0] == ["tag-overwritten"]
+    # a delete that certainly failed between them excuses nothing
+    run = tag_overwritten()
+    run.op(3, 0, "tag", 3.95, 3.98, "failed", name="shared-0", arg=1, error="tag 'shared-0' not found")
+    assert run.check()[0] == ["tag-overwritten"]
+    # a delete between them (told ok, or unknown) may have freed the name; a refused create, another name,
+    # another dataset or a delete of another name: no anomaly
+    for outcome in ("ok", "unknown"):
+        run = tag_overwritten()
+        run.op(3, 0, "tag", 3.8, 4.05, outcome, name="shared-0", arg=1)
+        assert run.check()[0] == [], outcome
+    run = clean()
+    run.op(0, 1, "tag", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag", 4.0, 4.4, "failed", name="shared-0", error="tag 'shared-0' already exists")
+    run.op(2, 1, "tag", 4.5, 4.6, "ok", name="shared-1", tag_version=3)
+    run.op(3, 0, "tag", 4.7, 4.8, "ok", name="shared-0", dataset="ds1", tag_version=1)
+    assert run.check()[0] == []
+
+
 @pytest.mark.parametrize("kind", sorted(ANOMALY_CLASSES))
 def test_every_anomaly_class_has_a_test(kind: str) -> None:
     """Each class in ANOMALY_CLASSES is produced by one of the hand-built histories above."""
@@ -314,7 +351,7 @@ def test_every_anomaly_class_has_a_test(kind: str) -> None:
         "lost-commit", "vanished-version", "duplicate-version", "version-reused", "version-gap",
         "unreadable-version", "lost-rows",
         "duplicate-rows", "phantom-rows", "duplicate-commit", "gc-deleted-reachable", "unknown-both-ways",
-        "failed-but-committed", "unattributed-version",
+        "failed-but-committed", "unattributed-version", "tag-overwritten",
     }
     assert kind in produced
 
@@ -368,6 +405,8 @@ CASES: list[tuple[str, Callable[..., list[Anomaly]], Callable[[], Run], list[tup
     ("failed-but-committed", checker.failed_but_committed, failed_committed, [("ds0", 4, {"w2#0"})]),
     # no operation wrote it: no excerpt
     ("unattributed-version", checker.unattributed_versions, unattributed, [("ds0", 4, set())]),
+    # the two creates told ok; not the delete that ended before both
+    ("tag-overwritten", checker.tags_overwritten, tag_overwritten, [("ds0", 3, {"w0#1", "w1#1"})]),
 ]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lancespec.simulator.faults import FAULTS, FaultProfile, decide, profile
+from lancespec.simulator.faults import BURST_KINDS, FAULTS, FaultProfile, burst_of, decide, profile
 from lancespec.simulator.preflight import preflight
 from lancespec.simulator.proxy import FaultProxy, classify
 from lancespec.simulator.s3 import EmbeddedS3Server
@@ -61,6 +61,15 @@ def test_schedule_is_a_pure_function_of_seed_client_class_and_count() -> None:
     assert decide(profile("none"), 7, 2, "put", 0).kind is None
 
 
+def test_a_burst_is_a_pure_function_too() -> None:
+    prof = profile("lost-ack-bursts")
+    drawn = [burst_of(prof, 7, 2, n) for n in range(400)]
+    assert drawn == [burst_of(prof, 7, 2, n) for n in range(400)]
+    assert {b[0] for b in drawn if b} == set(BURST_KINDS)
+    assert {b[1] for b in drawn if b} == set(range(1, prof.burst + 1))
+    assert burst_of(profile("lost-acks"), 7, 2, 0) is None
+
+
 def test_request_classes() -> None:
     assert classify("PUT", "ds/_versions/18446744073709551614.manifest", "") == "manifest-put"
     assert classify("PUT", "ds/data/x.lance", "") == "put"
@@ -104,6 +113,35 @@ def test_each_fault_type_is_injected_and_observed(kind: str, s3_server: Embedded
     # other classes are untouched by this profile
     s3.put_object(Bucket=bucket, Key="ds/data/x.lance", Body=b"x")
     assert len(proxy.faults) == 1
+
+
+def test_a_lost_ack_burst_fails_the_resends_or_the_reads(s3_server: EmbeddedS3Server, bucket: str,
+                                                          proxy_for: Any) -> None:
+    prof = FaultProfile("bursts", {"manifest-put": {"lost-ack": 1.0}}, burst=3)
+    seeds = {drawn[0]: seed for seed in range(50) if (drawn := burst_of(prof, seed, 0, 0)) is not None}
+    assert set(seeds) == set(BURST_KINDS)
+    for kind, seed in sorted(seeds.items()):
+        proxy = proxy_for(faults=prof, seed=seed)
+        _, count = burst_of(prof, seed, 0, 0) or ("", 0)
+        s3 = client(proxy.endpoint(0))
+        key = f"ds-{kind}/_versions/18446744073709551614.manifest"
+        with pytest.raises(BotoCoreError):  # the lost acknowledgement: it landed
+            s3.put_object(Bucket=bucket, Key=key, Body=b"m", IfNoneMatch="*")
+        if kind == "resends":
+            for _ in range(count):
+                with pytest.raises(BotoCoreError):
+                    s3.put_object(Bucket=bucket, Key=key, Body=b"m", IfNoneMatch="*")
+        else:
+            with pytest.raises(ClientError) as caught:  # the resend goes through, whatever the schedule says
+                s3.put_object(Bucket=bucket, Key=key, Body=b"m", IfNoneMatch="*")
+            assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+            s3.put_object(Bucket=bucket, Key="ds/other", Body=b"x")  # another object: untouched
+            for _ in range(count):
+                with pytest.raises(BotoCoreError):
+                    s3.head_object(Bucket=bucket, Key=key)
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == b"m"  # the burst is over
+        assert [(f.kind, f.method) for f in proxy.faults] == [("lost-ack", "PUT")] + [
+            ("reset", "PUT" if kind == "resends" else "HEAD")] * count
 
 
 def test_faults_are_chosen_per_client(bucket: str, s3_server: EmbeddedS3Server) -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lancespec.reference import ops
-from lancespec.reference.errors import CommitOutcomeUnknown
+from lancespec.reference.errors import CommitOutcomeUnknown, ObjectAlreadyExists
 from lancespec.reference.store import Storage
 from lancespec.reference.store.local import LocalStore
 from lancespec.reference.table import Dataset
@@ -30,6 +30,21 @@ class FlakyManifestStore(LocalStore):
                 super().put_if_absent(uri, data)
             raise ConnectionError("connection reset by peer")
         super().put_if_absent(uri, data)
+
+
+class TakenThenGoneStore(LocalStore):
+    """The next manifest ``put_if_absent`` lands, its answer is lost, a cleanup removes it, and the resend is
+    answered "already exists": what the simulator saw when a cleanup kept only the version after it."""
+
+    def __init__(self) -> None:
+        self.armed = True
+
+    def put_if_absent(self, uri: str, data: bytes) -> None:
+        super().put_if_absent(uri, data)
+        if self.armed and uri.endswith(".manifest"):
+            self.armed = False
+            self.delete(uri)
+            raise ObjectAlreadyExists("object already exists", uri)
 
 
 def _dataset(tmp_path: Path, store: LocalStore) -> Dataset:
@@ -59,3 +74,13 @@ def test_an_unknown_outcome_keeps_the_files(tmp_path: Path) -> None:
     after = _data_files(tmp_path)
     assert len(after - before) == 1  # the appended file stays: the version might have landed
     assert Dataset.open(str(tmp_path / "ds")).versions() == [1]
+
+
+def test_a_taken_name_whose_manifest_is_gone_is_an_unknown_outcome(tmp_path: Path) -> None:
+    """Not "not ours": the retry would fail or commit again, and a failure would discard files that the
+    removed version, and every version built on it, reference."""
+    dataset = _dataset(tmp_path, TakenThenGoneStore())
+    before = _data_files(tmp_path)
+    with pytest.raises(CommitOutcomeUnknown, match="cleanup removed it"):
+        ops.append(dataset, pa.table({"a": [3]}))
+    assert len(_data_files(tmp_path) - before) == 1  # the appended file stays
