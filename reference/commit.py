@@ -32,12 +32,20 @@ import time
 import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from .apply import finalize
 from .codec import decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
 from .conflicts import Resolution, judge
-from .errors import CommitConflict, CommitOutcomeUnknown, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
+from .errors import (
+    CommitConflict,
+    CommitOutcomeUnknown,
+    DatasetAlreadyExists,
+    LanceSpecError,
+    ObjectAlreadyExists,
+    ObjectNotFound,
+)
 from .layout import (
     TRANSACTIONS_DIR,
     VERSION_HINT_NAME,
@@ -74,12 +82,16 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
     return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
 
 
-def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transaction | None:
-    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file."""
-    found = dataset._find_manifest(version)
-    if found is None:
-        return None
-    manifest_file = dataset.manifest_file(found[0])
+def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None
+                     ) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
+    ``manifest_uri``: where the listing found the version's manifest (else its name is probed)."""
+    if manifest_uri is None:
+        found = dataset._find_manifest(version)
+        if found is None:
+            return None
+        manifest_uri = found[0]
+    manifest_file = dataset.manifest_file(manifest_uri)
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
@@ -109,23 +121,39 @@ def _backoff(attempt: int, unit: float) -> None:
 READ_BACK_ATTEMPTS = 3
 
 
-def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str) -> bool:
+def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str,
+             theirs: Callable[[bytes], object] | None = None) -> bool:
     """Whether the object at ``manifest_uri`` is ``manifest``, the bytes this commit wrote (its transaction
-    file name makes them unique). None there, or other bytes, is "not ours". A read that fails is retried;
-    when every attempt fails, CommitOutcomeUnknown (``failure`` says what happened to the write)."""
+    file name makes them unique). None there, or other bytes, is "not ours" (other bytes are handed to
+    ``theirs``). A read that fails is retried; when every attempt fails, CommitOutcomeUnknown (``failure``
+    says what happened to the write)."""
     problem = ""
     for attempt in range(READ_BACK_ATTEMPTS):
         if attempt:
             time.sleep(0.05 * 2**attempt)
         try:
-            return storage.get(manifest_uri) == manifest
+            found = storage.get(manifest_uri)
         except ObjectNotFound:
             return False
         except Exception as exc:  # a store, a connection or a timeout failing: the answer is still to come
             problem = f"{type(exc).__name__}: {exc}"
+            continue
+        if found == manifest:
+            return True
+        if theirs is not None:
+            theirs(found)
+        return False
     raise CommitOutcomeUnknown(
         f"{failure}, and reading the manifest back failed {READ_BACK_ATTEMPTS} times ({problem}); the version may "
         "or may not have been committed", manifest_uri)
+
+
+def _remember(dataset: Dataset, manifest_uri: str, data: bytes) -> None:
+    """Keep the manifest that took our version's name, read back already, decoded in ``dataset``: the next
+    attempt judges its transaction and builds on it without reading it again. One that does not decode is
+    left for that attempt to read (and fail on) as it would any other."""
+    with contextlib.suppress(LanceSpecError):
+        dataset.manifest_file(manifest_uri, data)
 
 
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
@@ -147,6 +175,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     started = time.monotonic()
     unit = 0.0
     checked = txn.read_version  # versions up to this one have been judged (and rebased onto) already
+    txn_bytes = encode_transaction(txn)
+    txn_name = transaction_file_name(txn.read_version, txn.uuid)
+    txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
     while True:
         attempts += 1
         entries = dataset.version_entries()
@@ -162,8 +193,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 raise ObjectNotFound("no dataset to commit to: _versions/ holds no manifest", dataset.uri)
             latest = entries[-1]
             use_naming = latest.naming
+            listed = {e.version: e.uri for e in entries}
             for other_version in range(checked + 1, latest.version + 1):
-                other = load_transaction(dataset, other_version)
+                other = load_transaction(dataset, other_version, listed.get(other_version))
                 if other is None:
                     raise CommitConflict(
                         f"version {other_version} has no readable transaction to check against",
@@ -185,10 +217,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
             version = latest.version + 1
 
-        txn_bytes = encode_transaction(txn)
-        txn_name = transaction_file_name(txn.read_version, txn.uuid)
-        txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
-        storage.put(txn_uri, txn_bytes)
+        if attempts == 1:  # a retry writes it again before it lists (below)
+            storage.put(txn_uri, txn_bytes)
 
         manifest = finalize(build(previous, txn), version, txn_name)
         manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
@@ -196,7 +226,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         try:
             storage.put_if_absent(manifest_uri, payload)
         except ObjectAlreadyExists:
-            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken"):
+            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken",
+                        theirs=partial(_remember, dataset, manifest_uri)):
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
@@ -208,6 +239,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             if attempts == 1:
                 unit = 1.1 * (time.monotonic() - started)
             _backoff(attempts, unit)
+            # the same bytes again, written before the next listing: what lies between that listing and the
+            # conditional PUT is the window in which another writer can take the name
+            storage.put(txn_uri, txn_bytes)
             continue
         except Exception as exc:
             failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"

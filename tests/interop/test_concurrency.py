@@ -536,9 +536,9 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     loaded: list[int] = []
     real_load = commit_mod.load_transaction
 
-    def counting_load(dataset: Dataset, version: int) -> Any:
+    def counting_load(dataset: Dataset, version: int, manifest_uri: str | None = None) -> Any:
         loaded.append(version)
-        return real_load(dataset, version)
+        return real_load(dataset, version, manifest_uri)
 
     monkeypatch.setattr(commit_mod, "load_transaction", counting_load)
     handle = PinnedHandle(base_dataset, 1)
@@ -555,6 +555,51 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     result = ops.append(handle, ten_rows(300, 1))
     assert (result.version, result.attempts) == (4, 2)
     assert loaded == [2, 3]
+    assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300]
+
+
+def test_lost_race_reads_each_manifest_once(base_dataset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The versions a commit judges are read once each and never probed: their names come from the listing,
+    and the manifest that took our name, read back to tell whether it is ours, is what the retry judges and
+    builds on. The transaction file is written once per attempt, the same bytes each time."""
+    assert ops.append(Dataset(base_dataset), ten_rows(100, 1)).version == 2
+    handle = PinnedHandle(base_dataset, 1)
+    storage = handle.storage
+    gets: Counter[str] = Counter()
+    probes: Counter[str] = Counter()
+    puts: list[tuple[str, bytes]] = []
+    real_get, real_head, real_put, real_put_if_absent = storage.get, storage.head, storage.put, storage.put_if_absent
+
+    def counting_get(uri: str) -> bytes:
+        gets[uri] += 1
+        return real_get(uri)
+
+    def counting_head(uri: str) -> Any:
+        probes[uri] += 1
+        return real_head(uri)
+
+    def recording_put(uri: str, data: bytes) -> None:
+        puts.append((uri, data))
+        real_put(uri, data)
+
+    def racing_put(uri: str, data: bytes) -> None:
+        if not any(f"/{VERSIONS_DIR}/" in u for u, _ in puts):
+            puts.append((uri, data))
+            assert ops.append(Dataset(base_dataset), ten_rows(200, 1)).version == 3  # takes our name first
+        real_put_if_absent(uri, data)
+
+    monkeypatch.setattr(storage, "get", counting_get)
+    monkeypatch.setattr(storage, "head", counting_head)
+    monkeypatch.setattr(storage, "put", recording_put)
+    monkeypatch.setattr(storage, "put_if_absent", racing_put)
+    result = ops.append(handle, ten_rows(300, 1))
+    assert (result.version, result.attempts) == (4, 2)
+    judged = {v: f"{base_dataset}/{VERSIONS_DIR}/{name}" for v, name in
+              ((e.version, e.uri.rsplit("/", 1)[-1]) for e in Dataset(base_dataset).version_entries())}
+    assert [gets[judged[v]] for v in (2, 3)] == [1, 1]
+    assert [probes[judged[v]] for v in (2, 3)] == [0, 0]
+    transaction_puts = [(u, d) for u, d in puts if "/_transactions/" in u]
+    assert len(transaction_puts) == 2 and len(set(transaction_puts)) == 1
     assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300]
 
 
