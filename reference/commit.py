@@ -85,13 +85,17 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
 def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None
                      ) -> transaction_pb2.Transaction | None:
     """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
-    ``manifest_uri``: where the listing found the version's manifest (else its name is probed)."""
+    ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
+    since (a cleanup removed it) is no transaction, as one the probe does not find."""
     if manifest_uri is None:
         found = dataset._find_manifest(version)
         if found is None:
             return None
         manifest_uri = found[0]
-    manifest_file = dataset.manifest_file(manifest_uri)
+    try:
+        manifest_file = dataset.manifest_file(manifest_uri)
+    except ObjectNotFound:
+        return None
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file

@@ -36,7 +36,7 @@ from lancespec.reference import gc, ops
 from lancespec.reference.apply import apply_transaction
 from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.commit import commit
-from lancespec.reference.errors import CommitConflict
+from lancespec.reference.errors import CommitConflict, ObjectNotFound
 from lancespec.reference.layout import DELETIONS_DIR, VERSIONS_DIR, parse_manifest_name
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.local import LocalStore
@@ -416,6 +416,26 @@ def test_a_stale_writer_never_fills_a_version_cleanup_removed(base_dataset: str)
         ops.append(stale, ten_rows(900, 1))
     assert Dataset(base_dataset).versions() == [4, 5]
     assert 900 not in pylance_ids(base_dataset)
+
+
+def test_a_version_removed_between_listing_and_reading_cannot_be_judged(base_dataset: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names a commit judges come from its listing; a manifest a cleanup removes after that listing and
+    before the read is refused as one the listing never showed, never an unexplained ObjectNotFound."""
+    ops.append(Dataset(base_dataset), ten_rows(100, 1))
+    stale = PinnedHandle(base_dataset, 1)
+    real_get = stale.storage.get
+    removed = f"/{VERSIONS_DIR}/{Dataset(base_dataset).version_entries()[-1].uri.rsplit('/', 1)[-1]}"
+
+    def get(uri: str) -> bytes:
+        if uri.endswith(removed):
+            raise ObjectNotFound("no such object", uri)
+        return real_get(uri)
+
+    monkeypatch.setattr(stale.storage, "get", get)
+    with pytest.raises(CommitConflict, match="version 2 has no readable transaction"):
+        ops.append(stale, ten_rows(900, 1))
+    assert Dataset(base_dataset).versions() == [1, 2]
 
 
 def test_overwrite_after_append_succeeds(base_dataset: str) -> None:
