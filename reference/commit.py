@@ -31,6 +31,7 @@ import random
 import time
 import uuid as uuidlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -82,18 +83,19 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
     return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
 
 
-def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None
-                     ) -> transaction_pb2.Transaction | None:
+def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None,
+                     data: bytes | None = None) -> transaction_pb2.Transaction | None:
     """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
     ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
-    since (a cleanup removed it) is no transaction, as one the probe does not find."""
+    since (a cleanup removed it) is no transaction, as one the probe does not find. ``data``: the
+    manifest's bytes, read already."""
     if manifest_uri is None:
         found = dataset._find_manifest(version)
         if found is None:
             return None
         manifest_uri = found[0]
     try:
-        manifest_file = dataset.manifest_file(manifest_uri)
+        manifest_file = dataset.manifest_file(manifest_uri, data)
     except ObjectNotFound:
         return None
     if manifest_file.transaction is not None:
@@ -152,6 +154,22 @@ def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str,
         "or may not have been committed", manifest_uri)
 
 
+#: Manifests a commit reads at the same time when several versions landed since the one it judged last.
+READ_AHEAD = 8
+
+
+def _read_ahead(dataset: Dataset, uris: list[str | None]) -> dict[str, bytes]:
+    """The bytes of the manifests at ``uris`` that ``dataset`` does not hold decoded, read in parallel
+    (these reads lie between the listing and the conditional PUT, where a lost race is decided). A read
+    that fails is left out: judging reads that manifest again, one at a time, and meets the failure there."""
+    wanted = [uri for uri in uris if uri is not None and not dataset.has_manifest_file(uri)]
+    if len(wanted) < 2:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(len(wanted), READ_AHEAD)) as pool:
+        futures = {uri: pool.submit(dataset.storage.get, uri) for uri in wanted}
+    return {uri: future.result() for uri, future in futures.items() if future.exception() is None}
+
+
 def _remember(dataset: Dataset, manifest_uri: str, data: bytes) -> None:
     """Keep the manifest that took our version's name, read back already, decoded in ``dataset``: the next
     attempt judges its transaction and builds on it without reading it again. One that does not decode is
@@ -198,8 +216,10 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             latest = entries[-1]
             use_naming = latest.naming
             listed = {e.version: e.uri for e in entries}
+            read = _read_ahead(dataset, [listed.get(v) for v in range(checked + 1, latest.version + 1)])
             for other_version in range(checked + 1, latest.version + 1):
-                other = load_transaction(dataset, other_version, listed.get(other_version))
+                uri = listed.get(other_version)
+                other = load_transaction(dataset, other_version, uri, read.get(uri) if uri else None)
                 if other is None:
                     raise CommitConflict(
                         f"version {other_version} has no readable transaction to check against",

@@ -382,6 +382,10 @@ class Dataset:
             del self._decoded[next(iter(self._decoded))]
         return found
 
+    def has_manifest_file(self, uri: str) -> bool:
+        """Whether the manifest at ``uri`` is among those kept decoded (``manifest_file`` reads nothing)."""
+        return uri in self._decoded
+
     def head(self, version: int | None = None, *, strict: bool = True) -> Head:
         """The manifest at ``version`` (default latest), decoded, with no file resolved. ``strict`` raises
         on reader flags this implementation lacks."""

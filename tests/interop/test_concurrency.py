@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queue_mod
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -556,9 +557,9 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     loaded: list[int] = []
     real_load = commit_mod.load_transaction
 
-    def counting_load(dataset: Dataset, version: int, manifest_uri: str | None = None) -> Any:
+    def counting_load(dataset: Dataset, version: int, *args: Any) -> Any:
         loaded.append(version)
-        return real_load(dataset, version, manifest_uri)
+        return real_load(dataset, version, *args)
 
     monkeypatch.setattr(commit_mod, "load_transaction", counting_load)
     handle = PinnedHandle(base_dataset, 1)
@@ -621,6 +622,27 @@ def test_lost_race_reads_each_manifest_once(base_dataset: str, monkeypatch: pyte
     transaction_puts = [(u, d) for u, d in puts if "/_transactions/" in u]
     assert len(transaction_puts) == 2 and len(set(transaction_puts)) == 1
     assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300]
+
+
+def test_versions_landed_since_are_read_at_once(base_dataset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three versions landed since the writer's read_version: their manifests are read side by side, once
+    each, then judged in order."""
+    for start in (100, 200, 300):
+        ops.append(Dataset(base_dataset), ten_rows(start, 1))
+    handle = PinnedHandle(base_dataset, 1)
+    real_get = handle.storage.get
+    readers: dict[str, list[str]] = {}
+
+    def get(uri: str) -> bytes:
+        readers.setdefault(uri.rsplit("/", 1)[-1], []).append(threading.current_thread().name)
+        return real_get(uri)
+
+    monkeypatch.setattr(handle.storage, "get", get)
+    assert ops.append(handle, ten_rows(900, 1)).version == 5
+    judged = [e.uri.rsplit("/", 1)[-1] for e in Dataset(base_dataset).version_entries() if 2 <= e.version <= 4]
+    assert [len(readers[name]) for name in judged] == [1, 1, 1]
+    assert all(readers[name][0] != threading.main_thread().name for name in judged)
+    assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300, 900]
 
 
 def test_backoff_is_slotted(monkeypatch: pytest.MonkeyPatch) -> None:
