@@ -250,6 +250,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         try:
             storage.put_if_absent(manifest_uri, payload)
         except ObjectAlreadyExists:
+            lost = time.monotonic()  # a slot lasts the attempt up to the taken name, not its read-back
             if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken",
                         theirs=partial(_remember, dataset, manifest_uri)):
                 break
@@ -261,7 +262,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                     dataset.uri, retryable=True,
                 ) from None
             if attempts == 1:
-                unit = 1.1 * (time.monotonic() - started)
+                unit = 1.1 * (lost - started)
             _backoff(attempts, unit)
             # the same bytes again, written before the next listing: what lies between that listing and the
             # conditional PUT is the window in which another writer can take the name
