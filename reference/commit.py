@@ -13,7 +13,8 @@ Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", 
 4. A taken name means a lost race: back off and retry (bounded). If the name is taken by *our own*
    manifest (a retried request whose first answer was lost), the commit succeeded. Whether it is ours is
    read back; a read-back that keeps failing leaves the outcome unknown (CommitOutcomeUnknown), never
-   "not ours": a retry would then commit the same transaction a second time.
+   "not ours": a retry would then commit the same transaction a second time. Another writer's manifest read
+   back is what the retry judges and builds on; it is not read again.
 5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
 6. After success, write the version hint (a hint only; failures are ignored).
 
@@ -117,8 +118,8 @@ MAX_BACKOFF_SLOTS = 128
 def _backoff(attempt: int, unit: float) -> None:
     """Slot backoff after the ``attempt``-th lost race (docs/lance-format.md §7.2 step 5): wait a random whole
     number of slots out of 4, 8, 16, ... (at most ``MAX_BACKOFF_SLOTS``), a slot lasting ``unit`` seconds
-    (1.1 x the first attempt's duration), so that colliding writers spread over as many attempt-long slots
-    as there are of them, however slow the store is."""
+    (1.1 x the first attempt's duration up to the taken name), so that colliding writers spread over as many
+    attempt-long slots as there are of them, however slow the store is."""
     slots = min(2 ** (attempt + 1), MAX_BACKOFF_SLOTS)
     time.sleep(random.randrange(slots) * unit)
 
