@@ -1,11 +1,14 @@
 """Simulator throughput and checker speed (not a lancespec-vs-pylance pair: run it on its own).
 
-    python bench/bench_simulate.py [--quick] [--writers 1,2,4,8] [--json FILE]
+    python bench/bench_simulate.py [--quick] [--writers 1,2,4,8] [--repeat N] [--json FILE]
 
 1. Commits per second with 1, 2, 4 and 8 writer processes, reference and pylance, on the embedded server
    (through the proxy, no faults, honest personality): an append-only workload of ``appends x writers``
    operations on one dataset, timed from the writers' release to the last completion; the checker then
-   proves the run clean (a run with an anomaly is reported as such, its figure is not trusted).
+   proves the run clean (a run with an anomaly is reported as such, its figure is not trusted). With
+   ``--repeat N`` every (writers, kind) run is repeated N times, the kinds alternating within a round, and
+   the table gives each one's median and the ratio reference / pylance of the medians (above 1: the
+   reference commits more versions per second).
 2. Checker time for a synthetic 10,000-operation history (8 writers, appends, deletes and overwrites on two
    datasets, every manifest in the wire log, a cleanup per dataset that removed all but the last 100
    versions, which are retained with their rows).
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -116,23 +120,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", default="1,2,4,8", help="writer counts (default 1,2,4,8)")
     parser.add_argument("--appends", type=int, default=None, help="appends per writer (default 25, quick 8)")
     parser.add_argument("--kinds", default="reference,pylance", help="writer kinds (default reference,pylance)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per (writers, kind), alternating (default 1)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     args = parser.parse_args(argv)
     os.environ.setdefault("LANCE_LOG", "error")
     console = Console() if sys.stdout.isatty() else Console(width=120)
     appends = args.appends or (8 if args.quick else 25)
     rows = []
-    for kind in args.kinds.split(","):
-        for writers in (int(x) for x in args.writers.split(",")):
-            console.print(f"  {kind}, {writers} writer(s), {appends} appends each ...")
-            rows.append(commits_per_second(writers, kind, appends))
-    table = Table(title=f"commits per second on the embedded server ({appends} appends per writer, no faults)")
-    for column in ("writer", "writers", "commits", "failed", "seconds", "commits/s", "anomalies"):
+    kinds = args.kinds.split(",")
+    counts = [int(x) for x in args.writers.split(",")]
+    console.print(f"load average at the start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for round_ in range(args.repeat):
+        for writers in counts:
+            for kind in kinds:
+                console.print(f"  round {round_ + 1}/{args.repeat}: {kind}, {writers} writer(s), {appends} appends "
+                              "each ...")
+                rows.append({**commits_per_second(writers, kind, appends), "round": round_ + 1,
+                             "load": round(os.getloadavg()[0], 1)})
+    table = Table(title=f"commits per second on the embedded server ({appends} appends per writer, no faults, "
+                        f"median [each of {args.repeat} run(s)])")
+    for column in ("writers", *kinds, *(["reference / pylance"] if {"reference", "pylance"} <= set(kinds) else []),
+                   "failed", "anomalies"):
         table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(row["writer"], str(row["writers"]), str(row["commits"]), str(row["failed"]),
-                      f"{row['seconds']:.1f}", f"{row['commits_per_s']:.2f}", str(row["anomalies"]))
+    for writers in counts:
+        mine = {k: [r for r in rows if r["writers"] == writers and r["writer"] == k] for k in kinds}
+        median = {k: statistics.median(r["commits_per_s"] for r in mine[k]) for k in kinds}
+        runs = {k: " ".join(f"{r['commits_per_s']:.2f}" for r in mine[k]) for k in kinds}
+        cells = [f"{median[k]:.2f} [{runs[k]}]" for k in kinds]
+        if {"reference", "pylance"} <= set(kinds):
+            cells.append(f"{median['reference'] / median['pylance']:.2f}" if median["pylance"] else "-")
+        table.add_row(str(writers), *cells, str(sum(r["failed"] for k in kinds for r in mine[k])),
+                      str(sum(r["anomalies"] for k in kinds for r in mine[k])))
     console.print(table)
+    console.print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     ops = 1_000 if args.quick else 10_000
     checked = checker_time(ops)
     console.print(f"checker: {checked['operations']} operations ({checked['events']} events), "

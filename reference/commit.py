@@ -13,7 +13,8 @@ Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", 
 4. A taken name means a lost race: back off and retry (bounded). If the name is taken by *our own*
    manifest (a retried request whose first answer was lost), the commit succeeded. Whether it is ours is
    read back; a read-back that keeps failing leaves the outcome unknown (CommitOutcomeUnknown), never
-   "not ours": a retry would then commit the same transaction a second time.
+   "not ours": a retry would then commit the same transaction a second time. Another writer's manifest read
+   back is what the retry judges and builds on; it is not read again.
 5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
 6. After success, write the version hint (a hint only; failures are ignored).
 
@@ -31,13 +32,22 @@ import random
 import time
 import uuid as uuidlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from .apply import finalize
 from .codec import decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
 from .conflicts import Resolution, judge
-from .errors import CommitConflict, CommitOutcomeUnknown, DatasetAlreadyExists, ObjectAlreadyExists, ObjectNotFound
+from .errors import (
+    CommitConflict,
+    CommitOutcomeUnknown,
+    DatasetAlreadyExists,
+    LanceSpecError,
+    ObjectAlreadyExists,
+    ObjectNotFound,
+)
 from .layout import (
     TRANSACTIONS_DIR,
     VERSION_HINT_NAME,
@@ -74,12 +84,21 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
     return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
 
 
-def load_transaction(dataset: Dataset, version: int) -> transaction_pb2.Transaction | None:
-    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file."""
-    found = dataset._find_manifest(version)
-    if found is None:
+def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None,
+                     data: bytes | None = None) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
+    ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
+    since (a cleanup removed it) is no transaction, as one the probe does not find. ``data``: the
+    manifest's bytes, read already."""
+    if manifest_uri is None:
+        found = dataset._find_manifest(version)
+        if found is None:
+            return None
+        manifest_uri = found[0]
+    try:
+        manifest_file = dataset.manifest_file(manifest_uri, data)
+    except ObjectNotFound:
         return None
-    manifest_file = dataset.manifest_file(found[0])
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
@@ -99,8 +118,8 @@ MAX_BACKOFF_SLOTS = 128
 def _backoff(attempt: int, unit: float) -> None:
     """Slot backoff after the ``attempt``-th lost race (docs/lance-format.md §7.2 step 5): wait a random whole
     number of slots out of 4, 8, 16, ... (at most ``MAX_BACKOFF_SLOTS``), a slot lasting ``unit`` seconds
-    (1.1 x the first attempt's duration), so that colliding writers spread over as many attempt-long slots
-    as there are of them, however slow the store is."""
+    (1.1 x the first attempt's duration up to the taken name), so that colliding writers spread over as many
+    attempt-long slots as there are of them, however slow the store is."""
     slots = min(2 ** (attempt + 1), MAX_BACKOFF_SLOTS)
     time.sleep(random.randrange(slots) * unit)
 
@@ -109,19 +128,20 @@ def _backoff(attempt: int, unit: float) -> None:
 READ_BACK_ATTEMPTS = 3
 
 
-def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str, *, taken: bool = False) -> bool:
+def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str, *, taken: bool = False,
+             theirs: Callable[[bytes], object] | None = None) -> bool:
     """Whether the object at ``manifest_uri`` is ``manifest``, the bytes this commit wrote (its transaction
-    file name makes them unique). Other bytes are "not ours"; so is none there, unless the name was found
-    ``taken``: then a manifest was there a moment ago and a cleanup has removed it since, and it may have
-    been ours (a resend after a lost answer finds the name taken by its own first attempt), so the outcome
-    is unknown. A read that fails is retried; when every attempt fails, CommitOutcomeUnknown (``failure``
-    says what happened to the write)."""
+    file name makes them unique). Other bytes are "not ours" (and are handed to ``theirs``); so is none there,
+    unless the name was found ``taken``: then a manifest was there a moment ago and a cleanup has removed it
+    since, and it may have been ours (a resend after a lost answer finds the name taken by its own first
+    attempt), so the outcome is unknown. A read that fails is retried; when every attempt fails,
+    CommitOutcomeUnknown (``failure`` says what happened to the write)."""
     problem = ""
     for attempt in range(READ_BACK_ATTEMPTS):
         if attempt:
             time.sleep(0.05 * 2**attempt)
         try:
-            return storage.get(manifest_uri) == manifest
+            found = storage.get(manifest_uri)
         except ObjectNotFound:
             if taken:
                 raise CommitOutcomeUnknown(f"{failure}, and no manifest is there now (a cleanup removed it); it "
@@ -130,9 +150,39 @@ def _is_ours(storage: Storage, manifest_uri: str, manifest: bytes, failure: str,
             return False
         except Exception as exc:  # a store, a connection or a timeout failing: the answer is still to come
             problem = f"{type(exc).__name__}: {exc}"
+            continue
+        if found == manifest:
+            return True
+        if theirs is not None:
+            theirs(found)
+        return False
     raise CommitOutcomeUnknown(
         f"{failure}, and reading the manifest back failed {READ_BACK_ATTEMPTS} times ({problem}); the version may "
         "or may not have been committed", manifest_uri)
+
+
+#: Manifests a commit reads at the same time when several versions landed since the one it judged last.
+READ_AHEAD = 8
+
+
+def _read_ahead(dataset: Dataset, uris: list[str | None]) -> dict[str, bytes]:
+    """The bytes of the manifests at ``uris`` that ``dataset`` does not hold decoded, read in parallel
+    (these reads lie between the listing and the conditional PUT, where a lost race is decided). A read
+    that fails is left out: judging reads that manifest again, one at a time, and meets the failure there."""
+    wanted = [uri for uri in uris if uri is not None and not dataset.has_manifest_file(uri)]
+    if len(wanted) < 2:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(len(wanted), READ_AHEAD)) as pool:
+        futures = {uri: pool.submit(dataset.storage.get, uri) for uri in wanted}
+    return {uri: future.result() for uri, future in futures.items() if future.exception() is None}
+
+
+def _remember(dataset: Dataset, manifest_uri: str, data: bytes) -> None:
+    """Keep the manifest that took our version's name, read back already, decoded in ``dataset``: the next
+    attempt judges its transaction and builds on it without reading it again. One that does not decode is
+    left for that attempt to read (and fail on) as it would any other."""
+    with contextlib.suppress(LanceSpecError):
+        dataset.manifest_file(manifest_uri, data)
 
 
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
@@ -154,6 +204,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     started = time.monotonic()
     unit = 0.0
     checked = txn.read_version  # versions up to this one have been judged (and rebased onto) already
+    txn_bytes = encode_transaction(txn)
+    txn_name = transaction_file_name(txn.read_version, txn.uuid)
+    txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
     while True:
         attempts += 1
         entries = dataset.version_entries()
@@ -169,8 +222,11 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 raise ObjectNotFound("no dataset to commit to: _versions/ holds no manifest", dataset.uri)
             latest = entries[-1]
             use_naming = latest.naming
+            listed = {e.version: e.uri for e in entries}
+            read = _read_ahead(dataset, [listed.get(v) for v in range(checked + 1, latest.version + 1)])
             for other_version in range(checked + 1, latest.version + 1):
-                other = load_transaction(dataset, other_version)
+                uri = listed.get(other_version)
+                other = load_transaction(dataset, other_version, uri, read.get(uri) if uri else None)
                 if other is None:
                     raise CommitConflict(
                         f"version {other_version} has no readable transaction to check against",
@@ -192,10 +248,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
             version = latest.version + 1
 
-        txn_bytes = encode_transaction(txn)
-        txn_name = transaction_file_name(txn.read_version, txn.uuid)
-        txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
-        storage.put(txn_uri, txn_bytes)
+        if attempts == 1:  # a retry writes it again before it lists (below)
+            storage.put(txn_uri, txn_bytes)
 
         manifest = finalize(build(previous, txn), version, txn_name)
         manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
@@ -203,7 +257,9 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         try:
             storage.put_if_absent(manifest_uri, payload)
         except ObjectAlreadyExists:
-            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken", taken=True):
+            lost = time.monotonic()  # a slot lasts the attempt up to the taken name, not its read-back
+            if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken", taken=True,
+                        theirs=partial(_remember, dataset, manifest_uri)):
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
@@ -213,8 +269,11 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                     dataset.uri, retryable=True,
                 ) from None
             if attempts == 1:
-                unit = 1.1 * (time.monotonic() - started)
+                unit = 1.1 * (lost - started)
             _backoff(attempts, unit)
+            # the same bytes again, written before the next listing: what lies between that listing and the
+            # conditional PUT is the window in which another writer can take the name
+            storage.put(txn_uri, txn_bytes)
             continue
         except Exception as exc:
             failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"

@@ -368,16 +368,23 @@ class Dataset:
 
     # --- snapshots --------------------------------------------------------------------------------
 
-    def manifest_file(self, uri: str) -> ManifestFile:
+    def manifest_file(self, uri: str, data: bytes | None = None) -> ManifestFile:
         """The decoded manifest at ``uri``. A manifest never changes once written, so the last few decoded
-        are kept: a writer reads the version it builds on, then the same version again at commit."""
+        are kept: a writer reads the version it builds on, then the same version again at commit, and a
+        commit that lost a race hands over the winner's bytes it read back (``data``: the object's bytes,
+        already read) for its next attempt to judge and build on without reading them again."""
         found = self._decoded.pop(uri, None)
         if found is None:
-            found = decode_manifest_file(self.storage.get(uri), uri, self.storage.limits.max_fragments)
+            found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
+                                         self.storage.limits.max_fragments)
         self._decoded[uri] = found
         while len(self._decoded) > _DECODED_KEPT:
             del self._decoded[next(iter(self._decoded))]
         return found
+
+    def has_manifest_file(self, uri: str) -> bool:
+        """Whether the manifest at ``uri`` is among those kept decoded (``manifest_file`` reads nothing)."""
+        return uri in self._decoded
 
     def head(self, version: int | None = None, *, strict: bool = True) -> Head:
         """The manifest at ``version`` (default latest), decoded, with no file resolved. ``strict`` raises

@@ -74,9 +74,10 @@ MUTANTS = (
               "            continue\n            raise CommitOutcomeUnknown(",
               "a failed manifest PUT (maybe committed: a lost acknowledgement) is retried as if it had failed"),
     SimMutant("lost-race-taken-as-won", "commit.py",
-              "        except ObjectAlreadyExists:\n            if _is_ours(storage, manifest_uri, payload, "
-              "f\"the name of version {version} was taken\", taken=True):\n",
-              "        except ObjectAlreadyExists:\n            if True:\n",
+              "            if _is_ours(storage, manifest_uri, payload, "
+              "f\"the name of version {version} was taken\", taken=True,\n"
+              "                        theirs=partial(_remember, dataset, manifest_uri)):\n",
+              "            if True:\n",
               "a taken manifest name is taken for the writer's own commit"),
     SimMutant("read-back-failure-not-ours", "commit.py",
               "the answer is still to come\n            problem = f\"{type(exc).__name__}: {exc}\"\n",

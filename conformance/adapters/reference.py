@@ -3,6 +3,7 @@ writer is compared with."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +42,10 @@ class ReferenceSession:
         self.site = site
         self.storage = site.storage
         self.staged: dict[int, tuple[int, list[Any]]] = {}
+        root = site.locate("")
+        if root:  # the store's client (boto3's, for s3://) is made at session open, not in the first operation
+            with contextlib.suppress(LanceSpecError):
+                self.storage.backend(root)
 
     def _locate(self, location: str) -> str:
         return base.resolve(self.site, location)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queue_mod
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -36,7 +37,7 @@ from lancespec.reference import gc, ops
 from lancespec.reference.apply import apply_transaction
 from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.commit import commit
-from lancespec.reference.errors import CommitConflict
+from lancespec.reference.errors import CommitConflict, ObjectNotFound
 from lancespec.reference.layout import DELETIONS_DIR, VERSIONS_DIR, parse_manifest_name
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.local import LocalStore
@@ -418,6 +419,26 @@ def test_a_stale_writer_never_fills_a_version_cleanup_removed(base_dataset: str)
     assert 900 not in pylance_ids(base_dataset)
 
 
+def test_a_version_removed_between_listing_and_reading_cannot_be_judged(base_dataset: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names a commit judges come from its listing; a manifest a cleanup removes after that listing and
+    before the read is refused as one the listing never showed, never an unexplained ObjectNotFound."""
+    ops.append(Dataset(base_dataset), ten_rows(100, 1))
+    stale = PinnedHandle(base_dataset, 1)
+    real_get = stale.storage.get
+    removed = f"/{VERSIONS_DIR}/{Dataset(base_dataset).version_entries()[-1].uri.rsplit('/', 1)[-1]}"
+
+    def get(uri: str) -> bytes:
+        if uri.endswith(removed):
+            raise ObjectNotFound("no such object", uri)
+        return real_get(uri)
+
+    monkeypatch.setattr(stale.storage, "get", get)
+    with pytest.raises(CommitConflict, match="version 2 has no readable transaction"):
+        ops.append(stale, ten_rows(900, 1))
+    assert Dataset(base_dataset).versions() == [1, 2]
+
+
 def test_overwrite_after_append_succeeds(base_dataset: str) -> None:
     """Overwrite row, Append column: nothing listed, compatible (pylance: Overwrite at 1 after two appends -> v4)."""
     overwriter, appender = PinnedHandle(base_dataset, 1), PinnedHandle(base_dataset, 1)
@@ -536,9 +557,9 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     loaded: list[int] = []
     real_load = commit_mod.load_transaction
 
-    def counting_load(dataset: Dataset, version: int) -> Any:
+    def counting_load(dataset: Dataset, version: int, *args: Any) -> Any:
         loaded.append(version)
-        return real_load(dataset, version)
+        return real_load(dataset, version, *args)
 
     monkeypatch.setattr(commit_mod, "load_transaction", counting_load)
     handle = PinnedHandle(base_dataset, 1)
@@ -556,6 +577,72 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     assert (result.version, result.attempts) == (4, 2)
     assert loaded == [2, 3]
     assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300]
+
+
+def test_lost_race_reads_each_manifest_once(base_dataset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The versions a commit judges are read once each and never probed: their names come from the listing,
+    and the manifest that took our name, read back to tell whether it is ours, is what the retry judges and
+    builds on. The transaction file is written once per attempt, the same bytes each time."""
+    assert ops.append(Dataset(base_dataset), ten_rows(100, 1)).version == 2
+    handle = PinnedHandle(base_dataset, 1)
+    storage = handle.storage
+    gets: Counter[str] = Counter()
+    probes: Counter[str] = Counter()
+    puts: list[tuple[str, bytes]] = []
+    real_get, real_head, real_put, real_put_if_absent = storage.get, storage.head, storage.put, storage.put_if_absent
+
+    def counting_get(uri: str) -> bytes:
+        gets[uri] += 1
+        return real_get(uri)
+
+    def counting_head(uri: str) -> Any:
+        probes[uri] += 1
+        return real_head(uri)
+
+    def recording_put(uri: str, data: bytes) -> None:
+        puts.append((uri, data))
+        real_put(uri, data)
+
+    def racing_put(uri: str, data: bytes) -> None:
+        if not any(f"/{VERSIONS_DIR}/" in u for u, _ in puts):
+            puts.append((uri, data))
+            assert ops.append(Dataset(base_dataset), ten_rows(200, 1)).version == 3  # takes our name first
+        real_put_if_absent(uri, data)
+
+    monkeypatch.setattr(storage, "get", counting_get)
+    monkeypatch.setattr(storage, "head", counting_head)
+    monkeypatch.setattr(storage, "put", recording_put)
+    monkeypatch.setattr(storage, "put_if_absent", racing_put)
+    result = ops.append(handle, ten_rows(300, 1))
+    assert (result.version, result.attempts) == (4, 2)
+    judged = {v: f"{base_dataset}/{VERSIONS_DIR}/{name}" for v, name in
+              ((e.version, e.uri.rsplit("/", 1)[-1]) for e in Dataset(base_dataset).version_entries())}
+    assert [gets[judged[v]] for v in (2, 3)] == [1, 1]
+    assert [probes[judged[v]] for v in (2, 3)] == [0, 0]
+    transaction_puts = [(u, d) for u, d in puts if "/_transactions/" in u]
+    assert len(transaction_puts) == 2 and len(set(transaction_puts)) == 1
+    assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300]
+
+
+def test_versions_landed_since_are_read_at_once(base_dataset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three versions landed since the writer's read_version: their manifests are read side by side, once
+    each, then judged in order."""
+    for start in (100, 200, 300):
+        ops.append(Dataset(base_dataset), ten_rows(start, 1))
+    handle = PinnedHandle(base_dataset, 1)
+    real_get = handle.storage.get
+    readers: dict[str, list[str]] = {}
+
+    def get(uri: str) -> bytes:
+        readers.setdefault(uri.rsplit("/", 1)[-1], []).append(threading.current_thread().name)
+        return real_get(uri)
+
+    monkeypatch.setattr(handle.storage, "get", get)
+    assert ops.append(handle, ten_rows(900, 1)).version == 5
+    judged = [e.uri.rsplit("/", 1)[-1] for e in Dataset(base_dataset).version_entries() if 2 <= e.version <= 4]
+    assert [len(readers[name]) for name in judged] == [1, 1, 1]
+    assert all(readers[name][0] != threading.main_thread().name for name in judged)
+    assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300, 900]
 
 
 def test_backoff_is_slotted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,7 +37,7 @@ def test_the_locked_embedded_server_passes_every_property(s3_server: EmbeddedS3S
 def test_the_unlocked_embedded_server_is_not_commit_safe() -> None:
     with EmbeddedS3Server(locked=False, switch_interval=1e-6) as server:  # as the pre-flight's own test
         server.create_bucket("unlocked")
-        verdict = judge_store(server.endpoint, "unlocked", server.storage_options(), race_rounds=400,
+        verdict = judge_store(server.endpoint, "unlocked", server.storage_options(), race_rounds=3000,
                               only=("conditional-create", "atomic-conditional-create"))
     assert by_name(verdict) == {"conditional-create": True, "atomic-conditional-create": False}, verdict.to_json()
     assert not verdict.commit_safe

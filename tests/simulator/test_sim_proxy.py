@@ -196,7 +196,7 @@ def test_preflight_vouches_for_the_locked_server(s3_server: EmbeddedS3Server, bu
 def test_preflight_catches_the_unlocked_server() -> None:
     with EmbeddedS3Server(locked=False, switch_interval=1e-6) as server:
         server.create_bucket("unlocked")
-        result = preflight(server.endpoint, "unlocked", server.storage_options(), rounds=400)
+        result = preflight(server.endpoint, "unlocked", server.storage_options(), rounds=3000)
     assert result.sequential_ok  # one request at a time it behaves ...
     assert not result.vouched and result.double_wins >= 1  # ... under contention it does not
     assert "not atomic" in result.reason
