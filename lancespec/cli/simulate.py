@@ -1,6 +1,7 @@
 """``lancespec simulate``: concurrent writers, a real S3 server, injected faults, a checker
 (docs/simulator.md). Exit 0 no anomaly, 1 anomalies found. The run's rendering: rich tables on stdout,
-the full report (JSON) to ``--report``."""
+the full report (JSON) to ``--report``, the timeline (one self-contained page) to ``--html``, which also draws a
+report saved earlier (``--from-report``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from lancespec.reference.errors import InvalidOption
+from lancespec.reference.printable import printable
 from lancespec.simulator.checker import INVARIANTS
 from lancespec.simulator.faults import FAULTS, PROFILES
 from lancespec.simulator.history import OUTCOMES
@@ -71,6 +74,11 @@ def register(sub: Any) -> None:
                         "stage, and the contended shared-delete, shared-tag (default append=40,delete=9,overwrite=3,"
                         "tag=6,clone=2,cleanup=6,stage=10)")
     parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the run's timeline here: one lane per writer, faults and anomalies marked, "
+                        "latency percentiles (with --personality all, one page per personality: FILE-NAME.html)")
+    parser.add_argument("--from-report", metavar="FILE",
+                        help="with --html: draw a report saved by --report instead of running")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")
     parser.add_argument("--shrink", action="store_true",
@@ -97,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
     from lancespec.progress import progress_bar
 
     console = Console() if sys.stdout.isatty() else Console(width=150)
+    if args.from_report:
+        if not args.html:
+            raise InvalidOption("--from-report draws a saved report: give --html FILE")
+        write_timelines(saved_runs(args.from_report), args.html, console)
+        return EXIT_OK
     personalities = list(PERSONALITIES) if args.personality == "all" else [args.personality]
     if args.endpoint and "unlocked" in personalities and args.personality == "all":
         personalities.remove("unlocked")
@@ -120,7 +133,37 @@ def run(args: argparse.Namespace) -> int:
             json.dump(payload, fh, indent=1)
             fh.write("\n")
         console.print(f"report written to {args.report}")
+    if args.html:
+        write_timelines([r.to_json() for r in reports], args.html, console)
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+
+
+def saved_runs(path: str) -> list[dict[str, Any]]:
+    """The runs of a report written by ``--report`` (one run, or the runs of ``--personality all``)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            document = json.load(fh)
+    except OSError as exc:
+        raise InvalidOption(f"cannot read {printable(path, 200)}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidOption(f"{printable(path, 200)} is not a simulate report (not JSON: {exc})") from None
+    runs = document.get("runs", [document]) if isinstance(document, dict) else []
+    if not runs or not all(isinstance(r, dict) and r.get("format") == "lancespec.simulate/1" for r in runs):
+        raise InvalidOption(f"{printable(path, 200)} is not a report written by lancespec simulate --report")
+    return list(runs)
+
+
+def write_timelines(runs: Sequence[dict[str, Any]], path: str, console: Console) -> None:
+    """The timeline page of each run: ``path`` for one run, ``{stem}-{personality}.html`` for several."""
+    from pathlib import Path
+
+    from lancespec.render.timeline_page import timeline_page
+
+    target = Path(path)
+    for run in runs:
+        out = target if len(runs) == 1 else target.with_name(f"{target.stem}-{run['config']['personality']}.html")
+        out.write_text(timeline_page(run), encoding="utf-8")
+        console.print(f"timeline written to {out}")
 
 
 def shrink_and_report(report: RunReport, args: argparse.Namespace, console: Console) -> None:

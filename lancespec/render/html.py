@@ -44,6 +44,7 @@ th{background:#f1f4f7;font-weight:600}
 .outcome-pass{background:#e8f5ea}.outcome-fail{background:#fbe3e6}.outcome-partial{background:#fff4d6}
 .outcome-xfail{background:#eef0ff}.outcome-xpass{background:#fbe3e6}.outcome-skip{background:#f3f3f3}
 details>summary{cursor:pointer}
+svg [hidden]{display:none}
 .muted{color:#6b7685}
 svg .marked.filtered polygon,svg .marked.filtered path,svg .marked.filtered ellipse{stroke:#555;stroke-width:1px}
 """
@@ -69,6 +70,7 @@ _JS = """
         (by[pair.slice(0, i)] = by[pair.slice(0, i)] || []).push(pair.slice(i + 1));
       }
       el.hidden = !Object.entries(by).every(([f, vs]) => !on[f] || vs.some(v => on[f].has(v)));
+      el.toggleAttribute('hidden', el.hidden);  // an SVG element has no hidden property of its own
       if (el.classList.contains('counted')){ total++; if (!el.hidden) shown++; }
     }
     for (const node of document.querySelectorAll('svg .marked')){

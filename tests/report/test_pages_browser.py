@@ -7,6 +7,7 @@ Playwright, Chromium or Graphviz."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,4 +142,30 @@ def test_certify_writer_grid(browser: Any, tmp_path: Path) -> None:
         page.uncheck('input[data-facet="outcome"][value="pass"]')
         assert page.locator("tr.row:visible > th").all_inner_texts() == [
             r["scenario"] for r in runs if r["outcome"] != "pass"]
+    assert_self_contained(seen)
+
+
+@pytest.mark.s3
+def test_simulate_timeline(browser: Any, tmp_path: Path) -> None:
+    """A real run (3 reference writers, faults on) drawn by ``simulate --html``, and the same page drawn again
+    from its saved report: one lane per writer, one bar per operation of the history, filters that hide."""
+    report, html = tmp_path / "sim.json", tmp_path / "sim.html"
+    args = ["simulate", "--writers", "3", "--ops", "24", "--seed", "11", "--datasets", "1", "--preflight-rounds", "0"]
+    assert run_cli(*args, "--report", str(report), "--html", str(html))[0] == 0
+    again = tmp_path / "again.html"
+    assert run_cli("simulate", "--from-report", str(report), "--html", str(again))[0] == 0
+    assert again.read_text() == html.read_text()
+    history = json.loads(report.read_text())["history"]
+    invoked = [e for e in history if e["type"] == "invoke"]
+    outcome = {(e["op"]["writer"], e["op"]["index"]): e["type"] for e in history if e["type"] != "invoke"}
+    not_ok = [e for e in invoked if outcome.get((e["op"]["writer"], e["op"]["index"]), "unknown") != "ok"]
+    with opened(browser, html) as seen:
+        page = seen.page
+        assert page.locator("svg.timeline rect.op").count() == len(invoked) == 24
+        assert page.locator("svg.timeline text", has_text=re.compile(r"^w\d$")).count() == 3
+        assert page.locator("#shown").inner_text() == f"{len(invoked)} of {len(invoked)} shown"
+        page.uncheck('input[data-facet="outcome"][value="ok"]')
+        assert page.locator("svg.timeline rect.op:visible").count() == len(not_ok)
+        completed = {e["op"]["kind"] for e in history if e["type"] != "invoke"}
+        assert page.locator("#latency tbody tr").count() == len(completed)
     assert_self_contained(seen)
