@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lancespec.simulator.history import History
+
 from .html import Facet, esc, filter_attr, page, table
 
 OUTCOME_COLOURS = {"ok": "#3c9d4f", "failed": "#9aa3ad", "unknown": "#e08a00"}
@@ -22,22 +24,12 @@ LANE, BAR, LEFT, WIDTH = 26, 14, 60, 1100  # lane height, bar height, label marg
 
 
 def operations(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each invocation paired with its completion (by writer and plan index): writer, kind, start, end
-    (None when the run was cut before it completed), outcome, the events' indices and their lines."""
-    open_: dict[tuple[int, int], dict[str, Any]] = {}
-    done: list[dict[str, Any]] = []
-    for event in history:
-        key = (event["op"]["writer"], event["op"]["index"])
-        if event["type"] == "invoke":
-            open_[key] = {"writer": event["process"], "kind": event["op"]["kind"], "dataset": event["op"]["dataset"],
-                          "start": event["time"], "end": None, "outcome": "unknown", "events": [event["index"]],
-                          "value": {}}
-        elif key in open_:
-            op = open_.pop(key)
-            op.update(end=event["time"], outcome=event["type"], value=event.get("value", {}))
-            op["events"].append(event["index"])
-            done.append(op)
-    return sorted([*done, *open_.values()], key=lambda o: (o["start"], o["writer"]))
+    """Each operation of the saved history (``History.records`` pairs invocations with completions): writer,
+    kind, dataset, start, end (None when the run was cut before it completed), outcome, its events' indices."""
+    return [{"writer": r.op.writer, "kind": r.op.kind, "dataset": r.op.dataset, "start": r.start,
+             "end": r.completion.time if r.completion is not None else None, "outcome": r.outcome,
+             "events": [e.index for e in r.events()]}
+            for r in History.from_json(list(history)).records()]
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
