@@ -23,13 +23,13 @@ OUTCOME_COLOURS = {"ok": "#3c9d4f", "failed": "#9aa3ad", "unknown": "#e08a00"}
 LANE, BAR, LEFT, WIDTH = 26, 14, 60, 1100  # lane height, bar height, label margin, plot width (SVG units)
 
 
-def operations(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def operations(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each operation of the saved history (``History.records`` pairs invocations with completions): writer,
     kind, dataset, start, end (None when the run was cut before it completed), outcome, its events' indices."""
     return [{"writer": r.op.writer, "kind": r.op.kind, "dataset": r.op.dataset, "start": r.start,
              "end": r.completion.time if r.completion is not None else None, "outcome": r.outcome,
              "events": [e.index for e in r.events()]}
-            for r in History.from_json(list(history)).records()]
+            for r in History.from_json(history).records()]
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
