@@ -67,11 +67,12 @@ def render_json(report: Report) -> str:
     return json.dumps(to_json(report), indent=2) + "\n"
 
 
-def _where(findings: Sequence[Finding]) -> str:
-    """Where a group of findings was made: ``v1-7``, ``feat@v3-4``, ``dataset``, joined by ``; ``."""
+def where(places: Iterable[tuple[str | None, int | None]]) -> str:
+    """Where findings were made, from their (branch, version) pairs: ``v1-7``, ``feat@v3-4``, ``dataset``,
+    joined by ``; ``."""
     by_branch: dict[str | None, list[int | None]] = {}
-    for f in findings:
-        by_branch.setdefault(f.branch, []).append(f.version)
+    for branch, version in places:
+        by_branch.setdefault(branch, []).append(version)
     parts = []
     for branch, versions in sorted(by_branch.items(), key=lambda item: item[0] or ""):
         numbers = [v for v in versions if v is not None]
@@ -79,6 +80,10 @@ def _where(findings: Sequence[Finding]) -> str:
                                         f"v{version_ranges(numbers)}" if numbers else ""]))
         parts.append(f"{printable(branch)}@{shown}" if branch else shown)
     return "; ".join(parts)
+
+
+def _where(findings: Sequence[Finding]) -> str:
+    return where((f.branch, f.version) for f in findings)
 
 
 def _tag(findings: Sequence[Finding]) -> str:

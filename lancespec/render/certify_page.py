@@ -15,11 +15,12 @@ from typing import Any
 
 from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, coverage, load_catalogue
 from lancespec.conformance.checks import all_checks
+from lancespec.conformance.report import where
 from lancespec.conformance.traceability import Matrix, load_matrix
 
 from .dot import to_dot, to_svg
 from .html import Facet, esc, filter_attr, inline_svg, page, table
-from .lineage import Doc, Lineage, VersionRef, build_lineage, lane_name, location
+from .lineage import Doc, Lineage, Mark, VersionRef, build_lineage, lane_name, location
 
 #: The finding key that labels a finding as a known divergence (its value is the label); such findings
 #: are folded under their requirement.
@@ -45,11 +46,16 @@ def verdict(report: Mapping[str, Any]) -> str:
     return "CONFORMANT" if report["conformant"] else "NOT CONFORMANT"
 
 
-def finding_refs(report: Mapping[str, Any]) -> set[VersionRef]:
-    """The versions findings point to (drawn on their own, marked)."""
+def finding_marks(report: Mapping[str, Any]) -> dict[VersionRef, Mark]:
+    """The versions findings point to, each marked with its findings' severities and requirements (the
+    diagram outlines them, and collapses a run of them only where every version carries the same)."""
     root = location(report["uri"])
-    return {VersionRef(root, lane_name(f.get("branch")), f["version"])
-            for f in report["findings"] if f["version"] is not None}
+    out: dict[VersionRef, set[str]] = {}
+    for f in report["findings"]:
+        if f["version"] is not None:
+            ref = VersionRef(root, lane_name(f.get("branch")), f["version"])
+            out.setdefault(ref, set()).add(f"{f['severity']} {f['requirement']}")
+    return {ref: frozenset(mark) for ref, mark in out.items()}
 
 
 def _marks(lineage: Lineage, report: Mapping[str, Any]) -> dict[str, set[tuple[str, str]]]:
@@ -69,16 +75,33 @@ def _marks(lineage: Lineage, report: Mapping[str, Any]) -> dict[str, set[tuple[s
     return out
 
 
-def _where(f: Mapping[str, Any]) -> str:
-    version = "dataset" if f["version"] is None else f"v{f['version']}"
-    return f"{f['branch']}@{version}" if f.get("branch") else version
+#: Files named in one row of findings; the JSON report names every one.
+SHOWN_FILES = 20
 
 
-def _finding_row(f: Mapping[str, Any]) -> str:
-    extra = "; ".join(f"{k}: {v}" for k, v in f.items() if k not in _FINDING_KEYS)
-    return (f'<tr class="finding counted"{filter_attr(severity=[f["severity"]], area=[area_of(f["requirement"])])}>'
-            f'<td>{esc(_where(f))}</td><td class="path">{esc(f["path"])}</td><td>{esc(f["message"])}</td>'
-            f"<td>{esc(extra)}</td></tr>")
+def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One row per distinct thing said (message and extra keys): where it was said as version ranges
+    (``v1-7; feat@v3``), how many findings, and the file, or the files folded when they differ. A writer
+    whose every version carries the same divergence fills one row, not one per version."""
+    said: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for f in findings:
+        extra = "; ".join(f"{k}: {v}" for k, v in f.items() if k not in _FINDING_KEYS)
+        said.setdefault((f["message"], extra), []).append(f)
+    rows = []
+    for (message, extra), group in said.items():
+        first = group[0]
+        paths = list(dict.fromkeys(f["path"] for f in group))
+        named = [esc(p) for p in paths[:SHOWN_FILES]]
+        if len(paths) > SHOWN_FILES:
+            named.append(f"… and {len(paths) - SHOWN_FILES} more (the JSON report names each)")
+        files = named[0] if len(paths) == 1 else \
+            f"<details><summary>{len(paths)} files</summary>{'<br>'.join(named)}</details>"
+        count = f" ({len(group)} findings)" if len(group) > 1 else ""
+        rows.append(f'<tr class="finding counted" data-count="{len(group)}"'
+                    f'{filter_attr(severity=[first["severity"]], area=[area_of(first["requirement"])])}>'
+                    f'<td>{esc(where((f.get("branch"), f["version"]) for f in group))}{count}</td>'
+                    f'<td class="path">{files}</td><td>{esc(message)}</td><td>{esc(extra)}</td></tr>')
+    return rows
 
 
 def _source(req: Requirement | None) -> str:
@@ -109,12 +132,12 @@ def _requirement(rid: str, findings: Sequence[Mapping[str, Any]], req: Requireme
              f'<span class="muted">({len(findings)} finding{"s" if len(findings) != 1 else ""})</span></h3>'
              f"<p>{rule}</p><p class=\"muted\">Source: {_source(req)}</p>{_statements(req, matrix)}"]
     if plain:
-        parts.append(table(head, map(_finding_row, plain)))
+        parts.append(table(head, _finding_rows(plain)))
     for label in sorted({str(f[DIVERGENCE_KEY]) for f in known}):
         rows = [f for f in known if str(f[DIVERGENCE_KEY]) == label]
         parts.append(f'<details class="divergence"><summary>known divergence {esc(label)}: {len(rows)} '
                      f"finding{'s' if len(rows) != 1 else ''}</summary>"
-                     f"{table(head, map(_finding_row, rows))}</details>")
+                     f"{table(head, _finding_rows(rows))}</details>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -143,7 +166,7 @@ def _coverage(report: Mapping[str, Any], catalogue: Mapping[str, Requirement]) -
 def _diagram(report: Mapping[str, Any], docs: Sequence[Doc] | None, lineage_error: str | None) -> str:
     if docs is None:
         return f'<p class="muted">No diagram: the lineage could not be read ({esc(lineage_error or "")}).</p>'
-    lineage = build_lineage(docs, finding_refs(report))
+    lineage = build_lineage(docs, finding_marks(report))
     svg = to_svg(to_dot(lineage, _marks(lineage, report)))
     return f'<div class="diagram">{inline_svg(svg)}</div>'
 

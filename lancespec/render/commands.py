@@ -13,7 +13,7 @@ from lancespec.reference.limits import Limits
 from lancespec.reference.printable import printable
 from lancespec.reference.table import Dataset
 
-from .certify_page import certify_page, finding_refs
+from .certify_page import certify_page, finding_marks
 from .dot import require_graphviz, write_graph
 from .gather import gather
 from .lineage import build_lineage
@@ -44,7 +44,7 @@ def certify_html(uri: str, storage_options: Mapping[str, str], io_parallelism: i
         document = to_json(report)
         try:
             dataset = Dataset(uri, RunStorage(storage_options, io_parallelism, limits))
-            return certify_page(document, gather(dataset, finding_refs(document)))
+            return certify_page(document, gather(dataset, finding_marks(document)))
         except LanceSpecError as exc:
             return certify_page(document, None, str(exc))
 

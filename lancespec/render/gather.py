@@ -9,21 +9,23 @@ only shows it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from typing import Any
 
 from lancespec.inspect import inspect_report
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.table import Dataset
 
-from .lineage import VersionRef, clone_source, pinned_versions, spans
+from .lineage import Mark, VersionRef, clone_source, lane_marks, location, pinned_versions, spans
 
 
-def gather(dataset: Dataset, marks: Collection[VersionRef] = ()) -> list[dict[str, Any]]:
-    """The documents ``build_lineage`` needs for ``dataset``'s lineage, that dataset's first; ``marks``
-    are versions to show on their own. Errors reading ``dataset``'s own latest versions propagate."""
+def gather(dataset: Dataset, marks: Mapping[VersionRef, Mark] | None = None) -> list[dict[str, Any]]:
+    """The documents ``build_lineage`` needs for ``dataset``'s lineage, that dataset's first, with the
+    versions ``marks`` marks (``build_lineage``'s same argument). Errors reading ``dataset``'s own latest
+    versions propagate."""
     docs: list[dict[str, Any]] = []
-    refs = set(marks)
+    marks = marks or {}
+    refs: set[VersionRef] = set()
     first = dataset.main()
     queue = [first]
     seen: set[str] = set()
@@ -50,7 +52,7 @@ def gather(dataset: Dataset, marks: Collection[VersionRef] = ()) -> list[dict[st
         for name, root, lane_head in lanes:
             docs.append(lane_head)
             pinned = pinned_versions(head, name, refs)
-            for span in spans(lane_head["versions"], pinned):
+            for span in spans(lane_head["versions"], pinned, lane_marks(marks, location(head["uri"]), name)):
                 if len(span) == 1 and span[0] != lane_head["version"]:
                     try:
                         docs.append(inspect_report(main, root.snapshot(span[0], strict=False)))

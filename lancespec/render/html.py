@@ -71,7 +71,10 @@ _JS = """
       }
       el.hidden = !Object.entries(by).every(([f, vs]) => !on[f] || vs.some(v => on[f].has(v)));
       el.toggleAttribute('hidden', el.hidden);  // an SVG element has no hidden property of its own
-      if (el.classList.contains('counted')){ total++; if (!el.hidden) shown++; }
+      if (el.classList.contains('counted')){
+        const n = Number(el.dataset.count || 1);
+        total += n; if (!el.hidden) shown += n;
+      }
     }
     for (const node of document.querySelectorAll('svg .marked')){
       const live = Array.from(node.classList).some(c => {

@@ -6,7 +6,9 @@ version the diagram shows on its own (``gather`` reads exactly those). The model
 
 * one **dataset** per main root, with one **lane** per branch (main first) holding its versions as
   **steps**: a step is one version, or a run of at least ``COLLAPSE_RUN`` consecutive versions that nothing
-  pins (no tag, fork, clone source, end of the lane or marked finding), shown as one node with its count;
+  pins (no tag, fork, clone source or end of the lane) and that carry the same marks (the same findings, or
+  none), shown as one node with its count: a writer whose every version carries the same known divergence
+  still draws a long history as a few nodes;
 * **tags** on the versions they pin (a tag may pin a branch's version: ``tag_branches``);
 * **forks**: a branch's lane starts from the version of its parent it was created from (``branch_forks``);
 * **clones**: a root whose first version was committed by a Clone (the clone-primitives post "shallow_clone",
@@ -34,6 +36,10 @@ from lancespec.reference.store.uri import local_path, relative_to, scheme_of
 COLLAPSE_RUN = 5
 
 Doc = Mapping[str, Any]
+
+
+#: What a version is marked with (its findings' severities and requirements); empty when unmarked.
+Mark = frozenset[str]
 
 
 @dataclass(frozen=True, order=True)
@@ -73,7 +79,7 @@ def clone_source(doc: Doc) -> VersionRef | None:
 
 def pinned_versions(head: Doc, branch: str | None, refs: Collection[VersionRef]) -> set[int]:
     """Versions of lane ``branch`` of the dataset ``head`` (a main root's document) describes that are
-    never collapsed: tagged, forked from, cloned from, or in ``refs`` (marks)."""
+    never collapsed: tagged, forked from, or in ``refs`` (clone sources)."""
     root = location(head["uri"])
     out = {v for name, v in head["tags"].items() if lane_name(head["tag_branches"].get(name)) == branch}
     out |= {f["parent_version"] for f in head["branch_forks"].values() if lane_name(f["parent_branch"]) == branch}
@@ -81,12 +87,19 @@ def pinned_versions(head: Doc, branch: str | None, refs: Collection[VersionRef])
     return out
 
 
-def spans(versions: Sequence[int], pinned: Collection[int]) -> list[tuple[int, ...]]:
+def lane_marks(marks: Mapping[VersionRef, Mark], root: str, branch: str | None) -> dict[int, Mark]:
+    """The marks of one lane's versions, by version."""
+    return {r.version: mark for r, mark in marks.items() if r.root == root and r.branch == branch}
+
+
+def spans(versions: Sequence[int], pinned: Collection[int], marks: Mapping[int, Mark] | None = None,
+          ) -> list[tuple[int, ...]]:
     """A lane's versions as drawn: the first, the last and every pinned version alone; a run of at least
-    ``COLLAPSE_RUN`` others as one span; shorter runs version by version."""
+    ``COLLAPSE_RUN`` others carrying the same marks as one span; shorter runs version by version."""
     keep = set(pinned)
     if versions:
         keep |= {versions[0], versions[-1]}
+    mark_of = marks or {}
     out: list[tuple[int, ...]] = []
     run: list[int] = []
 
@@ -101,8 +114,10 @@ def spans(versions: Sequence[int], pinned: Collection[int]) -> list[tuple[int, .
         if v in keep:
             flush()
             out.append((v,))
-        else:
-            run.append(v)
+            continue
+        if run and mark_of.get(run[-1], frozenset()) != mark_of.get(v, frozenset()):
+            flush()
+        run.append(v)
     flush()
     return out
 
@@ -332,9 +347,10 @@ def _locations(docs: Sequence[Doc], lane_roots: Collection[str]) -> tuple[Group,
     return tuple(groups)
 
 
-def _steps(lane_id: str, versions: Sequence[int], pinned: set[int], docs: Mapping[int, Doc]) -> tuple[Step, ...]:
+def _steps(lane_id: str, versions: Sequence[int], pinned: set[int], marks: Mapping[int, Mark],
+           docs: Mapping[int, Doc]) -> tuple[Step, ...]:
     out = []
-    for i, span in enumerate(spans(versions, pinned)):
+    for i, span in enumerate(spans(versions, pinned, marks)):
         doc = docs.get(span[0]) if len(span) == 1 else None
         usage, unresolved = _usage(doc) if doc is not None else ((), 0)
         out.append(Step(f"{lane_id}v{i}", span, doc["num_rows"] if doc is not None else None, usage, unresolved))
@@ -348,13 +364,15 @@ def _node_of(lanes: Mapping[tuple[str, str | None], Lane], ref: VersionRef) -> s
     return next((s.id for s in lane.steps if ref.version in s.versions), lane.id)
 
 
-def build_lineage(docs: Sequence[Doc], marks: Collection[VersionRef] = ()) -> Lineage:
-    """The lineage the inspect documents ``docs`` describe; versions in ``marks`` are never collapsed."""
+def build_lineage(docs: Sequence[Doc], marks: Mapping[VersionRef, Mark] | None = None) -> Lineage:
+    """The lineage the inspect documents ``docs`` describe; a version in ``marks`` collapses only with
+    neighbours marked alike."""
+    marks = marks or {}
     by_root: dict[str, dict[int, Doc]] = {}
     for doc in docs:
         by_root.setdefault(location(doc["uri"]), {})[doc["version"]] = doc
     heads = {root: found[max(found)] for root, found in by_root.items()}
-    refs = set(marks) | {ref for head in heads.values() if (ref := clone_source(head)) is not None}
+    refs = {ref for head in heads.values() if (ref := clone_source(head)) is not None}
     lanes_of = _lanes_of(heads)
     lanes: dict[tuple[str, str | None], Lane] = {}
     for d, (main, members) in enumerate(lanes_of.items()):
@@ -362,7 +380,8 @@ def build_lineage(docs: Sequence[Doc], marks: Collection[VersionRef] = ()) -> Li
             head = heads.get(root)
             versions = head["versions"] if head is not None else []
             lane_id = f"d{d}b{b}"
-            steps = _steps(lane_id, versions, pinned_versions(heads[main], branch, refs), by_root.get(root, {}))
+            steps = _steps(lane_id, versions, pinned_versions(heads[main], branch, refs),
+                           lane_marks(marks, main, branch), by_root.get(root, {}))
             lanes[(main, branch)] = Lane(lane_id, branch, root, steps, None)
     for main in lanes_of:  # forks, once every lane has its steps
         for name, fork in heads[main]["branch_forks"].items():

@@ -158,12 +158,20 @@ def test_long_runs_between_refs_collapse_with_their_count() -> None:
     assert len(spans(list(range(1, COLLAPSE_RUN + 3)), set())) == 3  # a run of COLLAPSE_RUN collapses
 
 
-def test_a_marked_version_is_never_collapsed() -> None:
+def test_a_marked_version_collapses_only_with_neighbours_marked_alike() -> None:
     docs = [_doc("/d/ds", list(range(1, 101)))]
-    plain = build_lineage(docs)
-    marked = build_lineage(docs, {VersionRef("/d/ds", None, 50)})
-    assert [len(s.versions) for s in plain.datasets[0].lanes[0].steps] == [1, 98, 1]
-    assert [len(s.versions) for s in marked.datasets[0].lanes[0].steps] == [1, 48, 1, 49, 1]
+    must, should = frozenset({"MUST FILE-001"}), frozenset({"SHOULD MAN-013"})
+
+    def lengths(marks: dict[int, frozenset[str]]) -> list[int]:
+        lineage = build_lineage(docs, {VersionRef("/d/ds", None, v): m for v, m in marks.items()})
+        return [len(s.versions) for s in lineage.datasets[0].lanes[0].steps]
+
+    assert lengths({}) == [1, 98, 1]
+    assert lengths({50: must}) == [1, 48, 1, 49, 1]
+    assert lengths(dict.fromkeys(range(1, 101), should)) == [1, 98, 1]  # every version the same divergence
+    assert lengths({**dict.fromkeys(range(1, 101), should), 50: should | must}) == [1, 48, 1, 49, 1]
+    assert lengths(dict.fromkeys(range(40, 61), must)) == [1, 38, 21, 39, 1]
+    assert lengths(dict.fromkeys(range(40, 44), must)) == [1, 38, 1, 1, 1, 1, 56, 1]  # 4 marked: each apart
 
 
 def test_locations_group_by_bucket_and_count_what_each_version_resolves_there() -> None:

@@ -38,6 +38,17 @@ def test_known_divergences_fold_under_their_requirement_with_their_label() -> No
     assert all(f"<b>{sid}</b>" in section for sid in statements)
 
 
+def test_findings_that_say_one_thing_share_a_row_with_their_version_ranges() -> None:
+    same = [{**_finding("leans on v3"), "version": v, "path": f"/t/ds/_versions/{v}.manifest"} for v in (1, 2, 3, 7)]
+    on_branch = {**_finding("leans on v3"), "version": 4, "branch": "feat", "path": "/t/ds/tree/feat/4.manifest"}
+    page = certify_page(_report([*same, on_branch, _finding("other")]), None, "x")
+    rows = page.split('<tr class="finding counted"')[1:]
+    assert len(rows) == 2
+    assert rows[0].startswith(' data-count="5"') and "<td>v1-3, 7; feat@v4 (5 findings)</td>" in rows[0]
+    assert "<summary>5 files</summary>" in rows[0] and "/t/ds/tree/feat/4.manifest" in rows[0]
+    assert rows[1].startswith(' data-count="1"') and '<td class="path">/t/ds/x</td>' in rows[1]
+
+
 def test_what_the_dataset_controls_is_escaped() -> None:
     page = certify_page(_report([_finding("<script>alert(1)</script>\x1b[2J")]), None, "no lineage <b>")
     assert page.count("<script>") == 1  # the page's own
