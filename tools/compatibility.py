@@ -1,4 +1,5 @@
-"""The compatibility matrix: ``python tools/compatibility.py [--only KEY] [--render]`` writes docs/compatibility.md.
+"""The compatibility matrix: ``python tools/compatibility.py [--only KEY] [--render]`` writes docs/compatibility.md
+and docs/compatibility.html.
 
 Rows are what a connector author asks about: every shipped scenario of ``lancespec certify-writer`` on each
 store, and every case of the golden corpus as ``lancespec fixtures verify`` reads it. Columns are real
@@ -8,7 +9,8 @@ in this interpreter, older pylance releases installed from the package registry 
 and LanceDB for Node (the JSON-lines adapter under tests/thirdparty/node, where node and its packages are).
 
 Each run is condensed into cells (``writer_cells``, ``reader_cells``) kept in docs/compatibility.json, and the
-page is rendered from that file alone (``render``), so ``--render`` redraws it without running anything and
+pages are rendered from that file alone (``render``; ``render_html``, the grid of ``certify-writer --format
+html``), so ``--render`` redraws it without running anything and
 ``--only KEY`` refreshes one column. tests/writers/test_compatibility_matrix.py regenerates the columns this
 environment can run and compares them with the committed cells.
 
@@ -35,8 +37,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typecheck import ROOT, build_tree
 
+from lancespec.render.html import Cell, Facet, esc, grid, page
+
 DATA = ROOT / "docs" / "compatibility.json"
 PAGE = ROOT / "docs" / "compatibility.md"
+HTML_PAGE = ROOT / "docs" / "compatibility.html"
 FINDINGS = ROOT / "spec" / "findings.md"
 RELEASES = Path(os.environ.get("LANCESPEC_COMPAT_RELEASES", Path.home() / ".cache" / "lancespec" / "releases"))
 NODE_ADAPTER = ROOT / "tests" / "thirdparty" / "node"
@@ -265,6 +270,40 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
     return "\n".join(out) + "\n"
 
 
+#: A cell's outcome as the page grid colours and filters it (lancespec.render.html), with its filter label.
+_HTML_OUTCOMES = {PASS: ("pass", "✓ pass"), DIVERGENCE: ("xfail", "recorded divergence"),
+                  UNSUPPORTED: ("skip", "n/s (feature not declared)"), FAIL: ("fail", "FAIL")}
+
+
+def _html_cell(cell: Mapping[str, Any]) -> Cell:
+    outcome = cell["outcome"]
+    summary = {PASS: "✓", FAIL: "FAIL"}.get(outcome) or (
+        " ".join(cell["findings"]) if outcome == DIVERGENCE else "n/s")
+    detail = "; ".join([*(f"{f} (spec/findings.md)" for f in cell.get("findings", [])),
+                        *(f"not declared: {f}" for f in cell.get("features", []))]) or _HTML_OUTCOMES[outcome][1]
+    return Cell(_HTML_OUTCOMES[outcome][0], esc(summary), f"<p>{esc(detail)}</p>")
+
+
+def render_html(data: Mapping[str, Any]) -> str:
+    """docs/compatibility.html from the cells alone: the writers' grid (scenario x implementation and store)
+    and the readers' grid (corpus case x implementation), filtered by outcome."""
+    columns = data["columns"]
+    writes = {(scenario, f"{_label(e)} · {store}"): _html_cell(cell)
+              for e in columns for store, cells in e["writes"].items() for scenario, cell in cells.items()}
+    reads = {(case, _label(e)): _html_cell(cell) for e in columns for case, cell in e.get("reads", {}).items()}
+    writer_columns = [f"{_label(e)} · {store}" for e in columns for store in e["writes"]]
+    header = ("<h1>Compatibility matrix</h1><div>What each Lance implementation writes and reads, as lancespec "
+              "certifies it (docs/compatibility.md says how it is made; docs/compatibility.json holds the cells)."
+              "</div>")
+    body = (f'<section id="writers"><h2>Writers: scenarios x implementation and store</h2>'
+            f'{grid("scenario", sorted({s for s, _ in writes}), writer_columns, writes)}</section>'
+            f'<section id="readers"><h2>Readers: golden corpus cases</h2>'
+            f'{grid("case", sorted({c for c, _ in reads}), [_label(e) for e in columns if "reads" in e], reads)}'
+            "</section>")
+    facets = [Facet("outcome", "cell", list(_HTML_OUTCOMES.values()))]
+    return page("lancespec compatibility matrix", header, body, facets)
+
+
 # --- command -------------------------------------------------------------------------------------
 
 
@@ -278,6 +317,7 @@ def load() -> dict[str, Any]:
 def save(data: Mapping[str, Any]) -> None:
     DATA.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     PAGE.write_text(render(data, FINDINGS.read_text(encoding="utf-8")), encoding="utf-8")
+    HTML_PAGE.write_text(render_html(data), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -304,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             not_run.pop(column.key, None)
         data = {"columns": sorted(entries.values(), key=lambda e: order.index(e["key"])), "not_run": not_run}
     save(data)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    print(f"wrote {PAGE.relative_to(ROOT)} and {HTML_PAGE.relative_to(ROOT)}")
     return 0
 
 

@@ -75,13 +75,9 @@ def _marks(lineage: Lineage, report: Mapping[str, Any]) -> dict[str, set[tuple[s
     return out
 
 
-#: Files named in one row of findings; the JSON report names every one.
-SHOWN_FILES = 20
-
-
 def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     """One row per distinct thing said (message and extra keys): where it was said as version ranges
-    (``v1-7; feat@v3``), how many findings, and the file, or the files folded when they differ. A writer
+    (``v1-7; feat@v3``), how many findings, and the file, or every file folded when they differ. A writer
     whose every version carries the same divergence fills one row, not one per version."""
     said: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in findings:
@@ -90,12 +86,9 @@ def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     for (message, extra), group in said.items():
         first = group[0]
-        paths = list(dict.fromkeys(f["path"] for f in group))
-        named = [esc(p) for p in paths[:SHOWN_FILES]]
-        if len(paths) > SHOWN_FILES:
-            named.append(f"… and {len(paths) - SHOWN_FILES} more (the JSON report names each)")
-        files = named[0] if len(paths) == 1 else \
-            f"<details><summary>{len(paths)} files</summary>{'<br>'.join(named)}</details>"
+        paths = [esc(p) for p in dict.fromkeys(f["path"] for f in group)]
+        files = paths[0] if len(paths) == 1 else \
+            f"<details><summary>{len(paths)} files</summary>{'<br>'.join(paths)}</details>"
         count = f" ({len(group)} findings)" if len(group) > 1 else ""
         rows.append(f'<tr class="finding counted" data-count="{len(group)}"'
                     f'{filter_attr(severity=[first["severity"]], area=[area_of(first["requirement"])])}>'

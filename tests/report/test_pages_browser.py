@@ -17,6 +17,8 @@ from report_kit import assert_self_contained, inspected_lineage, opened, run_cli
 
 from lancespec.render.dot import graphviz_available
 
+ROOT = Path(__file__).resolve().parents[2]
+
 pytestmark = pytest.mark.skipif(not graphviz_available(),
                                 reason="Graphviz's dot is not installed (apt-get install graphviz)")
 
@@ -148,6 +150,27 @@ def test_certify_writer_grid(browser: Any, tmp_path: Path) -> None:
         page.uncheck('input[data-facet="outcome"][value="pass"]')
         assert page.locator("tr.row:visible > th").all_inner_texts() == [
             r["scenario"] for r in runs if r["outcome"] != "pass"]
+    assert_self_contained(seen)
+
+
+def test_compatibility_matrix_page(browser: Any) -> None:
+    """docs/compatibility.html, the certify-writer grid over the committed cells: one cell per cell of
+    docs/compatibility.json, and the outcome filter hides the rows with no divergence or failure."""
+    data = json.loads((ROOT / "docs" / "compatibility.json").read_text(encoding="utf-8"))
+    writes = [c for entry in data["columns"] for cells in entry["writes"].values() for c in cells.values()]
+    reads = [c for entry in data["columns"] for c in entry.get("reads", {}).values()]
+    with opened(browser, ROOT / "docs" / "compatibility.html") as seen:
+        page = seen.page
+        assert page.locator("#writers td.cell").count() == len(writes)
+        assert page.locator("#readers td.cell").count() == len(reads)
+        for shown_as, outcome in (("fail", "fail"), ("xfail", "divergence"), ("pass", "pass")):
+            expected = sum(c["outcome"] == outcome for c in writes)
+            assert page.locator(f"#writers td.cell.outcome-{shown_as}").count() == expected
+        page.uncheck('input[data-facet="outcome"][value="pass"]')
+        page.uncheck('input[data-facet="outcome"][value="skip"]')
+        shown = page.locator("#writers tr.row:visible")
+        assert 0 < shown.count() < page.locator("#writers tr.row").count()
+        assert shown.locator("td.cell.outcome-xfail, td.cell.outcome-fail").count() >= shown.count()
     assert_self_contained(seen)
 
 

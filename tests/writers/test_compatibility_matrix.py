@@ -1,6 +1,6 @@
-"""docs/compatibility.md is current and complete: rendered from its committed cells, every column covering every
-shipped scenario on the stores it runs and every corpus case, no failure nobody recorded, every finding it cites
-recorded. The tests that run a writer or reader compare their reports with the committed cells
+"""docs/compatibility.md and .html are current and complete: rendered from their committed cells, every column
+covering every shipped scenario on the stores it runs and every corpus case, no failure nobody recorded, every
+finding it cites recorded. The tests that run a writer or reader compare their reports with the committed cells
 (tests/compat_kit.py: the reference and pylance on every scenario in test_certify_writer.py and
 tests/fixtures/test_corpus.py, LanceDB on a few in tests/thirdparty/test_lancedb_writer.py); the slow tier
 regenerates every whole column (the older pylance releases installed from the package registry)."""
@@ -17,8 +17,10 @@ DATA = MATRIX.load()
 FINDINGS = MATRIX.FINDINGS.read_text(encoding="utf-8")
 
 
-def test_the_page_is_drawn_from_the_committed_cells() -> None:
+def test_the_pages_are_drawn_from_the_committed_cells() -> None:
     assert MATRIX.render(DATA, FINDINGS) == MATRIX.PAGE.read_text(encoding="utf-8"), \
+        "python tools/compatibility.py --render"
+    assert MATRIX.render_html(DATA) == MATRIX.HTML_PAGE.read_text(encoding="utf-8"), \
         "python tools/compatibility.py --render"
 
 
