@@ -98,8 +98,8 @@ MUTANTS = (
               "a delete claims to have read the latest version, so the deletes committed since its snapshot "
               "are never judged"),
     SimMutant("delete-vs-delete-compatible", "conflicts.py",
-              '    if column in ("Delete", "Update"):\n        return _rebase_deletions(mine, theirs, cell)\n',
-              '    if column in ("Delete", "Update"):\n        return cell.compatible()\n',
+              '(row, column): _rebase_deletions for row',
+              '(row, column): lambda mine, theirs, cell: cell.compatible() for row',
               "two deletes on one fragment are compatible: the later deletion file replaces the earlier"),
     SimMutant("cleanup-young-unverified", "gc.py",
               "return not self.policy.delete_unverified and info.last_modified >= self.unverified_before",
