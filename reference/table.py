@@ -19,7 +19,6 @@ from .codec import (
     decode_deletions,
     decode_manifest_file,
     decode_tag,
-    decode_version_hint,
 )
 from .errors import (
     DatasetNotFound,
@@ -34,7 +33,6 @@ from .layout import (
     BRANCHES_DIR,
     DELETION_EXTENSIONS,
     TAGS_DIR,
-    VERSION_HINT_NAME,
     VERSIONS_DIR,
     Base,
     FileKind,
@@ -325,39 +323,12 @@ class Dataset:
     def versions(self) -> list[int]:
         return [e.version for e in self.version_entries()]
 
-    def naming(self) -> ManifestNaming:
-        """The manifest naming scheme the dataset uses (V2 for a dataset with no versions yet)."""
-        entries = self.version_entries()
-        return entries[0].naming if entries else ManifestNaming.V2
-
-    def latest_version(self, use_hint: bool = False) -> int:
-        """The newest attached version, by listing ``_versions/``.
-
-        With ``use_hint`` the hint file is tried first: its version must exist, and newer versions are
-        probed one by one; any doubt falls back to listing. The hint is never trusted on its own.
-        """
-        if use_hint:
-            found = self._latest_from_hint()
-            if found is not None:
-                return found
+    def latest_version(self) -> int:
+        """The newest attached version, by listing ``_versions/`` (the version hint file is never trusted)."""
         entries = self.version_entries()
         if not entries:
             raise DatasetNotFound("no dataset here: _versions/ holds no manifest", self.uri)
         return entries[-1].version
-
-    def _latest_from_hint(self) -> int | None:
-        try:
-            hinted = decode_version_hint(self.storage.get(join(self.uri, VERSIONS_DIR, VERSION_HINT_NAME)))
-        except ObjectNotFound:
-            return None
-        if hinted is None or self._find_manifest(hinted) is None:
-            return None
-        version = hinted
-        for _ in range(1000):
-            if self._find_manifest(version + 1) is None:
-                return version
-            version += 1
-        return None
 
     def _find_manifest(self, version: int) -> tuple[str, ManifestNaming] | None:
         for naming in (ManifestNaming.V2, ManifestNaming.V1):
