@@ -38,14 +38,13 @@ from .layout import (
     FileKind,
     ManifestNaming,
     base_directory,
-    branch_name_from_ref_file,
     branch_ref_path,
     branch_root,
     deletion_file_name,
     index_directory_name,
     manifest_name,
     parse_manifest_name,
-    tag_name_from_ref_file,
+    ref_name_from_file,
     tag_ref_path,
 )
 from .proto import table_pb2
@@ -418,7 +417,7 @@ class Dataset:
         for info in self.storage.list(join(self.main_root, TAGS_DIR), recursive=False):
             name = info.uri.rsplit("/", 1)[-1]
             if name.endswith(".json"):
-                out[tag_name_from_ref_file(name)] = decode_tag(self.storage.get(info.uri), info.uri)
+                out[ref_name_from_file(name)] = decode_tag(self.storage.get(info.uri), info.uri)
         return out
 
     def tag(self, name: str) -> TagRecord:
@@ -434,7 +433,7 @@ class Dataset:
         for info in self.storage.list(join(self.main_root, BRANCHES_DIR), recursive=False):
             file_name = info.uri.rsplit("/", 1)[-1]
             if file_name.endswith(".json"):
-                out[branch_name_from_ref_file(file_name)] = decode_branch(self.storage.get(info.uri), info.uri)
+                out[ref_name_from_file(file_name)] = decode_branch(self.storage.get(info.uri), info.uri)
         return out
 
     def __repr__(self) -> str:
