@@ -7,8 +7,9 @@ docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from . import flags as feature_flags
 from .codec import (
@@ -50,6 +51,8 @@ from .layout import (
 from .proto import table_pb2
 from .store import Storage, open_store
 from .store.uri import join, normalize
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -413,12 +416,7 @@ class Dataset:
 
     def tags(self) -> dict[str, TagRecord]:
         """Every tag of the dataset (tags always live at the main root)."""
-        out = {}
-        for info in self.storage.list(join(self.main_root, TAGS_DIR), recursive=False):
-            name = info.uri.rsplit("/", 1)[-1]
-            if name.endswith(".json"):
-                out[ref_name_from_file(name)] = decode_tag(self.storage.get(info.uri), info.uri)
-        return out
+        return self._refs(TAGS_DIR, decode_tag)
 
     def tag(self, name: str) -> TagRecord:
         uri = join(self.main_root, tag_ref_path(name))
@@ -429,12 +427,13 @@ class Dataset:
 
     def branches(self) -> dict[str, BranchRecord]:
         """Every branch of the dataset, by name."""
-        out = {}
-        for info in self.storage.list(join(self.main_root, BRANCHES_DIR), recursive=False):
-            file_name = info.uri.rsplit("/", 1)[-1]
-            if file_name.endswith(".json"):
-                out[ref_name_from_file(file_name)] = decode_branch(self.storage.get(info.uri), info.uri)
-        return out
+        return self._refs(BRANCHES_DIR, decode_branch)
+
+    def _refs(self, directory: str, decode: Callable[[bytes, str], _R]) -> dict[str, _R]:
+        """The ref records of ``_refs/{tags,branches}/`` at the main root, by name."""
+        listed = self.storage.list(join(self.main_root, directory), recursive=False)
+        return {ref_name_from_file(info.uri.rsplit("/", 1)[-1]): decode(self.storage.get(info.uri), info.uri)
+                for info in listed if info.uri.endswith(".json")}
 
     def __repr__(self) -> str:
         return f"Dataset({self.uri!r}, branch={self.branch_name!r})"
