@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pyroaring import BitMap
 
@@ -267,6 +268,11 @@ class _Cell:
         return Verdict(Resolution.INCOMPATIBLE,
                        f"{self.row} is incompatible with a concurrent {self.column}{self.at}{tail}")
 
+    def when(self, found: set[Any], then: Callable[[str], Verdict], why: str, otherwise: str = "") -> Verdict:
+        """``then`` saying ``why`` and ``found`` (sorted) when ``found`` is non-empty, else compatible (``otherwise``
+        saying why)."""
+        return then(f"{why} {sorted(found)}") if found else self.compatible(otherwise)
+
     def overlap(self, shared: Iterable[int], then: Callable[[str], Verdict]) -> Verdict:
         """``then`` when ``shared`` is non-empty, else compatible (no common fragment)."""
         shared = frozenset(shared)
@@ -308,27 +314,6 @@ def _overlap(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
     return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
 
 
-def _overwrite_config(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    keys = _shared_config_keys(mine, theirs)
-    if keys:
-        return cell.retryable(f"both set config keys {sorted(keys)}")
-    return cell.compatible("no config key in common")
-
-
-def _index_replaced_fields(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    fields = _new_index_fields(mine) & _replaced_fields(theirs)
-    if fields:
-        return cell.retryable(f"it replaces the data of indexed fields {sorted(fields)}")
-    return cell.compatible("no indexed field is replaced")
-
-
-def _singleton_indices(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    same = _new_index_names(mine) & _new_index_names(theirs) & SINGLETON_INDEX_NAMES
-    if same:
-        return cell.rebase(f"both create the singleton index {sorted(same)}")
-    return cell.compatible()
-
-
 def _rewrite_vs_index(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
     if FRAGMENT_REUSE_INDEX_NAME in _new_index_names(theirs):
         return cell.rebase("the concurrent fragment-reuse index is carried over")
@@ -346,13 +331,6 @@ def _config_vs_config(mine: Transaction, theirs: Transaction, cell: _Cell) -> Ve
     if fields:
         return cell.incompatible(f"both change the metadata of fields {sorted(fields)}")
     return cell.compatible("no config key or metadata in common")
-
-
-def _replacement_vs_index(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    fields = _replaced_fields(mine) & _new_index_fields(theirs)
-    if fields:
-        return cell.retryable(f"the concurrent index covers replaced fields {sorted(fields)}")
-    return cell.compatible("no replaced field is indexed")
 
 
 def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
@@ -401,10 +379,19 @@ _RULES: dict[tuple[str, str], _Rule] = {
     **{(row, column): _overlap for row in ("Delete", "Update") for column in ("Rewrite", "DataReplacement")},
     **{("Rewrite", column): _overlap for column in ("DataReplacement", "Delete", "Update", "Rewrite")},
     ("DataReplacement", "Rewrite"): _overlap, ("DataReplacement", "Update"): _overlap,
-    ("Overwrite", "UpdateConfig"): _overwrite_config,
-    ("CreateIndex", "Rewrite"): _index_rewrite_overlap, ("CreateIndex", "DataReplacement"): _index_replaced_fields,
-    ("CreateIndex", "CreateIndex"): _singleton_indices, ("Rewrite", "CreateIndex"): _rewrite_vs_index,
-    ("UpdateConfig", "UpdateConfig"): _config_vs_config, ("DataReplacement", "CreateIndex"): _replacement_vs_index,
+    ("Overwrite", "UpdateConfig"): lambda mine, theirs, cell: cell.when(
+        _shared_config_keys(mine, theirs), cell.retryable, "both set config keys", "no config key in common"),
+    ("CreateIndex", "DataReplacement"): lambda mine, theirs, cell: cell.when(
+        _new_index_fields(mine) & _replaced_fields(theirs), cell.retryable, "it replaces the data of indexed fields",
+        "no indexed field is replaced"),
+    ("CreateIndex", "CreateIndex"): lambda mine, theirs, cell: cell.when(
+        _new_index_names(mine) & _new_index_names(theirs) & SINGLETON_INDEX_NAMES, cell.rebase,
+        "both create the singleton index"),
+    ("DataReplacement", "CreateIndex"): lambda mine, theirs, cell: cell.when(
+        _replaced_fields(mine) & _new_index_fields(theirs), cell.retryable,
+        "the concurrent index covers replaced fields", "no replaced field is indexed"),
+    ("CreateIndex", "Rewrite"): _index_rewrite_overlap, ("Rewrite", "CreateIndex"): _rewrite_vs_index,
+    ("UpdateConfig", "UpdateConfig"): _config_vs_config,
     ("DataReplacement", "DataReplacement"): _replacement_vs_replacement,
     ("UpdateBases", "UpdateBases"): _bases_vs_bases,
 }
