@@ -248,25 +248,21 @@ class _Cell:
         self.column = column
         self.at = f" (version {version})" if version is not None else ""
 
-    def compatible(self, why: str = "") -> Verdict:
+    def _say(self, resolution: Resolution, verb: str, why: str, after: str = "") -> Verdict:
         tail = f": {why}" if why else ""
-        return Verdict(Resolution.COMPATIBLE,
-                       f"{self.row} is compatible with a concurrent {self.column}{self.at}{tail}")
+        return Verdict(resolution, f"{self.row} {verb} a concurrent {self.column}{self.at}{after}{tail}")
+
+    def compatible(self, why: str = "") -> Verdict:
+        return self._say(Resolution.COMPATIBLE, "is compatible with", why)
 
     def rebase(self, why: str) -> Verdict:
-        return Verdict(Resolution.REBASE,
-                       f"{self.row} is compatible with a concurrent {self.column}{self.at} after a rebase: "
-                       f"{why}")
+        return self._say(Resolution.REBASE, "is compatible with", why, " after a rebase")
 
     def retryable(self, why: str = "") -> Verdict:
-        tail = f": {why}" if why else ""
-        return Verdict(Resolution.RETRYABLE,
-                       f"{self.row} must be retried after a concurrent {self.column}{self.at}{tail}")
+        return self._say(Resolution.RETRYABLE, "must be retried after", why)
 
     def incompatible(self, why: str = "") -> Verdict:
-        tail = f": {why}" if why else ""
-        return Verdict(Resolution.INCOMPATIBLE,
-                       f"{self.row} is incompatible with a concurrent {self.column}{self.at}{tail}")
+        return self._say(Resolution.INCOMPATIBLE, "is incompatible with", why)
 
     def when(self, found: set[Any], then: Callable[[str], Verdict], why: str, otherwise: str = "") -> Verdict:
         """``then`` saying ``why`` and ``found`` (sorted) when ``found`` is non-empty, else compatible (``otherwise``
