@@ -112,14 +112,11 @@ class Carry:
             if findings is None:
                 findings, complete = run(version, snapshot)
             out[name] = findings
-            carried[name] = findings if complete and not _names(findings, snapshot.manifest_uri) else None
+            manifest = snapshot.manifest_uri  # a finding naming the manifest file is not carried
+            named = any(manifest in (f.path, f.detail) or manifest in f.message for f in findings)
+            carried[name] = findings if complete and not named else None
         self._last = _Judged(snapshot, carried)
         return out
-
-
-def _names(findings: list[Finding], manifest: str) -> bool:
-    """Whether a finding names the manifest file (in its path, detail or message)."""
-    return any(manifest in (f.path, f.detail) or manifest in f.message for f in findings)
 
 
 __all__ = ["VERSION_OWN_FIELDS", "Carry", "Run", "context_key"]

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from lancespec.reference.errors import CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
-from lancespec.reference.layout import BRANCHES_DIR, branch_name_from_ref_file, branch_root
+from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
@@ -79,7 +79,7 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
         return [main]
     roots = [main]
     names = sorted(
-        branch_name_from_ref_file(info.uri.rsplit("/", 1)[-1])
+        ref_name_from_file(info.uri.rsplit("/", 1)[-1])
         for info in main.storage.list(join(main.uri, BRANCHES_DIR), recursive=False)
         if info.uri.endswith(".json")
     )

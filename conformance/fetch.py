@@ -189,16 +189,13 @@ class RunStorage(Storage):
         """``fetch_all`` for jobs that only warm the run's cache: a job that fails with a LanceSpecError is
         left alone, since the check that needs the object reads it again and reports what it meets."""
 
-        def quietly(job: Callable[[], object]) -> Callable[[], object]:
-            def run() -> object:
-                try:
-                    return job()
-                except LanceSpecError:
-                    return None
+        def quietly(job: Callable[[], object]) -> object:
+            try:
+                return job()
+            except LanceSpecError:
+                return None
 
-            return run
-
-        self.fetch_all([quietly(job) for job in jobs], remote=remote, progress=progress)
+        self.fetch_all([functools.partial(quietly, job) for job in jobs], remote=remote, progress=progress)
 
     def fetch_all(self, jobs: Sequence[Callable[[], R]], *, remote: bool = True,
                   progress: FetchProgress | None = None) -> builtins.list[R]:

@@ -255,6 +255,12 @@ class Model:
             for f in fields(value):
                 self._observe(getattr(value, f.name))
 
+    def _add_family(self, root: RootModel) -> None:
+        """A new main root: its versions, and no tags or branches yet."""
+        self.roots[root.dir] = root
+        self.tags[root.dir] = {}
+        self.branches[root.dir] = {}
+
     def _commit(self, root: RootModel, version: VersionModel) -> None:
         root.versions[root.latest + 1] = version
 
@@ -271,11 +277,8 @@ class Model:
             return Outcome("divergent", "F-029")
         bases = empty.bases
         frags = tuple(self._write(op.root, empty, op.start, op.count, op.targets, op.max_rows_per_file))
-        root = RootModel(op.root, op.root, None, "main")
-        root.versions[1] = VersionModel(frags, bases, frags[-1].id if frags else None)
-        self.roots[op.root] = root
-        self.tags[op.root] = {}
-        self.branches[op.root] = {}
+        top = frags[-1].id if frags else None
+        self._add_family(RootModel(op.root, op.root, None, "main", {1: VersionModel(frags, bases, top)}))
         self.next_row = max(self.next_row, op.start + op.count)
         return Outcome()
 
@@ -356,11 +359,9 @@ class Model:
         source = self.roots[root_dir(op.family, branch)]
         if op.target in self.roots:
             raise ModelError(f"{op.target} exists")
-        root = RootModel(op.target, op.target, None, "shallow", reference_only_bases=source.reference_only_bases)
-        root.versions[version] = self._inherit(source.versions[version], source.dir, branch)
-        self.roots[op.target] = root
-        self.tags[op.target] = {}
-        self.branches[op.target] = {}
+        self._add_family(RootModel(op.target, op.target, None, "shallow",
+                                   {version: self._inherit(source.versions[version], source.dir, branch)},
+                                   source.reference_only_bases))
         return Outcome()
 
     def _apply_deepclone(self, op: DeepClone) -> Outcome:
@@ -377,13 +378,10 @@ class Model:
         frags = tuple(replace(f, data_home=f"{op.target}/data",
                               deletion_home=op.target if f.deletion_home else None) for f in version.fragments)
         # F-019: pylance registers no base in a deep clone (the reference keeps non-root ones).
-        root = RootModel(op.target, op.target, None, "deep",
-                         reference_only_bases=source.reference_only_bases.union(
-                             b.dir for b in version.bases if not b.is_dataset_root))
-        root.versions[number] = VersionModel(frags, (), version.max_fragment_id)
-        self.roots[op.target] = root
-        self.tags[op.target] = {}
-        self.branches[op.target] = {}
+        self._add_family(RootModel(op.target, op.target, None, "deep",
+                                   {number: VersionModel(frags, (), version.max_fragment_id)},
+                                   source.reference_only_bases.union(b.dir for b in version.bases
+                                                                     if not b.is_dataset_root)))
         return Outcome()
 
     def _apply_relocate(self, op: Relocate) -> Outcome:

@@ -117,14 +117,12 @@ def _group_lines(findings: Sequence[Finding]) -> list[str]:
             said.setdefault((f.message, f.detail), []).append(f)
         head = f"{severity:6} {rid:10} {len(group):>3}x {_where(group)}{_tag(group)}"
         if len(said) == 1:
-            paths = {f.path for f in group}
-            where = _place(group[0]) if len(paths) == 1 else ""
+            where = _place(group[0]) if len({f.path for f in group}) == 1 else ""
             lines.append(f"{head}: {printable(group[0].message)}{where}")
             continue
         lines.append(f"{head}:")
         for (message, _), same in list(said.items())[:SHOWN_MESSAGES]:
-            paths = {f.path for f in same}
-            where = _place(same[0]) if len(paths) == 1 else ""
+            where = _place(same[0]) if len({f.path for f in same}) == 1 else ""
             lines.append(f"         {_where(same)}: {printable(message)}{where}")
         if len(said) > SHOWN_MESSAGES:
             lines.append(f"         ... and {len(said) - SHOWN_MESSAGES} more (--format json lists every finding)")

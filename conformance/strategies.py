@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
@@ -124,14 +123,6 @@ def data_file_names() -> st.SearchStrategy[str]:
     return st.binary(min_size=16, max_size=16).map(lambda raw: data_file_stem(raw) + ".lance")
 
 
-@dataclass(frozen=True)
-class _Deletion:
-    read_version: int
-    id: int
-    file_type: int
-    base_id: int | None
-
-
 @st.composite
 def fragments(draw: st.DrawFn, bases: Sequence[Base], max_fragments: int = 6, max_files: int = 3,
               valid_only: bool = True, min_fragments: int = 0) -> list[table_pb2.DataFragment]:
@@ -158,14 +149,14 @@ def fragments(draw: st.DrawFn, bases: Sequence[Base], max_fragments: int = 6, ma
             if base_id is not None:
                 data_file.base_id = base_id
         if draw(st.booleans()):
-            deletion = _Deletion(draw(st.integers(1, 50)), draw(st.integers(1, 2**63 - 1)),
-                                 draw(st.sampled_from(sorted(DELETION_EXTENSIONS))), draw(st.sampled_from(root_ids)))
-            fragment.deletion_file.file_type = deletion.file_type  # type: ignore[assignment]
-            fragment.deletion_file.read_version = deletion.read_version
-            fragment.deletion_file.id = deletion.id
-            fragment.deletion_file.num_deleted_rows = draw(st.integers(1, rows))
-            if deletion.base_id is not None:
-                fragment.deletion_file.base_id = deletion.base_id
+            deletion = fragment.deletion_file
+            deletion.read_version = draw(st.integers(1, 50))
+            deletion.id = draw(st.integers(1, 2**63 - 1))
+            deletion.file_type = draw(st.sampled_from(sorted(DELETION_EXTENSIONS)))  # type: ignore[assignment]
+            base_id = draw(st.sampled_from(root_ids))
+            deletion.num_deleted_rows = draw(st.integers(1, rows))
+            if base_id is not None:
+                deletion.base_id = base_id
         out.append(fragment)
     return out
 

@@ -32,8 +32,8 @@ def smallest_unused_id(bases: Sequence[table_pb2.BasePath]) -> int:
     return candidate
 
 
-def _shallow_manifest(snapshot: Snapshot, source_root: str, branch_name: str | None) -> tuple[
-        table_pb2.Manifest, table_pb2.IndexSection | None, int]:
+def _shallow_manifest(snapshot: Snapshot, source_root: str,
+                      branch_name: str | None) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
     manifest = table_pb2.Manifest()
     manifest.CopyFrom(snapshot.manifest)
     new_id = smallest_unused_id(manifest.base_paths)
@@ -57,7 +57,7 @@ def _shallow_manifest(snapshot: Snapshot, source_root: str, branch_name: str | N
         for index in indices.indices:
             if not index.HasField("base_id"):
                 index.base_id = new_id
-    return manifest, indices, new_id
+    return manifest, indices
 
 
 def shallow_clone_into(source: Dataset, version: int, target: Dataset,
@@ -66,7 +66,7 @@ def shallow_clone_into(source: Dataset, version: int, target: Dataset,
     if target.version_entries():
         raise DatasetAlreadyExists("the clone target already holds a dataset", target.uri)
     snapshot = source.snapshot(version)
-    manifest, indices, _ = _shallow_manifest(snapshot, source.uri, branch_name)
+    manifest, indices = _shallow_manifest(snapshot, source.uri, branch_name)
     txn = _clone_transaction(source, version, True)
     if branch_name is not None:
         txn.clone.branch_name = branch_name

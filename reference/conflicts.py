@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pyroaring import BitMap
 
@@ -68,24 +69,12 @@ class Verdict:
     reason: str
 
 
-# Oneof field name -> the operation's name as Lance prints it, in field-number order (100..114).
 OPERATIONS: dict[str, str] = {
-    "append": "Append",
-    "delete": "Delete",
-    "overwrite": "Overwrite",
-    "create_index": "CreateIndex",
-    "rewrite": "Rewrite",
-    "merge": "Merge",
-    "restore": "Restore",
-    "reserve_fragments": "ReserveFragments",
-    "update": "Update",
-    "project": "Project",
-    "update_config": "UpdateConfig",
-    "data_replacement": "DataReplacement",
-    "update_mem_wal_state": "UpdateMemWalState",
-    "clone": "Clone",
-    "update_bases": "UpdateBases",
+    f.name: "".join(part.capitalize() for part in f.name.split("_"))
+    for f in Transaction.DESCRIPTOR.oneofs_by_name["operation"].fields
 }
+"""Oneof field name -> the operation's name as Lance prints it (``create_index`` -> ``CreateIndex``), in
+field-number order (100..114)."""
 
 # System indices of which a dataset holds at most one (names as Lance spells them).
 FRAGMENT_REUSE_INDEX_NAME = "__lance_frag_reuse"
@@ -259,25 +248,26 @@ class _Cell:
         self.column = column
         self.at = f" (version {version})" if version is not None else ""
 
-    def compatible(self, why: str = "") -> Verdict:
+    def _say(self, resolution: Resolution, verb: str, why: str, after: str = "") -> Verdict:
         tail = f": {why}" if why else ""
-        return Verdict(Resolution.COMPATIBLE,
-                       f"{self.row} is compatible with a concurrent {self.column}{self.at}{tail}")
+        return Verdict(resolution, f"{self.row} {verb} a concurrent {self.column}{self.at}{after}{tail}")
+
+    def compatible(self, why: str = "") -> Verdict:
+        return self._say(Resolution.COMPATIBLE, "is compatible with", why)
 
     def rebase(self, why: str) -> Verdict:
-        return Verdict(Resolution.REBASE,
-                       f"{self.row} is compatible with a concurrent {self.column}{self.at} after a rebase: "
-                       f"{why}")
+        return self._say(Resolution.REBASE, "is compatible with", why, " after a rebase")
 
     def retryable(self, why: str = "") -> Verdict:
-        tail = f": {why}" if why else ""
-        return Verdict(Resolution.RETRYABLE,
-                       f"{self.row} must be retried after a concurrent {self.column}{self.at}{tail}")
+        return self._say(Resolution.RETRYABLE, "must be retried after", why)
 
     def incompatible(self, why: str = "") -> Verdict:
-        tail = f": {why}" if why else ""
-        return Verdict(Resolution.INCOMPATIBLE,
-                       f"{self.row} is incompatible with a concurrent {self.column}{self.at}{tail}")
+        return self._say(Resolution.INCOMPATIBLE, "is incompatible with", why)
+
+    def when(self, found: set[Any], then: Callable[[str], Verdict], why: str, otherwise: str = "") -> Verdict:
+        """``then`` saying ``why`` and ``found`` (sorted) when ``found`` is non-empty, else compatible (``otherwise``
+        saying why)."""
+        return then(f"{why} {sorted(found)}") if found else self.compatible(otherwise)
 
     def overlap(self, shared: Iterable[int], then: Callable[[str], Verdict]) -> Verdict:
         """``then`` when ``shared`` is non-empty, else compatible (no common fragment)."""
@@ -316,107 +306,17 @@ def _index_rewrite_overlap(index_txn: transaction_pb2.Transaction, rewrite_txn: 
     return cell.overlap(covered & touched_fragments(rewrite_txn), cell.retryable)
 
 
-def _append_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    if cell.column in ("Overwrite", "Restore", "UpdateMemWalState"):
-        return cell.incompatible()
-    return cell.compatible()
+def _overlap(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
 
 
-def _delete_update_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore") or (column == "UpdateMemWalState" and cell.row == "Delete"):
-        return cell.incompatible()
-    if column == "Merge":
-        return cell.retryable("a Merge rewrites the fragment list")
-    if column in ("Rewrite", "DataReplacement"):
-        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
-    if column in ("Delete", "Update"):
-        return _rebase_deletions(mine, theirs, cell)
-    return cell.compatible()
+def _rewrite_vs_index(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    if FRAGMENT_REUSE_INDEX_NAME in _new_index_names(theirs):
+        return cell.rebase("the concurrent fragment-reuse index is carried over")
+    return _index_rewrite_overlap(theirs, mine, cell)
 
 
-def _overwrite_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column == "Overwrite":
-        return cell.retryable("two overwrites always race")
-    if column == "UpdateMemWalState":
-        return cell.retryable()
-    if column == "UpdateConfig":
-        keys = _shared_config_keys(mine, theirs)
-        if keys:
-            return cell.retryable(f"both set config keys {sorted(keys)}")
-        return cell.compatible("no config key in common")
-    return cell.compatible()
-
-
-def _create_index_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
-        return cell.incompatible()
-    if column == "Rewrite":
-        return _index_rewrite_overlap(mine, theirs, cell)
-    if column == "DataReplacement":
-        fields = _new_index_fields(mine) & _replaced_fields(theirs)
-        if fields:
-            return cell.retryable(f"it replaces the data of indexed fields {sorted(fields)}")
-        return cell.compatible("no indexed field is replaced")
-    if column == "CreateIndex":
-        same = _new_index_names(mine) & _new_index_names(theirs) & SINGLETON_INDEX_NAMES
-        if same:
-            return cell.rebase(f"both create the singleton index {sorted(same)}")
-    return cell.compatible()
-
-
-def _rewrite_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore"):
-        return cell.incompatible()
-    if column == "Merge":
-        return cell.retryable("a Merge rewrites the fragment list")
-    if column in ("DataReplacement", "Delete", "Update", "Rewrite"):
-        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
-    if column == "CreateIndex":
-        if FRAGMENT_REUSE_INDEX_NAME in _new_index_names(theirs):
-            return cell.rebase("the concurrent fragment-reuse index is carried over")
-        return _index_rewrite_overlap(theirs, mine, cell)
-    return cell.compatible()
-
-
-def _merge_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore", "UpdateMemWalState", "Project"):
-        return cell.incompatible()
-    if column in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement"):
-        return cell.retryable("the fragment list changed")
-    return cell.compatible()
-
-
-def _project_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
-        return cell.incompatible()
-    if column in ("Project", "Merge"):
-        return cell.retryable("the schema changed")
-    return cell.compatible()
-
-
-def _restore_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    if cell.column == "UpdateMemWalState":
-        return cell.incompatible()
-    return cell.compatible()
-
-
-def _reserve_fragments_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    if cell.column in ("Overwrite", "Restore"):
-        return cell.incompatible()
-    return cell.compatible()
-
-
-def _update_config_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    if cell.column == "Overwrite":
-        return cell.incompatible()
-    if cell.column != "UpdateConfig":
-        return cell.compatible()
+def _config_vs_config(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
     keys = _shared_config_keys(mine, theirs)
     if keys:
         return cell.incompatible(f"both change config keys {sorted(keys)}")
@@ -429,68 +329,69 @@ def _update_config_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> V
     return cell.compatible("no config key or metadata in common")
 
 
-def _data_replacement_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    column = cell.column
-    if column in ("Overwrite", "Restore", "UpdateMemWalState"):
-        return cell.incompatible()
-    if column == "Merge":
-        return cell.retryable("a Merge rewrites the fragment list")
-    if column in ("Rewrite", "Update"):
-        return cell.overlap(touched_fragments(mine) & touched_fragments(theirs), cell.retryable)
-    if column == "CreateIndex":
-        fields = _replaced_fields(mine) & _new_index_fields(theirs)
-        if fields:
-            return cell.retryable(f"the concurrent index covers replaced fields {sorted(fields)}")
-        return cell.compatible("no replaced field is indexed")
-    if column == "DataReplacement":
-        clashes = {
-            (group.fragment_id, field)
-            for group in mine.data_replacement.replacements
-            for other in theirs.data_replacement.replacements
-            if group.fragment_id == other.fragment_id
-            for field in set(group.new_file.fields) & set(other.new_file.fields)
-        }
-        if clashes:
-            return cell.retryable(f"both replace fields {sorted({f for _, f in clashes})} of fragments "
-                                  f"{_ids({i for i, _ in clashes})}")
-        return cell.compatible("no field of a common fragment is replaced by both")
-    return cell.compatible()
+def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    clashes = {
+        (group.fragment_id, field)
+        for group in mine.data_replacement.replacements
+        for other in theirs.data_replacement.replacements
+        if group.fragment_id == other.fragment_id
+        for field in set(group.new_file.fields) & set(other.new_file.fields)
+    }
+    if clashes:
+        return cell.retryable(f"both replace fields {sorted({f for _, f in clashes})} of fragments "
+                              f"{_ids({i for i, _ in clashes})}")
+    return cell.compatible("no field of a common fragment is replaced by both")
 
 
-def _update_bases_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    if cell.column != "UpdateBases":
-        return cell.compatible("registering bases never conflicts with data operations")
+def _bases_vs_bases(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
     clash = _base_clash(mine.update_bases.new_bases, theirs.update_bases.new_bases)
     if clash:
         return cell.incompatible(clash)
     return cell.compatible("no base id, name or path in common")
 
 
-def _clone_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    return cell.incompatible("a Clone is only valid as the first commit of a new dataset")
-
-
-def _unlisted_row(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
-    return cell.compatible("the matrix lists no conflict for this pair")
-
-
-_ROWS: dict[str, _Rule] = {
-    "Append": _append_row,
-    "Delete": _delete_update_row,
-    "Overwrite": _overwrite_row,
-    "CreateIndex": _create_index_row,
-    "Rewrite": _rewrite_row,
-    "Merge": _merge_row,
-    "Restore": _restore_row,
-    "ReserveFragments": _reserve_fragments_row,
-    "Update": _delete_update_row,
-    "Project": _project_row,
-    "UpdateConfig": _update_config_row,
-    "DataReplacement": _data_replacement_row,
-    "UpdateMemWalState": _unlisted_row,
-    "Clone": _clone_row,
-    "UpdateBases": _update_bases_row,
+_REPLACED = ("Overwrite", "Restore")
+_WAL = (*_REPLACED, "UpdateMemWalState")
+_INCOMPATIBLE: dict[str, tuple[str, ...]] = {
+    "Append": _WAL, "Delete": _WAL, "Update": _REPLACED, "CreateIndex": _WAL, "Rewrite": _REPLACED,
+    "Merge": (*_WAL, "Project"), "Project": _WAL, "Restore": ("UpdateMemWalState",), "ReserveFragments": _REPLACED,
+    "UpdateConfig": ("Overwrite",), "DataReplacement": _WAL,
 }
+"""Row -> the columns it is INCOMPATIBLE with whatever the two transactions hold."""
+
+_MERGED = "a Merge rewrites the fragment list"
+_RETRYABLE: dict[tuple[str, str], str] = {
+    ("Delete", "Merge"): _MERGED, ("Update", "Merge"): _MERGED, ("Rewrite", "Merge"): _MERGED,
+    ("DataReplacement", "Merge"): _MERGED, ("Overwrite", "Overwrite"): "two overwrites always race",
+    ("Overwrite", "UpdateMemWalState"): "", ("Project", "Project"): "the schema changed",
+    ("Project", "Merge"): "the schema changed",
+    **{("Merge", column): "the fragment list changed"
+       for column in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement")},
+}
+"""(row, column) -> why the cell is RETRYABLE whatever the two transactions hold."""
+
+_RULES: dict[tuple[str, str], _Rule] = {
+    **{(row, column): _rebase_deletions for row in ("Delete", "Update") for column in ("Delete", "Update")},
+    **{(row, column): _overlap for row in ("Delete", "Update") for column in ("Rewrite", "DataReplacement")},
+    **{("Rewrite", column): _overlap for column in ("DataReplacement", "Delete", "Update", "Rewrite")},
+    ("DataReplacement", "Rewrite"): _overlap, ("DataReplacement", "Update"): _overlap,
+    ("Overwrite", "UpdateConfig"): lambda mine, theirs, cell: cell.when(
+        _shared_config_keys(mine, theirs), cell.retryable, "both set config keys", "no config key in common"),
+    ("CreateIndex", "DataReplacement"): lambda mine, theirs, cell: cell.when(
+        _new_index_fields(mine) & _replaced_fields(theirs), cell.retryable, "it replaces the data of indexed fields",
+        "no indexed field is replaced"),
+    ("CreateIndex", "CreateIndex"): lambda mine, theirs, cell: cell.when(
+        _new_index_names(mine) & _new_index_names(theirs) & SINGLETON_INDEX_NAMES, cell.rebase,
+        "both create the singleton index"),
+    ("DataReplacement", "CreateIndex"): lambda mine, theirs, cell: cell.when(
+        _replaced_fields(mine) & _new_index_fields(theirs), cell.retryable,
+        "the concurrent index covers replaced fields", "no replaced field is indexed"),
+    ("CreateIndex", "Rewrite"): _index_rewrite_overlap, ("Rewrite", "CreateIndex"): _rewrite_vs_index,
+    ("UpdateConfig", "UpdateConfig"): _config_vs_config,
+    ("DataReplacement", "DataReplacement"): _replacement_vs_replacement,
+    ("UpdateBases", "UpdateBases"): _bases_vs_bases,
+}
+"""(row, column) -> the rule of a cell that depends on what the two transactions hold."""
 
 
 def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.Transaction, *,
@@ -540,4 +441,17 @@ def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.T
     so the same rows were necessarily hit, and the answer is RETRYABLE.
     """
     cell = _Cell(operation_of(committing), operation_of(concurrent), concurrent_version)
-    return _ROWS[cell.row](committing, concurrent, cell)
+    if cell.row == "Clone":
+        return cell.incompatible("a Clone is only valid as the first commit of a new dataset")
+    if cell.column in _INCOMPATIBLE.get(cell.row, ()):
+        return cell.incompatible()
+    if (cell.row, cell.column) in _RETRYABLE:
+        return cell.retryable(_RETRYABLE[cell.row, cell.column])
+    rule = _RULES.get((cell.row, cell.column))
+    if rule is not None:
+        return rule(committing, concurrent, cell)
+    if cell.row == "UpdateBases":
+        return cell.compatible("registering bases never conflicts with data operations")
+    if cell.row == "UpdateMemWalState":
+        return cell.compatible("the matrix lists no conflict for this pair")
+    return cell.compatible()

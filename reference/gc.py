@@ -27,7 +27,8 @@ Vocabulary used throughout:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -264,12 +265,9 @@ class _Version:
 
     @property
     def timestamp(self) -> datetime:
-        return _manifest_time(self.manifest_file.manifest)
-
-
-def _manifest_time(manifest: table_pb2.Manifest) -> datetime:
-    nanos = manifest.timestamp.seconds * 1_000_000_000 + manifest.timestamp.nanos
-    return datetime.fromtimestamp(0, tz=UTC) + timedelta(microseconds=nanos // 1000)
+        stamp = self.manifest_file.manifest.timestamp
+        micros = (stamp.seconds * 1_000_000_000 + stamp.nanos) // 1000
+        return datetime.fromtimestamp(0, tz=UTC) + timedelta(microseconds=micros)
 
 
 def _read_versions(dataset: Dataset, root: str) -> list[_Version]:
@@ -282,12 +280,8 @@ def _read_versions(dataset: Dataset, root: str) -> list[_Version]:
 
 def _is_old(version: _Version, policy: CleanupPolicy, now: datetime, before_version: int | None) -> bool:
     """§13: old iff (timestamp < now - older_than, when set) and (version < before_version, when set)."""
-    old = True
-    if policy.older_than is not None:
-        old = old and version.timestamp < now - policy.older_than
-    if before_version is not None:
-        old = old and version.number < before_version
-    return old
+    return ((policy.older_than is None or version.timestamp < now - policy.older_than)
+            and (before_version is None or version.number < before_version))
 
 
 def _before_version(numbers: Sequence[int], retain: int | None) -> int | None:
@@ -300,25 +294,14 @@ def _before_version(numbers: Sequence[int], retain: int | None) -> int | None:
 # --- refs and branches -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _RootContext:
-    """Where this root sits among the refs: its branch (None = main) and the main root's Dataset."""
-
-    branch: str | None
-    main: Dataset
-
-
-def _root_context(dataset: Dataset, latest: table_pb2.Manifest) -> _RootContext:
-    """The branch is the one the latest manifest records (``Manifest.branch``), as pylance decides it;
-    tags and branch records are read at the main root (§11)."""
-    branch = latest.branch if latest.HasField("branch") else None
-    if branch is None:
-        return _RootContext(None, dataset.main())
-    if dataset.main_root != dataset.uri:
-        return _RootContext(branch, dataset.main())
+def _main_dataset(dataset: Dataset, branch: str | None) -> Dataset:
+    """The main root's Dataset, where tags and branch records are read (§11); ``branch``: the one this root's
+    latest manifest records (``Manifest.branch``), as pylance decides it."""
+    if branch is None or dataset.main_root != dataset.uri:
+        return dataset.main()
     suffix = f"/{TREE_DIR}/{branch}"
     if dataset.uri.endswith(suffix):
-        return _RootContext(branch, Dataset(dataset.uri[: -len(suffix)], dataset.storage))
+        return Dataset(dataset.uri[: -len(suffix)], dataset.storage)
     raise CleanupError(
         f"this root belongs to branch {branch!r} but its main root cannot be located "
         f"(expected the root to end with {suffix!r}); tags and branches could not be honoured",
@@ -423,12 +406,9 @@ class _Rules:
     policy: CleanupPolicy
     unverified_before: datetime
 
-    def maybe_in_progress(self, info: ObjectInfo) -> bool:
-        return not self.policy.delete_unverified and info.last_modified >= self.unverified_before
-
     def classify(self, rel: str, info: ObjectInfo) -> tuple[CandidateKind, bool] | str:
         """``(kind, unverified)`` for a candidate, else the reason the file stays (§13 per-file rules)."""
-        in_progress = self.maybe_in_progress(info)
+        in_progress = not self.policy.delete_unverified and info.last_modified >= self.unverified_before
         parts = rel.split("/")
         top, name = parts[0], parts[-1]
         ext = name.rsplit(".", 1)[-1] if "." in name else ""
@@ -509,9 +489,11 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     if not versions:
         raise CleanupError("no dataset here: _versions/ holds no manifest", root)
     read_version = versions[-1].number
-    context = _root_context(dataset, versions[-1].manifest_file.manifest)
-    tags = context.main.tags()
-    tagged = {t.version for t in tags.values() if t.branch == context.branch}
+    latest = versions[-1].manifest_file.manifest
+    branch = latest.branch if latest.HasField("branch") else None
+    main = _main_dataset(dataset, branch)
+    tags = main.tags()
+    tagged = {t.version for t in tags.values() if t.branch == branch}
     before_version = _before_version([v.number for v in versions], policy.retain_versions)
 
     working: list[_Version] = []
@@ -524,7 +506,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
             old_tagged.add(version.number)
         (working if is_latest or not is_old or version.number in tagged else old).append(version)
     if old_tagged and policy.error_if_tagged_old_versions:
-        raise _tag_error(tags, context.branch, old_tagged, root)
+        raise _tag_error(tags, branch, old_tagged, root)
 
     referenced, verified = _References(), _References()
     for version in working:
@@ -535,14 +517,14 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     # Fork points of descendant branches.
     by_number = {v.number: v for v in versions}
     old_numbers = {v.number for v in old}
-    branch_records = context.main.branches()
+    branch_records = main.branches()
     referenced_branches: list[ReferencedBranch] = []
     fork_points: set[int] = set()
-    for name, fork_version in _descendants(context.branch, branch_records):
+    for name, fork_version in _descendants(branch, branch_records):
         # Every descendant's references to this root count, whether or not its fork point is old: a branch
         # may have written files into this root (target_all_bases, F-027) that no manifest here names
         # (GC-001; pylance 14.0.2 consults only branches forked from old versions, F-031).
-        keeps = _branch_references(dataset, context.main.uri, name, root, referenced)
+        keeps = _branch_references(dataset, main.uri, name, root, referenced)
         forked_from = by_number.get(fork_version)
         if forked_from is None or not _is_old(forked_from, policy, now, before_version):
             continue
@@ -556,7 +538,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     newer_old = any(v.timestamp > earliest_retained for v in old)
     cutoff: datetime | None = None if newer_old else earliest_retained
 
-    removed_paths = {_manifest_path(v): v for v in removed}
+    removed_paths = {f"{VERSIONS_DIR}/{v.entry.uri.rsplit('/', 1)[-1]}": v for v in removed}
     rules = _Rules(referenced, verified, policy, now - policy.unverified_threshold)
     candidates: list[CleanupCandidate] = []
     kept: list[KeptFile] = []
@@ -581,7 +563,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     return CleanupPlan(
         root=root,
         read_version=read_version,
-        branch=context.branch,
+        branch=branch,
         policy=policy,
         now=now,
         removed_versions=tuple(sorted(removed_numbers)),
@@ -596,18 +578,10 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     )
 
 
-def _manifest_path(version: _Version) -> str:
-    return f"{VERSIONS_DIR}/{version.entry.uri.rsplit('/', 1)[-1]}"
-
-
-def _stats(candidates: Iterable[CleanupCandidate]) -> CleanupStats:
-    counts = {"manifest": 0, "data": 0, "deletion": 0, "index": 0, "transaction": 0, "temporary_manifest": 0}
-    total = 0
-    for c in candidates:
-        counts[c.kind] += 1
-        total += c.size
+def _stats(candidates: Sequence[CleanupCandidate]) -> CleanupStats:
+    counts = Counter(c.kind for c in candidates)
     return CleanupStats(
-        bytes_removed=total,
+        bytes_removed=sum(c.size for c in candidates),
         old_versions=counts["manifest"],
         data_files_removed=counts["data"],
         deletion_files_removed=counts["deletion"],

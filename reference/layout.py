@@ -194,19 +194,14 @@ def tag_ref_path(tag: str) -> str:
     return f"{TAGS_DIR}/{quote(tag, safe='')}.json"
 
 
-def tag_name_from_ref_file(file_name: str) -> str:
-    """The tag name a ``_refs/tags/`` file name stands for."""
+def ref_name_from_file(file_name: str) -> str:
+    """The tag or branch name a ``_refs/tags/`` or ``_refs/branches/`` file name stands for."""
     return unquote(file_name[: -len(".json")])
 
 
 def branch_ref_path(branch: str) -> str:
     """Root-relative path of a branch's JSON; ``/`` in the name is written ``%2F``."""
     return f"{BRANCHES_DIR}/{quote(branch, safe='')}.json"
-
-
-def branch_name_from_ref_file(file_name: str) -> str:
-    """The branch name a ``_refs/branches/`` file name stands for."""
-    return unquote(file_name[: -len(".json")])
 
 
 def branch_root(main_root: str, branch: str) -> str:

@@ -7,8 +7,9 @@ docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from . import flags as feature_flags
 from .codec import (
@@ -19,7 +20,6 @@ from .codec import (
     decode_deletions,
     decode_manifest_file,
     decode_tag,
-    decode_version_hint,
 )
 from .errors import (
     DatasetNotFound,
@@ -34,25 +34,25 @@ from .layout import (
     BRANCHES_DIR,
     DELETION_EXTENSIONS,
     TAGS_DIR,
-    VERSION_HINT_NAME,
     VERSIONS_DIR,
     Base,
     FileKind,
     ManifestNaming,
     base_directory,
-    branch_name_from_ref_file,
     branch_ref_path,
     branch_root,
     deletion_file_name,
     index_directory_name,
     manifest_name,
     parse_manifest_name,
-    tag_name_from_ref_file,
+    ref_name_from_file,
     tag_ref_path,
 )
 from .proto import table_pb2
 from .store import Storage, open_store
 from .store.uri import join, normalize
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -325,39 +325,12 @@ class Dataset:
     def versions(self) -> list[int]:
         return [e.version for e in self.version_entries()]
 
-    def naming(self) -> ManifestNaming:
-        """The manifest naming scheme the dataset uses (V2 for a dataset with no versions yet)."""
-        entries = self.version_entries()
-        return entries[0].naming if entries else ManifestNaming.V2
-
-    def latest_version(self, use_hint: bool = False) -> int:
-        """The newest attached version, by listing ``_versions/``.
-
-        With ``use_hint`` the hint file is tried first: its version must exist, and newer versions are
-        probed one by one; any doubt falls back to listing. The hint is never trusted on its own.
-        """
-        if use_hint:
-            found = self._latest_from_hint()
-            if found is not None:
-                return found
+    def latest_version(self) -> int:
+        """The newest attached version, by listing ``_versions/`` (the version hint file is never trusted)."""
         entries = self.version_entries()
         if not entries:
             raise DatasetNotFound("no dataset here: _versions/ holds no manifest", self.uri)
         return entries[-1].version
-
-    def _latest_from_hint(self) -> int | None:
-        try:
-            hinted = decode_version_hint(self.storage.get(join(self.uri, VERSIONS_DIR, VERSION_HINT_NAME)))
-        except ObjectNotFound:
-            return None
-        if hinted is None or self._find_manifest(hinted) is None:
-            return None
-        version = hinted
-        for _ in range(1000):
-            if self._find_manifest(version + 1) is None:
-                return version
-            version += 1
-        return None
 
     def _find_manifest(self, version: int) -> tuple[str, ManifestNaming] | None:
         for naming in (ManifestNaming.V2, ManifestNaming.V1):
@@ -443,12 +416,7 @@ class Dataset:
 
     def tags(self) -> dict[str, TagRecord]:
         """Every tag of the dataset (tags always live at the main root)."""
-        out = {}
-        for info in self.storage.list(join(self.main_root, TAGS_DIR), recursive=False):
-            name = info.uri.rsplit("/", 1)[-1]
-            if name.endswith(".json"):
-                out[tag_name_from_ref_file(name)] = decode_tag(self.storage.get(info.uri), info.uri)
-        return out
+        return self._refs(TAGS_DIR, decode_tag)
 
     def tag(self, name: str) -> TagRecord:
         uri = join(self.main_root, tag_ref_path(name))
@@ -459,12 +427,13 @@ class Dataset:
 
     def branches(self) -> dict[str, BranchRecord]:
         """Every branch of the dataset, by name."""
-        out = {}
-        for info in self.storage.list(join(self.main_root, BRANCHES_DIR), recursive=False):
-            file_name = info.uri.rsplit("/", 1)[-1]
-            if file_name.endswith(".json"):
-                out[branch_name_from_ref_file(file_name)] = decode_branch(self.storage.get(info.uri), info.uri)
-        return out
+        return self._refs(BRANCHES_DIR, decode_branch)
+
+    def _refs(self, directory: str, decode: Callable[[bytes, str], _R]) -> dict[str, _R]:
+        """The ref records of ``_refs/{tags,branches}/`` at the main root, by name."""
+        listed = self.storage.list(join(self.main_root, directory), recursive=False)
+        return {ref_name_from_file(info.uri.rsplit("/", 1)[-1]): decode(self.storage.get(info.uri), info.uri)
+                for info in listed if info.uri.endswith(".json")}
 
     def __repr__(self) -> str:
         return f"Dataset({self.uri!r}, branch={self.branch_name!r})"

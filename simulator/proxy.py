@@ -386,11 +386,8 @@ class FaultProxy:
 
     def _forward(self, method: str, path: str, headers: list[tuple[str, str]],
                  body: bytes) -> tuple[int, str, list[tuple[str, str]], bytes]:
-        conn: http.client.HTTPConnection
-        if self._upstream_https:
-            conn = http.client.HTTPSConnection(self._upstream_host, self._upstream_port, timeout=UPSTREAM_TIMEOUT_S)
-        else:
-            conn = http.client.HTTPConnection(self._upstream_host, self._upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+        kind = http.client.HTTPSConnection if self._upstream_https else http.client.HTTPConnection
+        conn = kind(self._upstream_host, self._upstream_port, timeout=UPSTREAM_TIMEOUT_S)
         try:
             conn.connect()
             assert conn.sock is not None
@@ -433,11 +430,9 @@ class FaultProxy:
     def _reset(handler: _Handler) -> None:
         """Abort the client's connection with a TCP RST, answering nothing."""
         handler.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             handler.connection.close()
-        except OSError:
-            pass
 
     def _record_writes(self, client: int, arrived: float, request_class: str, method: str, bucket: str, key: str,
                        body: bytes, status: int, fault: str | None, conditional: bool, forwarded: float) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import http.client
 import logging
 import os
@@ -148,9 +149,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     host_text = f"[{host}]" if ":" in host else host
     print(f"{ANNOUNCE_PREFIX}http://{host_text}:{port}", flush=True)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()
     finally:
         server.server_close()
 
@@ -206,8 +206,7 @@ class EmbeddedS3Server:
 
     def command(self) -> list[str]:
         """The child's command line: this module, on 127.0.0.1 and a port the child picks (``--port 0``)."""
-        cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", "0"]
-        cmd.append("--exit-with-stdin")
+        cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", "0", "--exit-with-stdin"]
         if not self.locked:
             cmd.append("--unlocked")
         if self.verbose:

@@ -37,16 +37,12 @@ class ShrinkResult:
     last_report: RunReport | None = None
 
 
-def _per_writer(config: RunConfig) -> int:
-    return max(1, -(-config.ops // config.writers))
-
-
 def candidates(config: RunConfig) -> Iterator[tuple[str, RunConfig]]:
     """Smaller configurations than ``config``, most reducing first, each with what it drops."""
     replace = dataclasses.replace
     if config.faults != "none":
         yield "no faults", replace(config, faults="none")
-    per_writer = _per_writer(config)
+    per_writer = max(1, -(-config.ops // config.writers))
     for writers in sorted({config.writers // 2, config.writers - 1}):
         if 1 <= writers < config.writers:
             yield f"{writers} writers", replace(config, writers=writers, ops=per_writer * writers)

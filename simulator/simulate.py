@@ -106,18 +106,12 @@ def replay_command(config: RunConfig) -> str:
     default = RunConfig()
     args = ["lancespec", "simulate", "--writers", str(config.writers), "--ops", str(config.ops), "--seed",
             str(config.seed), "--writer", config.writer, "--faults", config.faults]
-    if config.personality != default.personality:
-        args += ["--personality", config.personality]
-    if config.datasets != default.datasets:
-        args += ["--datasets", str(config.datasets)]
-    if config.endpoint:
-        args += ["--endpoint", config.endpoint]
-    if config.list_lag_s != default.list_lag_s:
-        args += ["--list-lag", repr(config.list_lag_s)]
-    if config.preflight_rounds != default.preflight_rounds:
-        args += ["--preflight-rounds", str(config.preflight_rounds)]
-    if config.time_limit_s != default.time_limit_s:
-        args += ["--time-limit", repr(config.time_limit_s)]
+    for flag, name in (("--personality", "personality"), ("--datasets", "datasets"), ("--endpoint", "endpoint"),
+                       ("--list-lag", "list_lag_s"), ("--preflight-rounds", "preflight_rounds"),
+                       ("--time-limit", "time_limit_s")):
+        value = getattr(config, name)
+        if value not in (getattr(default, name), ""):  # an empty endpoint is the default one
+            args += [flag, repr(value) if isinstance(value, float) else str(value)]
     if config.weights is not None:
         args += ["--weights", ",".join(f"{kind}={weight!r}" for kind, weight in config.weights.items())]
     for key, value in config.storage_options.items():
@@ -248,11 +242,8 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
         writing = t_end - t_start
         checking_started = time.monotonic()
         wire: list[WireWrite] = list(proxy.writes)
-
-        def observing(done: int, total: int) -> None:
-            note(done, total, "reading every retained version")
-
-        final = observe(bucket, direct, initial, observing)
+        final = observe(bucket, direct, initial,
+                        lambda done, total: note(done, total, "reading every retained version"))
         final.read_versions = read_versions_of(wire)
         note(0, 0, "checking")
         result = check(history, wire, final)

@@ -53,7 +53,7 @@ MUTANTS = (
            "    if base.is_dataset_root:\n        return base.path.rstrip(\"/\")",
            "a dataset-root base resolves without its data/ (_deletions/...) subdirectory (BASE-004)"),
     Mutant("cleanup-ignores-tags", "gc.py",
-           "tagged = {t.version for t in tags.values() if t.branch == context.branch}",
+           "tagged = {t.version for t in tags.values() if t.branch == branch}",
            "tagged: set[int] = set()",
            "cleanup removes tagged versions (GC-001)"),
     Mutant("clone-drops-bases", "clone.py",

@@ -9,7 +9,9 @@ own errors to the refusal kinds of the scenario format (``ERROR_KINDS``). ``regi
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import importlib
 import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -59,6 +61,12 @@ class Folder:
     @cached_property
     def storage(self) -> Storage:
         return open_store(dict(self.options))
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """The first line of an error's message (its class name when it has none), cut at ``limit`` characters."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
 def resolve(site: Site, location: str) -> str:
@@ -121,7 +129,8 @@ class Session(Protocol):
         ``version`` (the version committed), ``noop`` (nothing committed), ``attempts``, ``tag_version``,
         ``removed_versions`` and ``read_version``."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the session holds (nothing, unless a subclass holds something)."""
 
 
 @dataclass(frozen=True)
@@ -148,14 +157,18 @@ class Reader(Protocol):
 
     def read(self, target: Target) -> ReadResult: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the reader holds (nothing, unless a subclass holds something)."""
 
 
 class Implementation:
     """A writer (and its reader) under one name: ``name``, ``version()``, a ``session`` class opened on a site,
-    a ``reading`` class; the capability file is ``{module}.toml`` beside the subclass's module unless given."""
+    a ``reading`` class; the capability file is ``{module}.toml`` beside the subclass's module unless given.
+    ``package``: the module whose ``__version__`` is the writer's version (``version()`` is then
+    ``"{name} {version}"``), imported when the implementation is made."""
 
     name: str = ""
+    package: str = ""
     session: Callable[[Site], Session]
     reading: Callable[[], Reader]
 
@@ -163,10 +176,15 @@ class Implementation:
         if capabilities is None:
             module = Path(str(sys.modules[type(self).__module__].__file__))
             capabilities = Capabilities.load(module.with_suffix(".toml"))
+        if self.package:
+            version = str(importlib.import_module(self.package).__version__)
+            capabilities = dataclasses.replace(capabilities, version=version)
         self.capabilities = capabilities
 
     def version(self) -> str:
-        raise NotImplementedError
+        if not self.package:
+            raise NotImplementedError
+        return f"{self.name} {self.capabilities.version}"
 
     def open(self, site: Site) -> Session:
         return type(self).session(site)
@@ -295,5 +313,5 @@ def _flat(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 __all__ = [
     "CONTRACT", "ERROR_KINDS", "FEATURES", "Capabilities", "ContractError", "Divergence", "Folder", "Implementation",
     "ReadResult", "Reader", "ReaderError", "Session", "Site", "Target", "WriterRefusal", "base_keys",
-    "needs", "registered_path", "resolve", "write_targets",
+    "first_line", "needs", "registered_path", "resolve", "write_targets",
 ]

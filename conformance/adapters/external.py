@@ -55,13 +55,9 @@ class JsonLinesProcess:
             self._lines.put(line)
         self._lines.put(None)
 
-    def stderr_tail(self, limit: int = 600) -> str:
-        self._stderr.seek(0)
-        text = self._stderr.read()
-        return text[-limit:].strip()
-
     def _broken(self, what: str) -> ContractError:
-        tail = self.stderr_tail()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-600:].strip()
         return ContractError(f"{what}" + (f"; stderr: {tail}" if tail else ""), self.command)
 
     def request(self, message: Mapping[str, Any]) -> dict[str, Any]:

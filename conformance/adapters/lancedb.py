@@ -20,7 +20,6 @@ is the one place the adapter reads an error's text, and it reads only the varian
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
@@ -58,11 +57,6 @@ def classify(exc: BaseException, op: lang.Operation | None = None) -> str:
     return "invalid_input"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
-
-
 def split_table(uri: str) -> tuple[str, str]:
     """``(database, table name)`` of a dataset root ``{database}/{name}.lance``."""
     folder, _, name = uri.rstrip("/").rpartition("/")
@@ -72,7 +66,7 @@ def split_table(uri: str) -> tuple[str, str]:
     return folder, name[: -len(SUFFIX)]
 
 
-class LanceDBSession:
+class LanceDBSession(base.Session):
     def __init__(self, site: Site) -> None:
         import lancedb
 
@@ -107,7 +101,7 @@ class LanceDBSession:
         except WriterRefusal:
             raise
         except (OSError, ValueError, TypeError, RuntimeError, KeyError, NotImplementedError) as exc:
-            raise WriterRefusal(classify(exc, operation), _first_line(exc)) from exc
+            raise WriterRefusal(classify(exc, operation), base.first_line(exc, 500)) from exc
 
     def _apply(self, op: lang.Operation) -> dict[str, Any]:
         if isinstance(op, lang.Create):
@@ -175,7 +169,7 @@ class LanceDBSession:
         self._connections.clear()
 
 
-class LanceDBReader:
+class LanceDBReader(base.Reader):
     name = "lancedb"
 
     def read(self, target: Target) -> ReadResult:
@@ -195,29 +189,21 @@ class LanceDBReader:
         except WriterRefusal as exc:
             raise ReaderError(exc.message) from exc
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ReaderError(_first_line(exc)) from exc
+            raise ReaderError(base.first_line(exc, 500)) from exc
         return ReadResult(rows, {}, None)
-
-    def close(self) -> None:
-        pass
 
 
 class LanceDBImplementation(Implementation):
     name = "lancedb"
+    package = "lancedb"
     session = LanceDBSession
     reading = LanceDBReader
 
     def __init__(self, capabilities: Capabilities | None = None) -> None:
         try:
-            import lancedb
+            super().__init__(capabilities)
         except ImportError as exc:
             raise InvalidOption("LanceDB for Python is not installed: pip install 'lancespec[lancedb]'") from exc
-
-        super().__init__(capabilities)
-        self.capabilities = dataclasses.replace(self.capabilities, version=str(lancedb.__version__))
-
-    def version(self) -> str:
-        return f"lancedb {self.capabilities.version}"
 
 
 registry.register(LanceDBImplementation)

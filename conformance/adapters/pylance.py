@@ -8,7 +8,6 @@ pylance's words are read.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from datetime import timedelta
 from typing import Any
@@ -17,7 +16,7 @@ from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import table
 
 from . import base, registry
-from .base import Capabilities, Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
+from .base import Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
 
 _KINDS: tuple[tuple[str, str], ...] = (
     (r"Dataset already exists", "dataset_exists"),
@@ -43,12 +42,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     return "invalid_input", isinstance(exc, ValueError | KeyError | TypeError)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-class PylanceSession:
+class PylanceSession(base.Session):
     def __init__(self, site: Site) -> None:
         import lance
 
@@ -72,7 +66,7 @@ class PylanceSession:
             return self._apply(operation)
         except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
             kind, certain = classify(exc)
-            raise WriterRefusal(kind, _first_line(exc), certain) from exc
+            raise WriterRefusal(kind, base.first_line(exc), certain) from exc
 
     def _apply(self, op: lang.Operation) -> dict[str, Any]:
         if isinstance(op, lang.Create | lang.Append | lang.Overwrite):
@@ -147,11 +141,8 @@ class PylanceSession:
         (dataset.tags.update if op.move else dataset.tags.create)(op.name, reference)
         return {"tag_version": reference[1] if isinstance(reference, tuple) else dataset.tags.get_version(op.name)}
 
-    def close(self) -> None:
-        pass
 
-
-class PylanceReader:
+class PylanceReader(base.Reader):
     name = "pylance"
 
     def read(self, target: Target) -> ReadResult:
@@ -173,11 +164,8 @@ class PylanceReader:
             # pylance before 13 has no base_paths(): rows and blobs are still compared, files are not.
             files_out = _pylance_files(ds, root) if hasattr(ds, "base_paths") else None
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ReaderError(_first_line(exc)) from exc
+            raise ReaderError(base.first_line(exc)) from exc
         return ReadResult(rows, blobs, files_out)
-
-    def close(self) -> None:
-        pass
 
 
 def _pylance_files(ds: Any, root: str) -> list[str]:
@@ -201,17 +189,9 @@ def _pylance_files(ds: Any, root: str) -> list[str]:
 
 class PylanceImplementation(Implementation):
     name = "pylance"
+    package = "lance"
     session = PylanceSession
     reading = PylanceReader
-
-    def __init__(self, capabilities: Capabilities | None = None) -> None:
-        import lance
-
-        super().__init__(capabilities)
-        self.capabilities = dataclasses.replace(self.capabilities, version=str(lance.__version__))
-
-    def version(self) -> str:
-        return f"pylance {self.capabilities.version}"
 
 
 registry.register(PylanceImplementation)

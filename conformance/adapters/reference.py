@@ -35,7 +35,7 @@ def _certain(exc: LanceSpecError) -> bool:
     return not isinstance(exc, StorageError) or isinstance(exc, ObjectNotFound | ObjectAlreadyExists)
 
 
-class ReferenceSession:
+class ReferenceSession(base.Session):
     """Operations on one site through one store (one S3 client for the whole session)."""
 
     def __init__(self, site: Site) -> None:
@@ -142,11 +142,8 @@ class ReferenceSession:
         result = commit(self._dataset(op.root), txn, apply_transaction)
         return {"version": result.version, "read_version": read_version, "attempts": result.attempts}
 
-    def close(self) -> None:
-        pass
 
-
-class ReferenceReader:
+class ReferenceReader(base.Reader):
     name = "reference"
 
     def read(self, target: Target) -> ReadResult:
@@ -168,9 +165,6 @@ class ReferenceReader:
         keep = [c for c in rows.column_names if c not in target.blob_columns]
         files = sorted(f.uri for f in snapshot.files() if f.uri is not None and f.kind is not FileKind.INDEX)
         return ReadResult(rows.select(keep), blobs, files)
-
-    def close(self) -> None:
-        pass
 
 
 class ReferenceImplementation(Implementation):

@@ -113,12 +113,8 @@ def branch_family(a: str, b: str, dataset_roots: Iterable[str]) -> bool:
     la, lb = _location(a), _location(b)
     if la == lb:  # one location registered twice is an overlap, whatever the layout
         return False
-    for main in dataset_roots:
-        lm = _location(main)
-        tree = _location(join(main, TREE_DIR))
-        if all(loc == lm or _below(loc, tree) for loc in (la, lb)):
-            return True
-    return False
+    return any(all(loc == _location(main) or _below(loc, _location(join(main, TREE_DIR))) for loc in (la, lb))
+               for main in dataset_roots)
 
 
 def dataset_root_locations(ctx: VersionContext) -> list[str]:
@@ -227,11 +223,9 @@ def overlap(ctx: VersionContext) -> None:
 
 def _holds_manifest(storage: Storage, path: str) -> bool:
     def compute() -> bool:
-        for info in storage.list(join(path, VERSIONS_DIR), recursive=False):
-            parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
-            if parsed is not None and not parsed.detached:
-                return True
-        return False
+        listed = storage.list(join(path, VERSIONS_DIR), recursive=False)
+        names = (parse_manifest_name(info.uri.rsplit("/", 1)[-1]) for info in listed)
+        return any(parsed is not None and not parsed.detached for parsed in names)
 
     return run_cached(storage, ("holds-manifest", path), compute)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from lancespec.reference.blob.columns import blob_field_ids
 from lancespec.reference.blob.read import BlobDescriptor, BlobLocation, BlobReader, read_descriptor_columns
@@ -38,15 +39,14 @@ def _rows(rows: list[int]) -> str:
     return f"row {shown}" if len(rows) == 1 else f"rows {shown}{' …' if len(rows) > _SHOWN else ''}"
 
 
+@dataclass
 class _File:
     """One data file's descriptors of one blob column."""
 
-    def __init__(self, uri: str, size: int | None, field: file_pb2.Field,
-                 descriptors: list[BlobDescriptor | None]) -> None:
-        self.uri = uri
-        self.size = size
-        self.field = field
-        self.descriptors = descriptors
+    uri: str
+    size: int | None
+    field: file_pb2.Field
+    descriptors: list[BlobDescriptor | None]
 
 
 def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:

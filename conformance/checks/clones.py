@@ -10,7 +10,7 @@ history's finding (HIST-001, HIST-002), not these checks'.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lancespec.reference.codec import decode_tag
@@ -37,17 +37,18 @@ class _Lineage:
     clone: transaction_pb2.Transaction.Clone
 
 
-def _lineage(ctx: DatasetContext) -> _Lineage | None:
-    """The root's clone lineage, or None when its first version is no (readable) clone."""
+def first_clone(dataset: Dataset, known: Mapping[int, Snapshot]) -> _Lineage | None:
+    """The root's clone lineage (its first version taken from ``known`` when there), or None when its first
+    version is no (readable) clone."""
     try:
-        entries = ctx.dataset.version_entries(allow_mixed=True)
+        entries = dataset.version_entries(allow_mixed=True)
         if not entries:
             return None
         first = entries[0].version
-        txn = load_transaction(ctx.dataset, first)
+        txn = load_transaction(dataset, first)
         if txn is None or txn.WhichOneof("operation") != "clone":
             return None
-        snapshot = ctx.snapshots.get(first) or ctx.dataset.snapshot(first, strict=False)
+        snapshot = known.get(first) or dataset.snapshot(first, strict=False)
     except LanceSpecError:
         return None
     return _Lineage(first, snapshot, txn.clone)
@@ -83,7 +84,7 @@ def lineage(ctx: DatasetContext) -> None:
 
     "The source" of CLONE-003 is the source datasets (ref_path, and inherited dataset-root bases that
     hold a dataset), not storage-only bases the clone inherited: writing there is a multi-base write."""
-    found = _lineage(ctx)
+    found = first_clone(ctx.dataset, ctx.snapshots)
     if found is None:
         return
     clone, first = found.clone, found.snapshot
@@ -198,7 +199,7 @@ def source_protected(ctx: DatasetContext) -> None:
     """SHOULD: the source version a shallow clone (not a branch) depends on is protected from cleanup by a
     tag in the source dataset naming ref_version on ref_name's branch (CLONE-005). An unreachable source
     is CLONE-001's finding, not this check's."""
-    found = _lineage(ctx)
+    found = first_clone(ctx.dataset, ctx.snapshots)
     if found is None:
         return
     clone = found.clone
@@ -277,7 +278,7 @@ def faithful(ctx: DatasetContext) -> None:
     """A clone's first version equals the source version it was cloned from in fragments (ids, rows, data
     file paths, sizes and fields, deletion files), schema and indices (uuid, name, fields, covered
     fragments); base ids may differ (CLONE-006). Checked only while the source version can be read."""
-    found = _lineage(ctx)
+    found = first_clone(ctx.dataset, ctx.snapshots)
     source = _source_snapshot(ctx, found) if found is not None else None
     if found is None or source is None:
         return
@@ -295,7 +296,7 @@ def deep_copies_identical(ctx: DatasetContext) -> None:
     """Every file a deep clone's first version holds is byte-identical to the source version's file of
     the same kind and path (by size above MAX_COMPARED_BYTES), while the source is there (CLONE-007).
     Missing files are BASE-004's and DEL-001's findings."""
-    found = _lineage(ctx)
+    found = first_clone(ctx.dataset, ctx.snapshots)
     if found is None or found.clone.is_shallow:
         return
     source = _source_snapshot(ctx, found)

@@ -27,7 +27,6 @@ from lancespec.reference.codec.datafile import (
     row_count,
 )
 from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
-from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from lancespec.reference.proto import table_pb2
@@ -36,6 +35,7 @@ from lancespec.reference.table import FragmentView, ResolvedFile, Snapshot
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
+from .clones import first_clone
 from .portability import is_relative_path
 
 # --- what storage says about a file ------------------------------------------------------------------
@@ -105,18 +105,10 @@ def _inherited(ctx: VersionContext) -> frozenset[tuple[str, int | None]]:
     its first version, when that version was made by a shallow Clone. Empty for any other root."""
 
     def compute() -> frozenset[tuple[str, int | None]]:
-        try:
-            entries = ctx.dataset.version_entries(allow_mixed=True)
-            if not entries:
-                return frozenset()
-            first = entries[0].version
-            txn = load_transaction(ctx.dataset, first)
-            if txn is None or txn.WhichOneof("operation") != "clone" or not txn.clone.is_shallow:
-                return frozenset()
-            snapshot = ctx.snap if first == ctx.snap.version else ctx.dataset.snapshot(first, strict=False)
-        except LanceSpecError:  # an unreadable first version is history's finding
+        found = first_clone(ctx.dataset, {ctx.snap.version: ctx.snap})  # None: no clone, or history's finding
+        if found is None or not found.clone.is_shallow:
             return frozenset()
-        return frozenset((f.path, f.base_id) for fragment in snapshot.fragments for f in fragment.files)
+        return frozenset((f.path, f.base_id) for fragment in found.snapshot.fragments for f in fragment.files)
 
     return run_cached(ctx.storage, ("inherited", ctx.dataset.uri), compute)
 

@@ -14,9 +14,8 @@ from lancespec.reference.errors import InvalidRefName, LanceSpecError
 from lancespec.reference.layout import (
     BRANCHES_DIR,
     TAGS_DIR,
-    branch_name_from_ref_file,
     branch_root,
-    tag_name_from_ref_file,
+    ref_name_from_file,
 )
 from lancespec.reference.store.uri import join
 from lancespec.reference.table import Dataset, VersionEntry
@@ -73,7 +72,7 @@ def tags(ctx: DatasetContext) -> None:
         return
     roots = _Roots(ctx)
     for file_name, uri in _ref_files(ctx, TAGS_DIR):
-        name = tag_name_from_ref_file(file_name)
+        name = ref_name_from_file(file_name)
         try:
             record = decode_tag(ctx.storage.get(uri), uri)
         except LanceSpecError as exc:  # a format error, or a file that is no regular file or too large
@@ -107,7 +106,7 @@ def branches(ctx: DatasetContext) -> None:
         return
     roots = _Roots(ctx)
     for file_name, uri in _ref_files(ctx, BRANCHES_DIR):
-        name = branch_name_from_ref_file(file_name)
+        name = ref_name_from_file(file_name)
         try:
             branch_root(ctx.dataset.main_root, name)
         except InvalidRefName as exc:

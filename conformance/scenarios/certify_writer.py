@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -59,11 +60,8 @@ class WriterReport:
     runs: list[ScenarioRun] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        out = {k: 0 for k in (PASS, FAIL, SKIP, XFAIL, XPASS)}
-        for run in self.runs:
-            for r in run.results:
-                out[r.outcome] += 1
-        return out
+        found = Counter(r.outcome for run in self.runs for r in run.results)
+        return {k: found[k] for k in (PASS, FAIL, SKIP, XFAIL, XPASS)}
 
     @property
     def applied(self) -> int:
@@ -182,10 +180,7 @@ def render_json(report: WriterReport) -> str:
 def _run_line(run: ScenarioRun) -> str:
     steps = run.steps
     passed = sum(s.outcome == PASS for s in steps)
-    notes = []
-    for extra in (run.certify, run.compare):
-        if extra is not None:
-            notes.append(f"{extra.op} {extra.outcome}")
+    notes = [f"{extra.op} {extra.outcome}" for extra in (run.certify, run.compare) if extra is not None]
     xfails = sorted({r.finding for r in run.results if r.outcome == XFAIL and r.finding})
     if xfails:
         notes.append("expected divergence " + ", ".join(xfails))

@@ -145,11 +145,6 @@ def files_per_location(dataset: Dataset, run: StoreRun) -> dict[str, int]:
     return out
 
 
-def _count_under(dataset: Dataset, run: StoreRun, location: Location) -> int:
-    prefix = run.uri(location).rstrip("/") + "/"
-    return sum(1 for f in dataset.snapshot().files() if f.kind is FileKind.DATA and f.uri and f.uri.startswith(prefix))
-
-
 def blob_sizes(dataset: Dataset, column: str, run: StoreRun) -> list[int | None]:
     snapshot = dataset.snapshot()
     table = read_snapshot(snapshot, dataset.storage, run.options)
@@ -180,7 +175,9 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
         if "unnamed_bases" in expect and (got_u := unnamed_bases_of(dataset, run)) != sorted(expect["unnamed_bases"]):
             problems.append(f"unnamed bases {got_u}, expected {sorted(expect['unnamed_bases'])}")
         for loc, n in expect.get("files", {}).items():
-            got = _count_under(dataset, run, Location.parse(loc, "files"))
+            prefix = run.uri(Location.parse(loc, "files")).rstrip("/") + "/"
+            got = sum(1 for f in dataset.snapshot().files() if f.kind is FileKind.DATA and f.uri
+                      and f.uri.startswith(prefix))
             if got != n:
                 problems.append(f"{got} data files under {loc}, expected {n}")
         if "tags" in expect or "no_tags" in expect:

@@ -10,7 +10,6 @@ from lancespec.reference.layout import (
     Base,
     FileKind,
     ManifestNaming,
-    branch_name_from_ref_file,
     branch_ref_path,
     branch_root,
     data_file_stem,
@@ -19,6 +18,7 @@ from lancespec.reference.layout import (
     manifest_name,
     new_data_file_name,
     parse_manifest_name,
+    ref_name_from_file,
     resolve,
     reversed_blob_id,
     sidecar_relative_path,
@@ -83,7 +83,7 @@ def test_sidecar_names_use_reversed_binary(blob_id: int, prefix: str) -> None:
 
 def test_branch_refs() -> None:
     assert branch_ref_path("team/x") == "_refs/branches/team%2Fx.json"
-    assert branch_name_from_ref_file("team%2Fx.json") == "team/x"
+    assert ref_name_from_file("team%2Fx.json") == "team/x"
     assert branch_root("s3://b/ds", "team/x") == "s3://b/ds/tree/team/x"
 
 
