@@ -52,8 +52,8 @@ class SimMutant(Mutant):
 
 MUTANTS = (
     SimMutant("unconditional-put", "store/s3.py",
-              'self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")',
-              "self._client.put_object(Bucket=bucket, Key=key, Body=data)",
+              '{"If-None-Match": "*"}, data, op="put_if_absent"',
+              '{}, data, op="put_if_absent"',
               "manifests (and tags) are written by plain PUT, without If-None-Match: concurrent commits of one "
               "version overwrite each other"),
     SimMutant("no-conflict-check", "commit.py",

@@ -211,45 +211,45 @@ def test_routed_through_open_store(s3_server: EmbeddedS3Server, bucket: str, tmp
     assert isinstance(storage.backend(f"s3://{bucket}/a"), S3Store)
 
 
-# --- error mapping, with the boto3 client replaced ------------------------------------------------
+# --- error mapping, with the connection pool replaced -------------------------------------------------
 
 
-def _client_error(status: int, code: str, retries: int = 0) -> Exception:
-    from botocore.exceptions import ClientError
+class _FakePool:
+    """Answers a PUT from a script of (status, S3 error code) pairs or urllib3 exceptions (then 200), and a
+    HEAD with an ETag; records the methods sent."""
 
-    response: dict[str, Any] = {
-        "Error": {"Code": code, "Message": f"simulated {code}"},
-        "ResponseMetadata": {"HTTPStatusCode": status, "RetryAttempts": retries},
-    }
-    return ClientError(response, "PutObject")
-
-
-class _FakeClient:
-    """Answers ``put_object`` from a script of exceptions (then succeeds) and ``head_object`` with an ETag."""
-
-    def __init__(self, script: list[Exception], etag: str = '"0"') -> None:
+    def __init__(self, script: list[tuple[int, str] | Exception], etag: str = '"0"') -> None:
         self.script = list(script)
-        self.calls = 0
+        self.methods: list[str] = []
         self.etag = etag
 
-    def put_object(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls += 1
-        assert kwargs.get("IfNoneMatch") == "*"
-        if self.script:
-            raise self.script.pop(0)
-        return {}
+    def urlopen(self, method: str, path: str, **kwargs: Any) -> Any:
+        import urllib3
 
-    def head_object(self, **kwargs: Any) -> dict[str, Any]:
-        return {"ETag": self.etag, "ContentLength": 1}
+        self.methods.append(method)
+        if method == "PUT":
+            assert kwargs["headers"]["If-None-Match"] == "*"
+        answer = (200, "") if method != "PUT" or not self.script else self.script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        status, code = answer
+        body = f"<Error><Code>{code}</Code><Message>simulated {code}</Message></Error>".encode() if code else b""
+        return urllib3.HTTPResponse(body, headers={"ETag": self.etag}, status=status, preload_content=False)
 
 
 @pytest.fixture
 def offline_store() -> Iterator[S3Store]:
-    yield S3Store({"aws_access_key_id": "k", "aws_secret_access_key": "s"})
+    yield S3Store({"aws_access_key_id": "k", "aws_secret_access_key": "s", "aws_endpoint": "http://127.0.0.1:9",
+                   "allow_http": "true"})
+
+
+def _script(store: S3Store, script: list[Any], etag: str = '"0"') -> _FakePool:
+    store._reader._pool = _FakePool(script, etag)  # type: ignore[assignment]
+    return store._reader._pool  # type: ignore[return-value]
 
 
 def test_other_errors_name_the_code_and_uri(offline_store: S3Store) -> None:
-    offline_store._client = _FakeClient([_client_error(403, "AccessDenied")])
+    _script(offline_store, [(403, "AccessDenied")])
     with pytest.raises(StorageError) as caught:
         offline_store.put_if_absent("s3://b/k", b"x")
     assert not isinstance(caught.value, (ObjectNotFound, ObjectAlreadyExists))
@@ -258,30 +258,35 @@ def test_other_errors_name_the_code_and_uri(offline_store: S3Store) -> None:
 
 
 def test_conflict_is_retried(offline_store: S3Store) -> None:
-    fake = _FakeClient([_client_error(409, "ConditionalRequestConflict")] * 2)
-    offline_store._client = fake
+    fake = _script(offline_store, [(409, "ConditionalRequestConflict")] * 2)
     offline_store.put_if_absent("s3://b/k", b"x")
-    assert fake.calls == 3
+    assert fake.methods == ["PUT"] * 3
 
 
 def test_persistent_conflict_is_a_lost_race(offline_store: S3Store) -> None:
-    fake = _FakeClient([_client_error(409, "ConditionalRequestConflict")] * CONFLICT_RETRIES)
-    offline_store._client = fake
+    fake = _script(offline_store, [(409, "ConditionalRequestConflict")] * CONFLICT_RETRIES)
     with pytest.raises(ObjectAlreadyExists, match="conflicted"):
         offline_store.put_if_absent("s3://b/k", b"x")
-    assert fake.calls == CONFLICT_RETRIES
+    assert fake.methods == ["PUT"] * CONFLICT_RETRIES
 
 
 def test_412_after_a_resend_of_our_own_bytes_is_a_win(offline_store: S3Store) -> None:
+    import urllib3
+
     ours = hashlib.md5(b"ours").hexdigest()
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=1)], f'"{ours}"')
+    lost = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
+    fake = _script(offline_store, [lost, (412, "PreconditionFailed")], f'"{ours}"')
     offline_store.put_if_absent("s3://b/k", b"ours")  # the first, unanswered attempt landed
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=1)], '"other"')
+    assert fake.methods == ["PUT", "PUT", "HEAD"]
+    _script(offline_store, [lost, (412, "PreconditionFailed")], '"other"')
     with pytest.raises(ObjectAlreadyExists):
         offline_store.put_if_absent("s3://b/k", b"ours")
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=0)], f'"{ours}"')
+    _script(offline_store, [(503, "SlowDown"), (412, "PreconditionFailed")], f'"{ours}"')
+    offline_store.put_if_absent("s3://b/k", b"ours")  # any resend counts, as boto3's RetryAttempts did
+    fake = _script(offline_store, [(412, "PreconditionFailed")], f'"{ours}"')
     with pytest.raises(ObjectAlreadyExists):  # no resend: someone else wrote identical bytes first
         offline_store.put_if_absent("s3://b/k", b"ours")
+    assert fake.methods == ["PUT"]
 
 
 # --- pylance through the server -----------------------------------------------------------------------
