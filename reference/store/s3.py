@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn
@@ -279,23 +279,30 @@ class S3Store(ObjectStore):
         followed to the end before returning; the result is sorted by URI. A missing prefix lists as empty;
         a missing bucket raises ObjectNotFound (a misconfiguration, not an empty directory).
         """
+        found = [info for page in self._pages(prefix, recursive) for info in page]
+        found.sort(key=lambda info: info.uri)
+        return iter(found)
+
+    def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
+        """ListObjectsV2 pages of the direct children, in S3's key order, the first of at most ``first`` keys."""
+        return self._pages(prefix, False, first)
+
+    def _pages(self, prefix: str, recursive: bool, first: int | None = None) -> Iterator[Sequence[ObjectInfo]]:
         scheme, bucket, key = _parse(prefix)
         key_prefix = key.rstrip("/") + "/" if key.strip("/") else ""
         base = f"{scheme}://{bucket}/"
         query = {"list-type": "2", "prefix": key_prefix, "encoding-type": "url"}
         if not recursive:
             query["delimiter"] = "/"
-        found: list[ObjectInfo] = []
         token: str | None = ""
-        while token is not None:
-            answer = self._reader.get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes,
-                                      query={**query, "continuation-token": token} if token else query)
+        while token is not None:  # a first page of ``first`` keys, then pages of the store's size (1,000 on S3)
+            asked = {**query, "continuation-token": token} if token else {**query, "max-keys": str(first)} if first \
+                else query
+            answer = self._reader.get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
             page = list_page(answer.body, prefix)
-            found += (ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
-                      if not name.endswith("/"))
+            yield [ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
+                   if not name.endswith("/")]
             token = page.next_token
-        found.sort(key=lambda info: info.uri)
-        return iter(found)
 
     # --- writing ------------------------------------------------------------------------------------
 

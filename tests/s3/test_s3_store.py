@@ -211,6 +211,43 @@ def test_routed_through_open_store(s3_server: EmbeddedS3Server, bucket: str, tmp
     assert isinstance(storage.backend(f"s3://{bucket}/a"), S3Store)
 
 
+def test_a_writer_lists_versions_from_the_newest_page(s3_server: EmbeddedS3Server, bucket: str) -> None:
+    """S3 lists in key order and V2 names put the newest manifest first: a writer that needs only the versions
+    newer than one it knows stops at the first page that reaches it (Lance's latest-version discovery); the full
+    listing reads everything, and a V1 name met on the way makes the early listing read everything too."""
+    import math
+
+    from lancespec.reference.errors import FormatError
+    from lancespec.reference.layout import ManifestNaming, manifest_name
+    from lancespec.reference.table import EARLY_PAGE, Dataset
+
+    storage = open_store(s3_server.storage_options())
+    uri = f"s3://{bucket}/ds"
+    for v in range(1, 31):
+        storage.put(f"{uri}/_versions/{manifest_name(v, ManifestNaming.V2)}", b"m")
+    reader = storage.backend(uri)._reader  # type: ignore[attr-defined]
+    real, lists = reader.get, []
+
+    def get(bucket: str, key: str, uri: str, *args: Any, **kwargs: Any) -> Any:
+        if not key:
+            lists.append(kwargs["query"].get("max-keys"))
+        return real(bucket, key, uri, *args, **kwargs)
+
+    reader.get = get
+    dataset = Dataset(uri, storage)
+    assert [e.version for e in dataset.version_entries()] == list(range(1, 31)) and lists == [None]
+    lists.clear()
+    assert [e.version for e in dataset.version_entries(newer_than=27)] == list(range(31 - EARLY_PAGE, 31))
+    assert [e.version for e in dataset.version_entries(newer_than=math.inf)][-1] == 30
+    assert lists == [str(EARLY_PAGE)] * 2
+    lists.clear()
+    assert [e.version for e in dataset.version_entries(newer_than=15)] == list(range(1, 31))  # a second page
+    assert lists == [str(EARLY_PAGE), None]
+    storage.put(f"{uri}/_versions/1.manifest", b"m")  # sorts before the V2 names
+    with pytest.raises(FormatError, match="mixes"):
+        dataset.version_entries(newer_than=29)
+
+
 # --- error mapping, with the connection pool replaced -------------------------------------------------
 
 
