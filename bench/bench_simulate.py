@@ -8,7 +8,8 @@
    proves the run clean (a run with an anomaly is reported as such, its figure is not trusted). With
    ``--repeat N`` every (writers, kind) run is repeated N times, the kinds alternating within a round, and
    the table gives each one's median and the ratio reference / pylance of the medians (above 1: the
-   reference commits more versions per second).
+   reference commits more versions per second). ``--json`` also gives each run's requests per commit by
+   class, as the proxy counted them.
 2. Checker time for a synthetic 10,000-operation history (8 writers, appends, deletes and overwrites on two
    datasets, every manifest in the wire log, a cleanup per dataset that removed all but the last 100
    versions, which are retained with their rows).
@@ -48,6 +49,8 @@ def commits_per_second(writers: int, writer: str, appends: int) -> dict[str, Any
     return {"writers": writers, "writer": writer, "operations": len(report.history.records()),
             "commits": report.result.commits, "seconds": round(report.seconds_writing, 3),
             "commits_per_s": round(report.commits_per_s, 3), "anomalies": len(report.result.anomalies),
+            "requests_per_commit": {kind: round(n / max(report.result.commits, 1), 2)
+                                    for kind, n in sorted(report.requests.items())},
             "failed": sum(1 for r in report.history.records() if r.outcome != "ok")}
 
 

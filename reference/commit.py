@@ -16,7 +16,9 @@ Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", 
    "not ours": a retry would then commit the same transaction a second time. Another writer's manifest read
    back is what the retry judges and builds on; it is not read again.
 5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
-6. After success, write the version hint (a hint only; failures are ignored).
+6. After success, write the version hint (a hint only; failures are ignored) where Lance writes one: on a store
+   whose listing is not lexically ordered (a local directory), not on S3, where the listing names the latest
+   version first (§6; pylance 14.0.2 writes no hint on S3, observed against the embedded server).
 
 A REBASE verdict of the conflict matrix (docs/lance-format.md §7.3) is a retryable CommitConflict here:
 the one reference operation that can meet one, ``ops.delete`` (against a concurrent delete of the same
@@ -111,17 +113,13 @@ def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = 
         return None
 
 
-#: Slot backoff (Lance's ``SlotBackoff``) never draws from more slots than this.
-MAX_BACKOFF_SLOTS = 128
-
-
 def _backoff(attempt: int, unit: float) -> None:
-    """Slot backoff after the ``attempt``-th lost race (docs/lance-format.md §7.2 step 5): wait a random whole
-    number of slots out of 4, 8, 16, ... (at most ``MAX_BACKOFF_SLOTS``), a slot lasting ``unit`` seconds
-    (1.1 x the first attempt's duration up to the taken name), so that colliding writers spread over as many
-    attempt-long slots as there are of them, however slow the store is."""
-    slots = min(2 ** (attempt + 1), MAX_BACKOFF_SLOTS)
-    time.sleep(random.randrange(slots) * unit)
+    """Slot backoff after the ``attempt``-th lost race (docs/lance-format.md §7.2 step 5; Lance's
+    ``SlotBackoff``, rust/lance-core/src/utils/backoff.rs): wait a random whole number of slots out of 4, 8,
+    16, ..., doubling without a bound, a slot lasting ``unit`` seconds (1.1 x the first attempt's duration up to
+    the taken name), so that colliding writers spread over as many attempt-long slots as there are of them,
+    however slow the store is."""
+    time.sleep(random.randrange(2 ** (attempt + 1)) * unit)
 
 
 #: Reads of a manifest back after its write failed or found the name taken, before the outcome is unknown.
@@ -177,6 +175,15 @@ def _read_ahead(dataset: Dataset, uris: list[str | None]) -> dict[str, bytes]:
     return {uri: future.result() for uri, future in futures.items() if future.exception() is None}
 
 
+#: A listing after which more versions than this were judged is followed by another before the manifest is
+#: written, at most ``CATCH_UP_LISTINGS`` times in a row. Reading and judging many versions (a retry after a long
+#: backoff, a stale ``read_version``) takes long enough for others to commit meanwhile; written on at once, the
+#: manifest would lose its race again. Listed again, the window between the last listing and the conditional PUT
+#: holds only the few versions that landed during the reads. Every version is judged as before.
+CATCH_UP_VERSIONS = 2
+CATCH_UP_LISTINGS = 3
+
+
 def _remember(dataset: Dataset, manifest_uri: str, data: bytes) -> None:
     """Keep the manifest that took our version's name, read back already, decoded in ``dataset``: the next
     attempt judges its transaction and builds on it without reading it again. One that does not decode is
@@ -195,6 +202,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     and branches keep their source's number) or 1. ``naming`` is used for a new dataset; an existing
     one keeps its own. Raises CommitConflict (``retryable`` says whether rebuilding may help; a REBASE
     verdict is retryable, see the module docstring), DatasetAlreadyExists and CommitOutcomeUnknown.
+    ``max_retries`` bounds the attempts in all (at least one), as Lance's ``num_retries`` does
+    (rust/lance/src/io/commit.rs, ``commit_transaction``).
 
     Index metadata lives in its own section of the manifest file: a new dataset gets ``index_section``;
     on an existing one every operation but an overwrite carries the latest version's indices over.
@@ -204,12 +213,13 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
     started = time.monotonic()
     unit = 0.0
     checked = txn.read_version  # versions up to this one have been judged (and rebased onto) already
+    relisted = 0
     txn_bytes = encode_transaction(txn)
     txn_name = transaction_file_name(txn.read_version, txn.uuid)
     txn_uri = join(dataset.uri, TRANSACTIONS_DIR, txn_name)
     while True:
         attempts += 1
-        entries = dataset.version_entries()
+        entries = dataset.version_entries(newer_than=checked)
         if new_dataset:
             if entries:
                 raise DatasetAlreadyExists("a dataset already exists here", dataset.uri)
@@ -242,7 +252,12 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 if verdict.resolution is Resolution.REBASE:
                     raise CommitConflict(f"{verdict.reason}; rebuild the transaction on version {other_version}",
                                          dataset.uri, retryable=True)
-            checked = max(checked, latest.version)
+            judged, checked = latest.version - checked, max(checked, latest.version)
+            if judged > CATCH_UP_VERSIONS and relisted < CATCH_UP_LISTINGS:
+                relisted += 1  # judged too many to write now: list again (the same attempt), see CATCH_UP_VERSIONS
+                attempts -= 1
+                continue
+            relisted = 0
             latest_file = dataset.manifest_file(latest.uri)
             previous = latest_file.manifest
             indices = None if txn.WhichOneof("operation") == "overwrite" else latest_file.index_section
@@ -263,7 +278,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
-            if attempts > max_retries:
+            if attempts >= max_retries:
                 raise CommitConflict(
                     f"gave up after {attempts} attempts: other writers kept taking the next version",
                     dataset.uri, retryable=True,
@@ -282,6 +297,7 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
             raise CommitOutcomeUnknown(f"{failure}; the version may or may not have been committed",
                                        manifest_uri) from exc
         break
-    with contextlib.suppress(Exception):
-        storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))
+    if not storage.backend(dataset.uri).lexically_ordered:
+        with contextlib.suppress(Exception):
+            storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))
     return CommitResult(version, manifest_uri, txn_uri, attempts)

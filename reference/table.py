@@ -7,6 +7,7 @@ docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -280,6 +281,9 @@ class VersionEntry:
     size: int
 
 
+#: Keys in the first page of a listing that may stop early (``Dataset.version_entries``): a writer seldom
+#: finds more than a few versions newer than the one it knows; each further page is the store's full page.
+EARLY_PAGE = 10
 #: Decoded manifests a Dataset keeps (``Dataset.manifest_file``).
 _DECODED_KEPT = 2
 
@@ -308,15 +312,27 @@ class Dataset:
 
     # --- versions ---------------------------------------------------------------------------------
 
-    def version_entries(self, allow_mixed: bool = False) -> list[VersionEntry]:
+    def version_entries(self, allow_mixed: bool = False, newer_than: float | None = None) -> list[VersionEntry]:
         """Every attached version, ascending. Raises FormatError when V1 and V2 names are mixed, unless
-        ``allow_mixed`` (a certifier wants to look at such a dataset, not stop at it)."""
-        entries = []
-        for info in self.storage.list(join(self.uri, VERSIONS_DIR), recursive=False):
-            parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
-            if parsed is None or parsed.detached:
-                continue
-            entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
+        ``allow_mixed`` (a certifier wants to look at such a dataset, not stop at it).
+
+        ``newer_than``: the caller needs only the newest version and those newer than this one (``math.inf``:
+        the newest alone). Where the store lists in key order and the names are V2, the newest manifest is listed
+        first, and the listing stops at the first page that reaches a version no newer (Lance's latest-version
+        discovery on such stores, docs/lance-format.md §6); a V1 name met on the way makes it list everything."""
+        prefix = join(self.uri, VERSIONS_DIR)
+        early = newer_than is not None and self.storage.backend(prefix).lexically_ordered
+        pages = self.storage.list_pages(prefix, EARLY_PAGE) if early else iter([self.storage.list(prefix, False)])
+        entries: list[VersionEntry] = []
+        for page in pages:
+            for info in page:
+                parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
+                if parsed is not None and not parsed.detached:
+                    entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
+            if early and any(e.naming is not ManifestNaming.V2 for e in entries):
+                return self.version_entries(allow_mixed)
+            if early and entries and entries[-1].version <= (newer_than or 0):
+                break
         namings = {e.naming for e in entries}
         if len(namings) > 1 and not allow_mixed:
             raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
@@ -363,7 +379,7 @@ class Dataset:
         """The manifest at ``version`` (default latest), decoded, with no file resolved. ``strict`` raises
         on reader flags this implementation lacks."""
         if version is None:  # the listing names the latest manifest: no probe for its name
-            entries = self.version_entries()
+            entries = self.version_entries(newer_than=math.inf)
             if not entries:
                 raise DatasetNotFound("no dataset here: _versions/ holds no manifest", self.uri)
             version, naming, uri = entries[-1].version, entries[-1].naming, entries[-1].uri

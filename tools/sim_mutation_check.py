@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,12 +48,17 @@ ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 @dataclass(frozen=True)
 class SimMutant(Mutant):
     survives_because: str = ""  # for a mutant known to survive the battery: why (an equivalent or liveness-only bug)
+    also: tuple[tuple[str, str], ...] = ()  # further (old, new) sites of the same file, for a bug of two parts
+
+    def patches(self) -> list[Mutant]:
+        """One single-site patch per site, the main one first."""
+        return [self, *(replace(self, old=old, new=new, also=()) for old, new in self.also)]
 
 
 MUTANTS = (
     SimMutant("unconditional-put", "store/s3.py",
-              'self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")',
-              "self._client.put_object(Bucket=bucket, Key=key, Body=data)",
+              '{"If-None-Match": "*"}, data, op="put_if_absent"',
+              '{}, data, op="put_if_absent"',
               "manifests (and tags) are written by plain PUT, without If-None-Match: concurrent commits of one "
               "version overwrite each other"),
     SimMutant("no-conflict-check", "commit.py",
@@ -85,9 +90,10 @@ MUTANTS = (
               "a manifest that cannot be read back after a failed write is taken as not ours, so the commit is "
               "tried again (and may land twice)"),
     SimMutant("first-try-unlisted", "commit.py",
-              "        attempts += 1\n        entries = dataset.version_entries()\n",
+              "        attempts += 1\n        entries = dataset.version_entries(newer_than=checked)\n",
               "        attempts += 1\n        from .table import VersionEntry\n"
-              "        entries = dataset.version_entries() if attempts > 1 or new_dataset else [VersionEntry(\n"
+              "        entries = dataset.version_entries(newer_than=checked) if attempts > 1 or new_dataset else [\n"
+              "            VersionEntry(\n"
               "            txn.read_version, ManifestNaming.V2,\n"
               "            join(dataset.uri, VERSIONS_DIR, manifest_name(txn.read_version, ManifestNaming.V2)), 0)]\n",
               "the first attempt builds on the version in hand without listing, trusting a free next name to "
@@ -121,13 +127,15 @@ MUTANTS = (
               "            hint_uri = join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME)\n"
               "            hinted = decode_version_hint(storage.get(hint_uri))\n"
               "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
-              "the commit builds on the version the hint names rather than the newest one listed",
+              "the writer writes the version hint on S3 too (Lance writes none there) and the commit builds on "
+              "the version the hint names rather than the newest one listed",
               survives_because="liveness-only in the battery: a stale hint (a late hint PUT, or the resend of one "
                                "whose answer was lost) names a version whose successor still exists, so the "
                                "commit finds the name taken and retries until a newer hint or a cleanup of the "
                                "hinted version lets it on; commits stall, none is wrong. It commits wrongly only "
                                "when the hint falls back onto a tagged version and a cleanup then frees the "
-                               "version after it, which no battery run reproduces"),
+                               "version after it, which no battery run reproduces",
+              also=(("    if not storage.backend(dataset.uri).lexically_ordered:\n", "    if True:\n"),)),
 )
 
 
@@ -174,8 +182,8 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
 def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
         keep: Path | None = None) -> Verdict:
     src, pkg = prepare(where)
-    if mutant is not None:
-        apply(src, mutant)
+    for patch in mutant.patches() if mutant is not None else []:
+        apply(src, patch)
     start = time.monotonic()
     status, detail = _battery(src, environment(pkg), where, timeout, shrink, keep)
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)

@@ -6,7 +6,7 @@ so one handle serves a dataset whose bases live on several stores.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..errors import UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
@@ -58,6 +58,9 @@ class Storage(ObjectStore):
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
         return self.backend(prefix).list(prefix, recursive)
+
+    def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
+        return self.backend(prefix).list_pages(prefix, first)
 
     def put(self, uri: str, data: bytes) -> None:
         self.backend(uri).put(uri, data)

@@ -8,7 +8,7 @@ prefix. ``put_if_absent`` is the single atomic primitive the Lance commit protoc
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,6 +37,10 @@ class Tail:
 class ObjectStore(abc.ABC):
     """Byte-level access to one kind of storage. Errors are ``lancespec.reference.errors`` classes."""
 
+    #: Whether the storage's own listing comes back in lexical key order (S3 yes, a directory no): where it
+    #: does, the newest V2 manifest is listed first and Lance writes no version hint (docs/lance-format.md §6).
+    lexically_ordered = False
+
     @abc.abstractmethod
     def get(self, uri: str) -> bytes:
         """The whole object. Raises ObjectNotFound."""
@@ -61,6 +65,11 @@ class ObjectStore(abc.ABC):
 
         Order is by URI, ascending. A missing directory lists as empty.
         """
+
+    def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
+        """The direct children of ``prefix`` page by page, the first page of at most ``first`` objects; in key
+        order where ``lexically_ordered``, so a reader may stop early. This default lists once."""
+        yield list(self.list(prefix, recursive=False))
 
     @abc.abstractmethod
     def put(self, uri: str, data: bytes) -> None:

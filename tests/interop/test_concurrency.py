@@ -646,8 +646,8 @@ def test_versions_landed_since_are_read_at_once(base_dataset: str, monkeypatch: 
 
 
 def test_backoff_is_slotted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Slot backoff (§7.2 step 5): after the n-th lost race, a whole number of slots out of 2**(n+1)
-    (4, 8, 16, ..., at most 128), each slot ``unit`` long."""
+    """Slot backoff (§7.2 step 5, Lance's ``SlotBackoff``): after the n-th lost race, a whole number of slots
+    out of 2**(n+1) (4, 8, 16, ..., without a bound), each slot ``unit`` long."""
     slept: list[float] = []
     drawn: list[int] = []
 
@@ -659,5 +659,44 @@ def test_backoff_is_slotted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(commit_mod.random, "randrange", last_slot)
     for attempt in (1, 2, 3, 6, 7, 20):
         commit_mod._backoff(attempt, 0.01)
-    assert drawn == [4, 8, 16, 128, 128, 128]
-    assert slept == pytest.approx([0.03, 0.07, 0.15, 1.27, 1.27, 1.27])
+    assert drawn == [4, 8, 16, 128, 256, 2**21]
+    assert slept == pytest.approx([0.03, 0.07, 0.15, 1.27, 2.55, (2**21 - 1) / 100])
+
+
+def test_a_writer_that_judged_many_versions_lists_again_before_it_writes(base_dataset: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """More than ``CATCH_UP_VERSIONS`` versions landed since the writer's read_version, and another commit lands
+    while it reads them: the writer lists again within the same attempt, judges the newcomer too, and takes the
+    next free name at its first attempt, the transaction file written once, after the last listing."""
+    for start in (100, 200, 300):
+        ops.append(Dataset(base_dataset), ten_rows(start, 1))
+    handle = PinnedHandle(base_dataset, 1)
+    real_list, real_get, real_put = handle.storage.list, handle.storage.get, handle.storage.put
+    events: list[str] = []
+
+    def listing(prefix: str, recursive: bool = True) -> Iterator[Any]:
+        if prefix.endswith(VERSIONS_DIR):
+            events.append("list")
+        return real_list(prefix, recursive)
+
+    def get(uri: str) -> bytes:
+        if f"/{VERSIONS_DIR}/" in uri and "put data" in events and "landed" not in events:  # the commit reads
+            events.append("landed")
+            assert ops.append(Dataset(base_dataset), ten_rows(400, 1)).version == 5
+        return real_get(uri)
+
+    def put(uri: str, data: bytes, how: Callable[[str, bytes], None] = real_put, name: str = "put") -> None:
+        events.append(f"{name} {uri.split('/')[-2]}")
+        how(uri, data)
+
+    monkeypatch.setattr(handle.storage, "list", listing)
+    monkeypatch.setattr(handle.storage, "get", get)
+    monkeypatch.setattr(handle.storage, "put", put)
+    monkeypatch.setattr(handle.storage, "put_if_absent",
+                        lambda uri, data, real=handle.storage.put_if_absent: put(uri, data, real, "create"))
+    result = ops.append(handle, ten_rows(900, 1))
+    assert (result.version, result.attempts) == (6, 1)
+    # the commit's listing, the reads (another commit lands), the listing again, then the writes; the last is the
+    # version hint, written on a local store
+    assert events == ["put data", "list", "landed", "list", "put _transactions", "create _versions", "put _versions"]
+    assert pylance_ids(base_dataset) == [*range(10), 100, 200, 300, 400, 900]

@@ -211,45 +211,82 @@ def test_routed_through_open_store(s3_server: EmbeddedS3Server, bucket: str, tmp
     assert isinstance(storage.backend(f"s3://{bucket}/a"), S3Store)
 
 
-# --- error mapping, with the boto3 client replaced ------------------------------------------------
+def test_a_writer_lists_versions_from_the_newest_page(s3_server: EmbeddedS3Server, bucket: str) -> None:
+    """S3 lists in key order and V2 names put the newest manifest first: a writer that needs only the versions
+    newer than one it knows stops at the first page that reaches it (Lance's latest-version discovery); the full
+    listing reads everything, and a V1 name met on the way makes the early listing read everything too."""
+    import math
+
+    from lancespec.reference.errors import FormatError
+    from lancespec.reference.layout import ManifestNaming, manifest_name
+    from lancespec.reference.table import EARLY_PAGE, Dataset
+
+    storage = open_store(s3_server.storage_options())
+    uri = f"s3://{bucket}/ds"
+    for v in range(1, 31):
+        storage.put(f"{uri}/_versions/{manifest_name(v, ManifestNaming.V2)}", b"m")
+    reader = storage.backend(uri)._reader  # type: ignore[attr-defined]
+    real, lists = reader.get, []
+
+    def get(bucket: str, key: str, uri: str, *args: Any, **kwargs: Any) -> Any:
+        if not key:
+            lists.append(kwargs["query"].get("max-keys"))
+        return real(bucket, key, uri, *args, **kwargs)
+
+    reader.get = get
+    dataset = Dataset(uri, storage)
+    assert [e.version for e in dataset.version_entries()] == list(range(1, 31)) and lists == [None]
+    lists.clear()
+    assert [e.version for e in dataset.version_entries(newer_than=27)] == list(range(31 - EARLY_PAGE, 31))
+    assert [e.version for e in dataset.version_entries(newer_than=math.inf)][-1] == 30
+    assert lists == [str(EARLY_PAGE)] * 2
+    lists.clear()
+    assert [e.version for e in dataset.version_entries(newer_than=15)] == list(range(1, 31))  # a second page
+    assert lists == [str(EARLY_PAGE), None]
+    storage.put(f"{uri}/_versions/1.manifest", b"m")  # sorts before the V2 names
+    with pytest.raises(FormatError, match="mixes"):
+        dataset.version_entries(newer_than=29)
 
 
-def _client_error(status: int, code: str, retries: int = 0) -> Exception:
-    from botocore.exceptions import ClientError
-
-    response: dict[str, Any] = {
-        "Error": {"Code": code, "Message": f"simulated {code}"},
-        "ResponseMetadata": {"HTTPStatusCode": status, "RetryAttempts": retries},
-    }
-    return ClientError(response, "PutObject")
+# --- error mapping, with the connection pool replaced -------------------------------------------------
 
 
-class _FakeClient:
-    """Answers ``put_object`` from a script of exceptions (then succeeds) and ``head_object`` with an ETag."""
+class _FakePool:
+    """Answers a PUT from a script of (status, S3 error code) pairs or urllib3 exceptions (then 200), and a
+    HEAD with an ETag; records the methods sent."""
 
-    def __init__(self, script: list[Exception], etag: str = '"0"') -> None:
+    def __init__(self, script: list[tuple[int, str] | Exception], etag: str = '"0"') -> None:
         self.script = list(script)
-        self.calls = 0
+        self.methods: list[str] = []
         self.etag = etag
 
-    def put_object(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls += 1
-        assert kwargs.get("IfNoneMatch") == "*"
-        if self.script:
-            raise self.script.pop(0)
-        return {}
+    def urlopen(self, method: str, path: str, **kwargs: Any) -> Any:
+        import urllib3
 
-    def head_object(self, **kwargs: Any) -> dict[str, Any]:
-        return {"ETag": self.etag, "ContentLength": 1}
+        self.methods.append(method)
+        if method == "PUT":
+            assert kwargs["headers"]["If-None-Match"] == "*"
+        answer = (200, "") if method != "PUT" or not self.script else self.script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        status, code = answer
+        body = f"<Error><Code>{code}</Code><Message>simulated {code}</Message></Error>".encode() if code else b""
+        return urllib3.HTTPResponse(body, headers={"ETag": self.etag}, status=status, preload_content=False)
 
 
 @pytest.fixture
 def offline_store() -> Iterator[S3Store]:
-    yield S3Store({"aws_access_key_id": "k", "aws_secret_access_key": "s"})
+    yield S3Store({"aws_access_key_id": "k", "aws_secret_access_key": "s", "aws_endpoint": "http://127.0.0.1:9",
+                   "allow_http": "true"})
+
+
+def _script(store: S3Store, script: list[Any], etag: str = '"0"') -> _FakePool:
+    store._reader._pool = _FakePool(script, etag)  # type: ignore[assignment]
+    return store._reader._pool  # type: ignore[return-value]
 
 
 def test_other_errors_name_the_code_and_uri(offline_store: S3Store) -> None:
-    offline_store._client = _FakeClient([_client_error(403, "AccessDenied")])
+    _script(offline_store, [(403, "AccessDenied")])
     with pytest.raises(StorageError) as caught:
         offline_store.put_if_absent("s3://b/k", b"x")
     assert not isinstance(caught.value, (ObjectNotFound, ObjectAlreadyExists))
@@ -258,30 +295,35 @@ def test_other_errors_name_the_code_and_uri(offline_store: S3Store) -> None:
 
 
 def test_conflict_is_retried(offline_store: S3Store) -> None:
-    fake = _FakeClient([_client_error(409, "ConditionalRequestConflict")] * 2)
-    offline_store._client = fake
+    fake = _script(offline_store, [(409, "ConditionalRequestConflict")] * 2)
     offline_store.put_if_absent("s3://b/k", b"x")
-    assert fake.calls == 3
+    assert fake.methods == ["PUT"] * 3
 
 
 def test_persistent_conflict_is_a_lost_race(offline_store: S3Store) -> None:
-    fake = _FakeClient([_client_error(409, "ConditionalRequestConflict")] * CONFLICT_RETRIES)
-    offline_store._client = fake
+    fake = _script(offline_store, [(409, "ConditionalRequestConflict")] * CONFLICT_RETRIES)
     with pytest.raises(ObjectAlreadyExists, match="conflicted"):
         offline_store.put_if_absent("s3://b/k", b"x")
-    assert fake.calls == CONFLICT_RETRIES
+    assert fake.methods == ["PUT"] * CONFLICT_RETRIES
 
 
 def test_412_after_a_resend_of_our_own_bytes_is_a_win(offline_store: S3Store) -> None:
+    import urllib3
+
     ours = hashlib.md5(b"ours").hexdigest()
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=1)], f'"{ours}"')
+    lost = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
+    fake = _script(offline_store, [lost, (412, "PreconditionFailed")], f'"{ours}"')
     offline_store.put_if_absent("s3://b/k", b"ours")  # the first, unanswered attempt landed
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=1)], '"other"')
+    assert fake.methods == ["PUT", "PUT", "HEAD"]
+    _script(offline_store, [lost, (412, "PreconditionFailed")], '"other"')
     with pytest.raises(ObjectAlreadyExists):
         offline_store.put_if_absent("s3://b/k", b"ours")
-    offline_store._client = _FakeClient([_client_error(412, "PreconditionFailed", retries=0)], f'"{ours}"')
+    _script(offline_store, [(503, "SlowDown"), (412, "PreconditionFailed")], f'"{ours}"')
+    offline_store.put_if_absent("s3://b/k", b"ours")  # any resend counts, as boto3's RetryAttempts did
+    fake = _script(offline_store, [(412, "PreconditionFailed")], f'"{ours}"')
     with pytest.raises(ObjectAlreadyExists):  # no resend: someone else wrote identical bytes first
         offline_store.put_if_absent("s3://b/k", b"ours")
+    assert fake.methods == ["PUT"]
 
 
 # --- pylance through the server -----------------------------------------------------------------------

@@ -33,6 +33,23 @@ def test_the_signature_is_botocores(url: str, headers: dict[str, str], token: st
     assert mine == theirs
 
 
+@pytest.mark.parametrize(("method", "headers", "body"), [
+    ("PUT", {"If-None-Match": "*"}, b"manifest bytes"), ("PUT", {}, b""), ("HEAD", {}, b""), ("DELETE", {}, b"")])
+def test_writes_are_signed_as_botocore_signs_them(method: str, headers: dict[str, str], body: bytes) -> None:
+    """Over http botocore signs the payload's SHA-256, as the lean write path does."""
+    import hashlib
+
+    url = "http://127.0.0.1:9000/bucket/ds/_versions/18446744073709551614.manifest"
+    credentials = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", None)
+    request = AWSRequest(method=method, url=url, headers=dict(headers), data=body)
+    S3SigV4Auth(credentials.get_frozen_credentials(), "s3", "us-east-1").add_auth(request)
+    theirs = dict(request.headers.items())
+    moment = datetime.strptime(theirs["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    mine = Signer(credentials.access_key, credentials.secret_key, None, "us-east-1").headers(
+        url, headers, moment, method=method, payload_sha256=hashlib.sha256(body).hexdigest())
+    assert mine == theirs
+
+
 def test_a_new_day_derives_a_new_key() -> None:
     signer = Signer("AKID", "secret", None, "us-east-1")
     url = "http://127.0.0.1:9000/b/k"

@@ -1,4 +1,4 @@
-"""Parsing a ListObjectsV2 answer (``reference/store/s3_reads.list_page``): what a store sends, decoded, and
+"""Parsing a ListObjectsV2 answer (``reference/store/s3_http.list_page``): what a store sends, decoded, and
 what no store should send refused with a StorageError naming the listing, never a crash."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lancespec.reference.errors import StorageError
-from lancespec.reference.store.s3_reads import list_page
+from lancespec.reference.store.s3_http import list_page
 
 NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 

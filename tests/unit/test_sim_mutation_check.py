@@ -1,7 +1,7 @@
-"""tools/sim_mutation_check.py stays usable: at least twelve mutants, each patching exactly one site of the
-current reference into code that still compiles (a refactoring that moves a site fails here, not silently
-in the tool), the bugs issue 16 names among them, and (slow tier) one mutant run end to end is killed
-without touching the working tree."""
+"""tools/sim_mutation_check.py stays usable: at least twelve mutants, each patching exactly one site (two for
+a bug of two parts) of the current reference into code that still compiles (a refactoring that moves a site
+fails here, not silently in the tool), the bugs issue 16 names among them, and (slow tier) one mutant run end
+to end is killed without touching the working tree."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ def test_at_least_twelve_mutants_with_unique_names_covering_the_named_bugs() -> 
 def test_each_mutant_patches_exactly_one_site_into_code_that_compiles(mutant: Any) -> None:
     path = ROOT / "reference" / mutant.file
     text = path.read_text()
-    assert text.count(mutant.old) == 1, f"{mutant.name}: the patch site is gone or ambiguous"
-    assert mutant.old != mutant.new
-    compile(text.replace(mutant.old, mutant.new), str(path), "exec")
+    for patch in mutant.patches():  # a bug of two parts patches two sites, each exactly once
+        assert text.count(patch.old) == 1, f"{mutant.name}: the patch site {patch.old!r} is gone or ambiguous"
+        assert patch.old != patch.new
+        text = text.replace(patch.old, patch.new)
+    compile(text, str(path), "exec")
 
 
 def _tree_state() -> str:

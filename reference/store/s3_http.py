@@ -1,24 +1,29 @@
-"""The S3 read path: signed GET requests sent over a pool of kept-alive connections, without boto3.
+"""The S3 request path: signed requests sent over a pool of kept-alive connections, without boto3.
 
-A reader such as ``certify`` makes one GET per data file, thousands per dataset. boto3 spends about 2.7 ms
-of CPU on each (measured against the embedded server: its event system, models and parsers), more than
-the request itself on a fast store, and on two cores that CPU competes with everything else. This module
-signs each request with its own SigV4 signer (``sigv4``; or leaves it unsigned, ``S3Config.unsigned``) and
-sends it with urllib3, well under 1 ms of CPU per request, and owns what boto3 would otherwise do for it:
+A reader such as ``certify`` makes one GET per data file, thousands per dataset, and a writer a LIST, a few
+GETs and PUTs per commit. boto3 spends about 2.7 ms of CPU on each (measured against the embedded server:
+its event system, models and parsers), more than the request itself on a fast store, and on two cores that
+CPU competes with everything else. This module signs each request with its own SigV4 signer (``sigv4``; or
+leaves it unsigned, ``S3Config.unsigned``) and sends it with urllib3, well under 1 ms of CPU per request, and
+owns what boto3 would otherwise do for it:
 
 * retries: a dropped or reset connection, a timeout, and HTTP 500/502/503/504 are retried up to
   ``max_attempts`` in all, with jittered exponential backoff (50 ms doubling, at most 2 s), honouring a
-  ``Retry-After`` the store sends;
-* errors: 404 (``NoSuchKey``, ``NoSuchBucket``) raises ObjectNotFound; anything else, or a store that stays
-  unreachable, raises StorageError with one line naming the URI, the status and the S3 error code;
-* addressing: path style (``ENDPOINT/bucket/key``), as the boto3 client of ``S3Config`` uses.
+  ``Retry-After`` the store sends; an answer says how many attempts it took (a conditional PUT answered 412
+  after a resend may have been taken by its own first attempt: ``S3Store.put_if_absent``);
+* errors: 404 (``NoSuchKey``, ``NoSuchBucket``) raises ObjectNotFound; any status the caller does not expect,
+  or a store that stays unreachable, raises StorageError with one line naming the URI, the status and the
+  S3 error code;
+* addressing: path style (``ENDPOINT/bucket/key``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,28 +34,36 @@ import urllib3
 
 from ..errors import ObjectNotFound, StorageError
 from ..limits import check_limit
-from .sigv4 import Signer
+from .sigv4 import EMPTY_PAYLOAD_SHA256, Signer
 
-__all__ = ["ListPage", "Response", "SignedReader", "list_page"]
+__all__ = ["ListPage", "Response", "SignedClient", "list_page"]
 
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
 _BACKOFF_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _CODE = re.compile(rb"<Code>([^<]{1,100})</Code>")
 _MESSAGE = re.compile(rb"<Message>([^<]{1,300})</Message>")
+#: What a GET expects: the object, a part of it, or 416 (no byte in the range) for the caller to read.
+READ_STATUSES = frozenset({200, 206, 416})
 
 
 @dataclass(frozen=True)
 class Response:
-    """A successful answer: status 200 or 206, the response headers (lower-case names) and the body."""
+    """An expected answer: its status, the response headers (lower-case names), the body and the attempts
+    it took (more than 1: the request was sent again after an earlier attempt failed unanswered or 5xx)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
+    attempts: int = 1
+
+    def code(self) -> str:
+        """The S3 error code of an error answer's body ("" when it names none)."""
+        return _code(self.body)
 
 
-class SignedReader:
-    """GET requests to one S3 endpoint, signed with ``credentials`` (None: unsigned)."""
+class SignedClient:
+    """Requests to one S3 endpoint, signed with ``credentials`` (None: unsigned)."""
 
     def __init__(self, endpoint: str, region: str, credentials: Any, *, max_attempts: int, connect_timeout: float,
                  read_timeout: float, connections: int) -> None:
@@ -71,18 +84,28 @@ class SignedReader:
         """``GET /bucket/key`` (with ``Range: byte_range``; ``GET /bucket?query`` for an empty key); 416 comes
         back as a Response for the caller. With ``max_bytes``, a body the store announces as larger is
         refused before it is read (LimitExceeded naming the option that raises it)."""
+        return self.request("GET", bucket, key, uri, {"Range": byte_range} if byte_range else {}, op="get",
+                            max_bytes=max_bytes, query=query)
+
+    def request(self, method: str, bucket: str, key: str, uri: str, headers: dict[str, str] | None = None,
+                body: bytes = b"", *, op: str, expect: Collection[int] = READ_STATUSES, max_bytes: int | None = None,
+                query: dict[str, str] | None = None) -> Response:
+        """``method /bucket/key`` (``/bucket?query`` for an empty key) with ``headers`` and ``body``, retried as
+        the module docstring says. An answer whose status is in ``expect`` comes back as a Response; 404 raises
+        ObjectNotFound, anything else StorageError ("``op`` failed: ...")."""
         path = f"{self._base_path}/{quote(bucket, safe='')}" + (f"/{quote(key, safe='/~')}" if key else "")
         if query:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items())
         url = self._origin + path
-        headers = {"Range": byte_range} if byte_range else {}
+        signed = self._signed(method, url, headers or {}, body)
         problem, retry_after = "", None
         for attempt in range(self.max_attempts):
             if attempt:
                 time.sleep(_backoff(attempt, retry_after))
             try:
-                answer = self._pool.urlopen("GET", path, headers=self._signed(url, headers), preload_content=False,
-                                            redirect=False, assert_same_host=False)
+                answer = self._pool.urlopen(method, path, body=body if method in ("PUT", "POST") else None,
+                                            headers=signed, preload_content=False, redirect=False,
+                                            assert_same_host=False)
                 length = answer.headers.get("Content-Length", "")
                 if (max_bytes is not None and answer.status in (200, 206) and length.isdigit()
                         and int(length) > max_bytes):
@@ -98,15 +121,18 @@ class SignedReader:
                 hint = answer.headers.get("Retry-After", "")
                 retry_after = float(hint) if hint.isdigit() else None
                 continue
-            if answer.status in (200, 206, 416):
-                return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.data)
+            if answer.status in expect:
+                return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.data,
+                                attempt + 1)
             if answer.status == 404:
                 code = _code(answer.data)
                 raise ObjectNotFound("no such bucket" if code == "NoSuchBucket" else "no such object", uri)
-            raise StorageError(f"get failed: {_describe(answer.status, answer.data)}", uri)
-        raise StorageError(f"get failed after {self.max_attempts} attempt(s): {problem}", uri)
+            raise StorageError(f"{op} failed: {_describe(answer.status, answer.data)}", uri)
+        raise StorageError(f"{op} failed after {self.max_attempts} attempt(s): {problem}", uri)
 
-    def _signed(self, url: str, headers: dict[str, str]) -> dict[str, str]:
+    def _signed(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """``headers`` signed for this request. One signature serves every attempt: it stays valid for minutes,
+        far longer than the retries take."""
         if self.credentials is None:
             return headers
         frozen = self.credentials.get_frozen_credentials()  # refreshed credentials make a new signer
@@ -114,7 +140,8 @@ class SignedReader:
         signer = self._signer
         if signer is None or (signer.access_key, signer.secret_key, signer.token) != (access, secret, token):
             signer = self._signer = Signer(access, secret, token, self.region)
-        return signer.headers(url, headers)
+        digest = hashlib.sha256(body).hexdigest() if body else EMPTY_PAYLOAD_SHA256
+        return signer.headers(url, headers, method=method, payload_sha256=digest)
 
 
 @dataclass(frozen=True)
