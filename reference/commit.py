@@ -15,6 +15,9 @@ Rules (docs/lance-format.md §7, Table Format spec "Manifest.transaction_file", 
    read back; a read-back that keeps failing leaves the outcome unknown (CommitOutcomeUnknown), never
    "not ours": a retry would then commit the same transaction a second time. Another writer's manifest read
    back is what the retry judges and builds on; it is not read again.
+   The manifest PUT is sent once (``put_if_absent(resend=False)``): a lost answer is resolved by reading
+   (``_unanswered_is_ours``), never by sending it again, since a resend can take a name a cleanup freed in
+   the meantime and commit a version older than the latest.
 5. New datasets (create, clone, branch) get a single attempt: a taken name means the dataset exists.
 6. After success, write the version hint (a hint only; failures are ignored) where Lance writes one: on a store
    whose listing is not lexically ordered (a local directory), not on S3, where the listing names the latest
@@ -49,6 +52,7 @@ from .errors import (
     LanceSpecError,
     ObjectAlreadyExists,
     ObjectNotFound,
+    StorageError,
 )
 from .layout import (
     TRANSACTIONS_DIR,
@@ -192,6 +196,34 @@ def _remember(dataset: Dataset, manifest_uri: str, data: bytes) -> None:
         dataset.manifest_file(manifest_uri, data)
 
 
+def _unanswered_is_ours(dataset: Dataset, manifest_uri: str, manifest: bytes, version: int, exc: Exception) -> bool:
+    """After a manifest PUT that got no answer (sent once: ``put_if_absent(resend=False)``), whether the
+    manifest it wrote is there. False where the commit may try again from a listing: another writer's
+    manifest holds the name (a lost race: a name is written at most once), or none does and no later version
+    exists (a taken name is freed only by a cleanup, and a cleanup keeps the latest version). A free name
+    below a later version was taken and freed since, perhaps by this very write: CommitOutcomeUnknown. (A
+    resend would have taken that freed name and committed a version older than the latest, whose manifest
+    names files the cleanup deleted: the simulator's lost-commit and version-reused anomalies,
+    docs/simulator.md.)"""
+    failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"
+    theirs: list[bytes] = []
+    if _is_ours(dataset.storage, manifest_uri, manifest, failure, theirs=theirs.append):
+        return True
+    if theirs:
+        _remember(dataset, manifest_uri, theirs[0])
+        return False
+    try:
+        later = dataset.version_entries(newer_than=version)[-1:]
+    except Exception as listing:
+        raise CommitOutcomeUnknown(f"{failure}, no manifest is there, and listing the versions failed "
+                                   f"({type(listing).__name__}: {listing})", manifest_uri) from exc
+    if later and later[0].version > version:
+        raise CommitOutcomeUnknown(f"{failure}, and the name is free below version {later[0].version}: a "
+                                   "cleanup freed it, and the version it held may have been this commit's",
+                                   manifest_uri) from exc
+    return False
+
+
 def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBuilder, *,
            new_dataset: bool = False, naming: ManifestNaming | None = None, first_version: int | None = None,
            index_section: table_pb2.IndexSection | None = None,
@@ -270,7 +302,8 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
         manifest_uri = join(dataset.uri, VERSIONS_DIR, manifest_name(version, use_naming))
         payload = encode_manifest_file(manifest, txn_bytes, indices)
         try:
-            storage.put_if_absent(manifest_uri, payload)
+            storage.put_if_absent(manifest_uri, payload, resend=False)
+            break
         except ObjectAlreadyExists:
             lost = time.monotonic()  # a slot lasts the attempt up to the taken name, not its read-back
             if _is_ours(storage, manifest_uri, payload, f"the name of version {version} was taken", taken=True,
@@ -278,25 +311,19 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                 break
             if new_dataset:
                 raise DatasetAlreadyExists("a dataset was created here concurrently", dataset.uri) from None
-            if attempts >= max_retries:
-                raise CommitConflict(
-                    f"gave up after {attempts} attempts: other writers kept taking the next version",
-                    dataset.uri, retryable=True,
-                ) from None
-            if attempts == 1:
-                unit = 1.1 * (lost - started)
-            _backoff(attempts, unit)
-            # the same bytes again, written before the next listing: what lies between that listing and the
-            # conditional PUT is the window in which another writer can take the name
-            storage.put(txn_uri, txn_bytes)
-            continue
-        except Exception as exc:
-            failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"
-            if _is_ours(storage, manifest_uri, payload, failure):
+        except (StorageError, OSError) as exc:  # the store's answer never came: it may or may not have acted
+            lost = time.monotonic()
+            if _unanswered_is_ours(dataset, manifest_uri, payload, version, exc):
                 break
-            raise CommitOutcomeUnknown(f"{failure}; the version may or may not have been committed",
-                                       manifest_uri) from exc
-        break
+        if attempts >= max_retries:
+            raise CommitConflict(f"gave up after {attempts} attempts: other writers kept taking the next version",
+                                 dataset.uri, retryable=True)
+        if attempts == 1:
+            unit = 1.1 * (lost - started)
+        _backoff(attempts, unit)
+        # the same bytes again, written before the next listing: what lies between that listing and the
+        # conditional PUT is the window in which another writer can take the name
+        storage.put(txn_uri, txn_bytes)
     if not storage.backend(dataset.uri).lexically_ordered:
         with contextlib.suppress(Exception):
             storage.put(join(dataset.uri, VERSIONS_DIR, VERSION_HINT_NAME), encode_version_hint(version))

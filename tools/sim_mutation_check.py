@@ -74,9 +74,9 @@ MUTANTS = (
               "            version = latest.version + 1 if attempts == 1 else version\n",
               "after a lost race the retry keeps the version number it lost"),
     SimMutant("unknown-outcome-retried", "commit.py",
-              "            if _is_ours(storage, manifest_uri, payload, failure):\n                break\n"
-              "            raise CommitOutcomeUnknown(",
-              "            continue\n            raise CommitOutcomeUnknown(",
+              "    if _is_ours(dataset.storage, manifest_uri, manifest, failure, theirs=theirs.append):\n"
+              "        return True\n",
+              "    pass\n",
               "a failed manifest PUT (maybe committed: a lost acknowledgement) is retried as if it had failed"),
     SimMutant("lost-race-taken-as-won", "commit.py",
               "            if _is_ours(storage, manifest_uri, payload, "

@@ -65,8 +65,8 @@ class Storage(ObjectStore):
     def put(self, uri: str, data: bytes) -> None:
         self.backend(uri).put(uri, data)
 
-    def put_if_absent(self, uri: str, data: bytes) -> None:
-        self.backend(uri).put_if_absent(uri, data)
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
+        self.backend(uri).put_if_absent(uri, data, resend=resend)
 
     def delete(self, uri: str) -> None:
         self.backend(uri).delete(uri)

@@ -76,10 +76,13 @@ class ObjectStore(abc.ABC):
         """Create or replace the object."""
 
     @abc.abstractmethod
-    def put_if_absent(self, uri: str, data: bytes) -> None:
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
         """Create the object atomically, or raise ObjectAlreadyExists if the name is taken.
 
-        Exactly one of any number of concurrent callers on the same name succeeds.
+        Exactly one of any number of concurrent callers on the same name succeeds. ``resend=False``: a
+        request whose answer is lost is not sent again; the error is raised, for the caller to learn by
+        reading what happened. (A resend can find the name freed in the meantime and take it although a
+        later object now stands for it: a manifest's name freed by a cleanup, reference.commit.)
         """
 
     @abc.abstractmethod

@@ -180,8 +180,8 @@ class LocalStore(ObjectStore):
             os.unlink(tmp)
             raise StorageError(f"cannot write: {exc.strerror}", uri) from exc
 
-    def put_if_absent(self, uri: str, data: bytes) -> None:
-        path = local_path(uri)
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
+        path = local_path(uri)  # one system call: there is no answer to lose, so nothing is ever resent
         tmp = self._temp_beside(path, data)
         try:
             os.link(tmp, path)

@@ -310,18 +310,19 @@ class S3Store(ObjectStore):
         bucket, key = _object(uri)
         self._reader.request("PUT", bucket, key, uri, body=data, op="put", expect=(200,))
 
-    def put_if_absent(self, uri: str, data: bytes) -> None:
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
         """``PutObject`` with ``If-None-Match: *``: 412 raises ObjectAlreadyExists.
 
         409 ``ConditionalRequestConflict`` is retried up to ``CONFLICT_RETRIES`` times with a short backoff,
         then reported as ObjectAlreadyExists (a lost race). If the request had to be resent (an earlier
         attempt's answer was lost) and then got 412, the earlier attempt may have been the one that
         landed: when the stored object's ETag is the MD5 of ``data`` the write is taken as ours.
+        ``resend=False``: an attempt whose answer is lost is not resent (``ObjectStore.put_if_absent``).
         """
         bucket, key = _object(uri)
         for attempt in range(CONFLICT_RETRIES):
             answer = self._reader.request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data, op="put_if_absent",
-                                          expect=(200, 409, 412))
+                                          expect=(200, 409, 412), resend=resend)
             if answer.status == 200:
                 return
             code = answer.code()

@@ -10,7 +10,10 @@ owns what boto3 would otherwise do for it:
 * retries: a dropped or reset connection, a timeout, and HTTP 500/502/503/504 are retried up to
   ``max_attempts`` in all, with jittered exponential backoff (50 ms doubling, at most 2 s), honouring a
   ``Retry-After`` the store sends; an answer says how many attempts it took (a conditional PUT answered 412
-  after a resend may have been taken by its own first attempt: ``S3Store.put_if_absent``);
+  after a resend may have been taken by its own first attempt: ``S3Store.put_if_absent``). A request made
+  with ``resend=False`` is sent again only where the store cannot have acted on it (the connection was
+  never made, or 503: the store turned it away); any other failure raises StorageError for the caller to
+  resolve by reading (the commit of a manifest, ``reference.commit``);
 * errors: 404 (``NoSuchKey``, ``NoSuchBucket``) raises ObjectNotFound; any status the caller does not expect,
   or a store that stays unreachable, raises StorageError with one line naming the URI, the status and the
   S3 error code;
@@ -62,6 +65,12 @@ class Response:
         return _code(self.body)
 
 
+def _never_sent(exc: urllib3.exceptions.HTTPError) -> bool:
+    """Whether the request failed before the store could have received it (no connection was made)."""
+    reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    return isinstance(reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError)
+
+
 class SignedClient:
     """Requests to one S3 endpoint, signed with ``credentials`` (None: unsigned)."""
 
@@ -89,10 +98,11 @@ class SignedClient:
 
     def request(self, method: str, bucket: str, key: str, uri: str, headers: dict[str, str] | None = None,
                 body: bytes = b"", *, op: str, expect: Collection[int] = READ_STATUSES, max_bytes: int | None = None,
-                query: dict[str, str] | None = None) -> Response:
+                query: dict[str, str] | None = None, resend: bool = True) -> Response:
         """``method /bucket/key`` (``/bucket?query`` for an empty key) with ``headers`` and ``body``, retried as
-        the module docstring says. An answer whose status is in ``expect`` comes back as a Response; 404 raises
-        ObjectNotFound, anything else StorageError ("``op`` failed: ...")."""
+        the module docstring says (``resend=False``: only where the store cannot have acted on it). An answer
+        whose status is in ``expect`` comes back as a Response; 404 raises ObjectNotFound, anything else
+        StorageError ("``op`` failed: ...")."""
         path = f"{self._base_path}/{quote(bucket, safe='')}" + (f"/{quote(key, safe='/~')}" if key else "")
         if query:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items())
@@ -115,9 +125,13 @@ class SignedClient:
                 answer.release_conn()
             except urllib3.exceptions.HTTPError as exc:  # connect or read failure, reset, timeout
                 problem, retry_after = f"{type(exc).__name__}: {exc}", None
+                if not resend and not _never_sent(exc):
+                    raise StorageError(f"{op} got no answer ({problem}); not sent again", uri) from exc
                 continue
             if answer.status in _RETRY_STATUSES:
                 problem = _describe(answer.status, answer.data)
+                if not resend and answer.status != 503:
+                    raise StorageError(f"{op} failed: {problem}; not sent again", uri)
                 hint = answer.headers.get("Retry-After", "")
                 retry_after = float(hint) if hint.isdigit() else None
                 continue

@@ -1,5 +1,6 @@
-"""A manifest write that fails in transit: the commit is recognised as ours when it landed, and reported
-as an unknown outcome (keeping every file it references) when it cannot be told."""
+"""A manifest write that fails in transit: the commit is recognised as ours when it landed, tried again from
+a listing when the name was never taken, and reported as an unknown outcome (keeping every file it
+references) when it cannot be told."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from lancespec.reference import ops
 from lancespec.reference.errors import CommitOutcomeUnknown, ObjectAlreadyExists
+from lancespec.reference.layout import manifest_name, parse_manifest_name
 from lancespec.reference.store import Storage
 from lancespec.reference.store.local import LocalStore
 from lancespec.reference.table import Dataset
@@ -17,17 +19,26 @@ from lancespec.reference.table import Dataset
 
 class FlakyManifestStore(LocalStore):
     """Fails the next manifest ``put_if_absent`` with a connection error, after (``lands``) or instead of
-    storing it: a lost acknowledgement, or a request that never arrived."""
+    storing it: a lost acknowledgement, or a request that never arrived. ``freed``: it landed, a later
+    version landed after it, and a cleanup removed it, all before the error."""
 
-    def __init__(self, lands: bool) -> None:
-        self.lands = lands
+    def __init__(self, lands: bool, freed: bool = False) -> None:
+        self.lands, self.freed = lands, freed
         self.armed = True
+        self.sent: list[bool] = []
 
-    def put_if_absent(self, uri: str, data: bytes) -> None:
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
+        if uri.endswith(".manifest"):
+            self.sent.append(resend)
         if self.armed and uri.endswith(".manifest"):
             self.armed = False
             if self.lands:
                 super().put_if_absent(uri, data)
+            if self.freed:
+                name = parse_manifest_name(uri.rsplit("/", 1)[-1])
+                assert name is not None
+                super().put_if_absent(uri.rsplit("/", 1)[0] + "/" + manifest_name(name.version + 1), data)
+                self.delete(uri)
             raise ConnectionError("connection reset by peer")
         super().put_if_absent(uri, data)
 
@@ -39,7 +50,7 @@ class TakenThenGoneStore(LocalStore):
     def __init__(self) -> None:
         self.armed = True
 
-    def put_if_absent(self, uri: str, data: bytes) -> None:
+    def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
         super().put_if_absent(uri, data)
         if self.armed and uri.endswith(".manifest"):
             self.armed = False
@@ -60,20 +71,29 @@ def _data_files(tmp_path: Path) -> set[str]:
 
 
 def test_a_lost_acknowledgement_is_a_success(tmp_path: Path) -> None:
-    dataset = _dataset(tmp_path, FlakyManifestStore(lands=True))
-    result = ops.append(dataset, pa.table({"a": [3]}))
-    assert result.version == 2
+    store = FlakyManifestStore(lands=True)
+    result = ops.append(_dataset(tmp_path, store), pa.table({"a": [3]}))
+    assert result.version == 2 and store.sent == [False]  # read back as ours, never sent again
     assert Dataset.open(str(tmp_path / "ds")).snapshot().num_rows == 3
 
 
+def test_a_lost_request_is_tried_again_from_a_listing(tmp_path: Path) -> None:
+    """Nothing holds the name and no later version exists: the name was never taken, so trying again is safe."""
+    store = FlakyManifestStore(lands=False)
+    result = ops.append(_dataset(tmp_path, store), pa.table({"a": [3]}))
+    assert result.version == 2 and store.sent == [False, False]
+    assert Dataset.open(str(tmp_path / "ds")).versions() == [1, 2]
+
+
 def test_an_unknown_outcome_keeps_the_files(tmp_path: Path) -> None:
-    dataset = _dataset(tmp_path, FlakyManifestStore(lands=False))
+    """The name is free but a later version exists: it was taken and freed, perhaps by this very write."""
+    dataset = _dataset(tmp_path, FlakyManifestStore(lands=True, freed=True))
     before = _data_files(tmp_path)
-    with pytest.raises(CommitOutcomeUnknown, match="may or may not"):
+    with pytest.raises(CommitOutcomeUnknown, match="free below version 3"):
         ops.append(dataset, pa.table({"a": [3]}))
     after = _data_files(tmp_path)
     assert len(after - before) == 1  # the appended file stays: the version might have landed
-    assert Dataset.open(str(tmp_path / "ds")).versions() == [1]
+    assert Dataset.open(str(tmp_path / "ds")).versions() == [1, 3]
 
 
 def test_a_taken_name_whose_manifest_is_gone_is_an_unknown_outcome(tmp_path: Path) -> None:
