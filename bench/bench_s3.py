@@ -209,11 +209,9 @@ def spark_sides(meter: CpuMeter, proxy: ProxyProcess, uri: str, base: dict[str, 
             certify_with_spark, spark, uri, all_versions=True, storage_options=options))
         side = Side(f"spark local[{n}]", note=f"start-up {session_s:.1f} s session + "
                     f"{time.perf_counter() - started - session_s:.1f} s first run", requests=requests, objects=objects)
-        jvm = find_child(os.getpid(), "SparkSubmit")
-        daemon = find_child(jvm, "pyspark.daemon") if jvm is not None else None
-        groups = dict(meter.groups)
-        if jvm is not None:
-            groups["jvm"] = Group(jvm)
+        jvm = spark.sparkContext._gateway.proc.pid  # the driver JVM, and the daemon forking the Python workers
+        daemon = find_child(jvm, "pyspark.daemon")
+        groups = {**meter.groups, "jvm": Group(jvm)}
         if daemon is not None:
             groups["workers"] = Group(daemon)
         spark_meter = CpuMeter(groups)

@@ -38,6 +38,7 @@ from lancespec.reference.codec import ManifestFile
 from lancespec.reference.errors import CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.proto import table_pb2, transaction_pb2
+from lancespec.reference.store import ObjectStore
 from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
@@ -128,18 +129,18 @@ class SparkCertification:
     """The outcome of ``certify_with_spark``.
 
     ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
-    (``FINDINGS_SCHEMA``). ``tasks``, ``fragments`` and ``files``: the distributed job's size (files =
-    data and deletion files of the fragments checked, summed over versions). ``seconds``: the whole call;
+    (``FINDINGS_SCHEMA``) of ``spark``, made when first asked for. ``tasks``, ``fragments`` and
+    ``files``: the distributed job's size (files = data and deletion files of the fragments checked,
+    summed over versions). ``seconds``: the whole call;
     ``job_seconds``: the Spark job alone; ``task_seconds`` and ``task_cpu_seconds``: each task's time in
     the check code, wall clock and CPU. ``phases``: the driver's seconds per step, which do not shrink
     with executors but ``job`` (``certify``: the driver's own checks, manifests and snapshots included;
     ``offload``: the versions' headers for the executors, within ``certify``; ``slices``: the fragment
-    slices serialized; ``broadcast``; ``job``: the Spark job, collect included; ``merge``; ``frame``: the
-    findings DataFrame).
+    slices serialized; ``broadcast``; ``job``: the Spark job, collect included; ``merge``).
     """
 
     report: Report
-    findings_df: Any
+    spark: Any = field(default=None, repr=False, compare=False)
     tasks: int = 0
     fragments: int = 0
     files: int = 0
@@ -154,6 +155,12 @@ class SparkCertification:
     def findings(self) -> list[Finding]:
         return self.report.findings
 
+    @functools.cached_property
+    def findings_df(self) -> DataFrame:
+        """The findings as a DataFrame, built on first use (creating one costs the driver about 0.1 s, and
+        the first of a session seconds, which a caller reading only the report does not pay)."""
+        return findings_frame(self.spark, self.report.findings)
+
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
     """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA``."""
@@ -165,6 +172,10 @@ def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFram
 # --- executor side ----------------------------------------------------------------------------------
 
 
+#: The store backends of this (executor) process, by storage options: its tasks reuse their connections.
+_BACKENDS: dict[tuple[tuple[str, str], ...], dict[str, ObjectStore]] = {}
+
+
 def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[str, str] | None,
                     tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
@@ -172,7 +183,9 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     Yields ``("finding", requirement, severity, version, branch, path, message, detail)`` per finding,
     ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
     fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
-    storage = RunStorage(storage_options)  # one per partition: the read cache lives as long as it does
+    # one per partition: the read cache lives as long as it does; the connections outlive it
+    storage = RunStorage(storage_options, backends=_BACKENDS.setdefault(tuple(sorted((storage_options or {}).items())),
+                                                                        {}))
     registry: dict[str, Check] = all_checks()
     parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
@@ -273,7 +286,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     options = dict(storage_options) if storage_options is not None else None
     works: dict[int, _VersionWork] = {}
     manifests: dict[int, table_pb2.Manifest] = {}
-    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge", "frame"), 0.0)
+    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge"), 0.0)
 
     def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
         at = time.perf_counter()
@@ -284,7 +297,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
                      offload=offload, offloaded=fragment_checks())
     phases["certify"] = time.perf_counter() - started
-    result = SparkCertification(report, None, versions=[(w.branch or "main", w.version) for w in works.values()],
+    result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
     sc = spark.sparkContext
     plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)
@@ -317,8 +330,5 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         result.task_seconds = [r[3] for r in rows if r[0] == "done"]
         result.task_cpu_seconds = [r[4] for r in rows if r[0] == "done"]
         phases["merge"] = time.perf_counter() - at
-    at = time.perf_counter()
-    result.findings_df = findings_frame(spark, report.findings)
-    phases["frame"] = time.perf_counter() - at
     result.seconds = time.perf_counter() - started
     return result
