@@ -21,9 +21,9 @@ any partition of its fragments. Here:
 
 Executors reach storage through lancespec's own store with the storage options passed down (S3
 included; no s3a, no Hadoop file system). Each partition makes every read its slices' checks declare at
-once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Slices are
-ordered by position so that the same fragments of every version fall into one partition: a file several
-versions reference is read once per partition that meets it (certify reads it once per run).
+once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Partitions
+are cut only between positions, so the same fragments of every version fall into one partition: a file
+several versions reference is read once per run, as certify reads it.
 """
 
 from __future__ import annotations
