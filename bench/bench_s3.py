@@ -1,7 +1,8 @@
 """Certify where datasets live: an S3-compatible store with real latency, lancespec against pylance.
 
     python bench/bench_s3.py [--quick] [--fragments N] [--versions V] [--latency-ms MS]
-                             [--io-parallelism N] [--repeat N] [--spark] [--json FILE]
+                             [--io-parallelism N] [--repeat N] [--spark] [--spark-cores 1,2]
+                             [--no-pylance] [--json FILE]
 
 The store is the embedded S3 server (moto on 127.0.0.1) behind the simulator's fault proxy with a
 latency-only profile: every request waits ``--latency-ms`` (default 20 ms) jittered by 0.5x-1.5x before it
@@ -22,8 +23,12 @@ proxy counts each side's requests apart:
 Reported: best and median seconds, the ratio lancespec / (pylance walk + validate), requests per distinct
 object read (GET, HEAD and LIST requests of one run over the distinct objects it read, from the proxy's
 counters) and each side's peak resident memory (one run in a child process, its ``VmHWM``). With
-``--spark``: ``certify_with_spark`` on local[1] and local[2] against the same proxy, with Spark's start-up
-(session and first job) stated apart.
+``--spark``: ``certify_with_spark`` on local[N] for each N of ``--spark-cores`` against the same proxy,
+with Spark's start-up (session and first run) stated apart, its requests counted, and the driver's steps
+(``SparkCertification.phases``). ``--io-parallelism`` is every task's as well as plain certify's (default
+32). Every side also reports the CPU seconds per run of each process (``proc_cpu``): this one (plain
+certify, pylance, or Spark's driver Python), the server, the proxy, Spark's JVM and its Python workers.
+``--no-pylance`` leaves the pylance sides out (the ratio is then against plain certify).
 
 Each side's imports happen inside it, so that the memory probe of a side loads only what that side needs.
 """
