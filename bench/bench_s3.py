@@ -1,7 +1,8 @@
 """Certify where datasets live: an S3-compatible store with real latency, lancespec against pylance.
 
     python bench/bench_s3.py [--quick] [--fragments N] [--versions V] [--latency-ms MS]
-                             [--io-parallelism N] [--repeat N] [--spark] [--json FILE]
+                             [--io-parallelism N] [--repeat N] [--spark] [--spark-cores 1,2]
+                             [--no-pylance] [--json FILE]
 
 The store is the embedded S3 server (moto on 127.0.0.1) behind the simulator's fault proxy with a
 latency-only profile: every request waits ``--latency-ms`` (default 20 ms) jittered by 0.5x-1.5x before it
@@ -22,8 +23,12 @@ proxy counts each side's requests apart:
 Reported: best and median seconds, the ratio lancespec / (pylance walk + validate), requests per distinct
 object read (GET, HEAD and LIST requests of one run over the distinct objects it read, from the proxy's
 counters) and each side's peak resident memory (one run in a child process, its ``VmHWM``). With
-``--spark``: ``certify_with_spark`` on local[1] and local[2] against the same proxy, with Spark's start-up
-(session and first job) stated apart.
+``--spark``: ``certify_with_spark`` on local[N] for each N of ``--spark-cores`` against the same proxy,
+with Spark's start-up (session and first run) stated apart, its requests counted, and the driver's steps
+(``SparkCertification.phases``). ``--io-parallelism`` is every task's as well as plain certify's (default
+32). Every side also reports the CPU seconds per run of each process (``proc_cpu``): this one (plain
+certify, pylance, or Spark's driver Python), the server, the proxy, Spark's JVM and its Python workers.
+``--no-pylance`` leaves the pylance sides out (the ratio is then against plain certify).
 
 Each side's imports happen inside it, so that the memory probe of a side loads only what that side needs.
 """
@@ -34,6 +39,7 @@ import argparse
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -43,7 +49,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import BestAndMedian
+from proc_cpu import CpuMeter, Group, find_child
 
+from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.faults import FaultProfile  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.proxy import FaultProxy  # type: ignore[import-not-found, unused-ignore]
 from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
@@ -59,11 +67,24 @@ class Side(BestAndMedian):
     objects: int = 0
     peak_rss_mb: float | None = None
     note: str = ""
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per process group, summed over the runs
+    phases: list[dict[str, float]] = field(default_factory=list)  # Spark: the driver's steps, per run
+    load: list[float] = field(default_factory=list)  # 1-minute load average after each run
+
+    def add_cpu(self, spent: dict[str, float]) -> None:
+        for group, seconds in spent.items():
+            self.cpu[group] = self.cpu.get(group, 0.0) + seconds
+
+    def cpu_per_run(self) -> dict[str, float]:
+        return {group: seconds / max(1, len(self.runs)) for group, seconds in self.cpu.items()}
+
+    def median_phases(self) -> dict[str, float]:
+        return {k: statistics.median(p[k] for p in self.phases) for k in self.phases[0]} if self.phases else {}
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "runs": self.runs, "best": self.best, "median": self.median,
                 "requests": self.requests, "objects": self.objects, "peak_rss_mb": self.peak_rss_mb,
-                "note": self.note}
+                "note": self.note, "cpu_per_run": self.cpu_per_run(), "phases": self.phases, "load": self.load}
 
 
 def build(options: dict[str, str], uri: str, fragments: int, versions: int) -> float:
@@ -101,12 +122,6 @@ def lancespec_certify(uri: str, options: dict[str, str], parallelism: int | None
     if report.exit_code != 0:
         raise SystemExit(f"certify found breaches on a pylance dataset: {report.findings[:3]}")
     return len(report.versions)
-
-
-def timed(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 class ProxyProcess:
@@ -169,26 +184,70 @@ def peak_rss_mb(code: str) -> float:
     return int(run.stdout.split()[-1]) / 1024
 
 
-def spark_sides(proxy: ProxyProcess, uri: str, base: dict[str, str], repeat: int) -> list[Side]:
-    from pyspark.sql import SparkSession
+def measured(side: Side, meter: CpuMeter, fn: Callable[[], object]) -> object:
+    """One timed run of ``fn`` into ``side``: its seconds, the CPU each process group spent, the load after."""
+    before = meter.sample()
+    started = time.perf_counter()
+    out = fn()
+    side.runs.append(time.perf_counter() - started)
+    side.add_cpu(CpuMeter.spent(before, meter.sample()))
+    side.load.append(os.getloadavg()[0])
+    return out
 
-    from lancespec.conformance.spark import certify_with_spark  # type: ignore[import-not-found, unused-ignore]
+
+def spark_sides(meter: CpuMeter, proxy: ProxyProcess, uri: str, base: dict[str, str], repeat: int,
+                parallelism: int | None, cores: tuple[int, ...]) -> list[Side]:
+    """``certify_with_spark`` on local[N] for each N of ``cores``: start-up (session and first run) apart,
+    then ``repeat`` timed runs with the driver's steps and each process group's CPU. Sessions come from
+    ``spark_session``, whose workers run this Python (so they import the lancespec under test)."""
+    from lancespec.conformance.spark import certify_with_spark, spark_session  # type: ignore[import-not-found, unused-ignore]
 
     sides = []
     options = proxy.storage_options(CHILD, base)
-    for cores in (1, 2):
+    if parallelism is not None:  # every task's reads, as the plain side's
+        options["lancespec_io_parallelism"] = str(parallelism)
+    for n in cores:
         started = time.perf_counter()
-        spark = (SparkSession.builder.master(f"local[{cores}]").appName("lancespec-bench-s3")
-                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                 .config("spark.ui.enabled", "false").getOrCreate())
-        certify_with_spark(spark, uri, all_versions=True, storage_options=options)
-        side = Side(f"spark local[{cores}]", note=f"start-up and first run {time.perf_counter() - started:.1f} s")
+        spark = spark_session(f"local[{n}]", app_name="lancespec-bench-s3")
+        session_s = time.perf_counter() - started
+        requests, objects = counted(proxy, CHILD, functools.partial(
+            certify_with_spark, spark, uri, all_versions=True, storage_options=options))
+        side = Side(f"spark local[{n}]", note=f"start-up {session_s:.1f} s session + "
+                    f"{time.perf_counter() - started - session_s:.1f} s first run", requests=requests, objects=objects)
+        jvm = spark.sparkContext._gateway.proc.pid  # the driver JVM, and the daemon forking the Python workers
+        daemon = find_child(jvm, "pyspark.daemon")
+        groups = {**meter.groups, "jvm": Group(jvm)}
+        if daemon is not None:
+            groups["workers"] = Group(daemon)
+        spark_meter = CpuMeter(groups)
         for _ in range(repeat):
-            side.runs.append(timed(functools.partial(certify_with_spark, spark, uri, all_versions=True,
-                                                     storage_options=options)))
+            result: Any = measured(side, spark_meter, functools.partial(
+                certify_with_spark, spark, uri, all_versions=True, storage_options=options))
+            side.phases.append({**result.phases, "tasks": float(result.tasks),
+                                "task_cpu": sum(result.task_cpu_seconds)})
         spark.stop()
         sides.append(side)
     return sides
+
+
+def print_cpu(sides: list[Side]) -> None:
+    """CPU seconds per run of each process group, per side; for Spark the driver's steps (medians)."""
+    groups = sorted({g for side in sides for g in side.cpu}, key=lambda g: (g != "bench", g))
+    print(f"\nCPU seconds per run ({os.cpu_count()} cores; 'bench' is this process: plain certify, pylance, or "
+          "Spark's driver Python)")
+    print(f"{'side':36} " + " ".join(f"{g:>8}" for g in groups) + f" {'all':>8} {'wall':>7} {'load':>5}")
+    for side in sides:
+        per = side.cpu_per_run()
+        cells = " ".join(f"{per[g]:8.2f}" if g in per else f"{'-':>8}" for g in groups)
+        load = statistics.median(side.load) if side.load else float("nan")
+        print(f"{side.name:36} {cells} {sum(per.values()):8.2f} {side.median:7.2f} {load:5.1f}")
+    for side in sides:
+        if side.phases:
+            phases = side.median_phases()
+            driver = sum(v for k, v in phases.items() if k not in ("job", "offload", "tasks", "task_cpu"))
+            print(f"{side.name}: driver {driver:.2f} s (" + ", ".join(
+                f"{k} {v:.2f}" for k, v in phases.items() if k not in ("tasks", "task_cpu")) +
+                f"), {phases['tasks']:.0f} tasks, task CPU {phases['task_cpu']:.2f} s (medians)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--io-parallelism", type=int, default=None, help="lancespec's requests in flight")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--spark", action="store_true", help="also Spark local[1] and local[2]")
+    parser.add_argument("--spark-cores", default="1,2", help="the N of each Spark local[N] (default 1,2)")
+    parser.add_argument("--no-pylance", action="store_true",
+                        help="leave out the pylance sides (ratios are then against plain certify)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--serve-proxy", nargs=3, metavar=("UPSTREAM", "CLIENTS", "LATENCY_MS"),
                         help=argparse.SUPPRESS)  # the proxy's own process (ProxyProcess)
@@ -209,16 +271,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     fragments = args.fragments or (1_000 if args.quick else 10_000)
     versions = args.versions or (5 if args.quick else 20)
+    load_before = os.getloadavg()[0]
     with EmbeddedS3Server() as server:
         uri = server.create_bucket("bench") + "/ds"
         base = server.storage_options()
         build_s = build(base, uri, fragments, versions)
         print(f"built {fragments:,} fragments in {versions} versions in {build_s:.1f} s", flush=True)
         proxy = ProxyProcess(server.endpoint, 4, args.latency_ms)
+        meter = CpuMeter({"bench": Group(os.getpid(), tree=False, reaped=False), "server": Group(server.pid),
+                          "proxy": Group(proxy.child.pid)})
         try:
             options = {i: proxy.storage_options(i, base) for i in range(3)}
-            sides = {LANCESPEC: Side("lancespec certify --all-versions"), PYLANCE_WALK: Side("pylance walk"),
-                     PYLANCE_VALIDATE: Side("pylance walk + validate")}
+            sides = {LANCESPEC: Side("lancespec certify --all-versions")}
+            if not args.no_pylance:
+                sides |= {PYLANCE_WALK: Side("pylance walk"), PYLANCE_VALIDATE: Side("pylance walk + validate")}
             calls: dict[int, Callable[[], object]] = {
                 LANCESPEC: lambda: lancespec_certify(uri, options[LANCESPEC], args.io_parallelism),
                 PYLANCE_WALK: lambda: pylance_walk(uri, options[PYLANCE_WALK], validate=False),
@@ -228,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                 side.requests, side.objects = counted(proxy, client, calls[client])
             for _ in range(args.repeat):
                 for client, side in sides.items():
-                    side.runs.append(timed(calls[client]))
+                    measured(side, meter, calls[client])
             setup = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                      "from bench_s3 import lancespec_certify, pylance_walk; ")
             for client, side in sides.items():
@@ -236,11 +302,16 @@ def main(argv: list[str] | None = None) -> int:
                       PYLANCE_WALK: f"pylance_walk({uri!r}, {options[client]!r}, False)",
                       PYLANCE_VALIDATE: f"pylance_walk({uri!r}, {options[client]!r}, True)"}[client]
                 side.peak_rss_mb = peak_rss_mb(setup + fn)
-            extra = spark_sides(proxy, uri, base, args.repeat) if args.spark else []
+            cores = tuple(int(n) for n in args.spark_cores.split(","))
+            extra = (spark_sides(meter, proxy, uri, base, args.repeat, args.io_parallelism, cores)
+                     if args.spark else [])
         finally:
             proxy.close()
-    against = sides[PYLANCE_VALIDATE]
-    print(f"\n{fragments:,} data files, {versions} versions, latency {args.latency_ms:g} ms (jittered)")
+    against = sides.get(PYLANCE_VALIDATE, sides[LANCESPEC])
+    parallelism = args.io_parallelism or DEFAULT_IO_PARALLELISM
+    print(f"\n{fragments:,} data files, {versions} versions, latency {args.latency_ms:g} ms (jittered), "
+          f"io-parallelism {parallelism} per process / task, load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after; ratio against {against.name}")
     print(f"{'side':36} {'best s':>8} {'median s':>9} {'ratio':>7} {'requests':>9} {'objects':>8} "
           f"{'req/obj':>8} {'peak MiB':>9}")
     for side in [*sides.values(), *extra]:
@@ -248,10 +319,17 @@ def main(argv: list[str] | None = None) -> int:
         rss = f"{side.peak_rss_mb:.0f}" if side.peak_rss_mb else "-"
         print(f"{side.name:36} {side.best:8.2f} {side.median:9.2f} {side.best / against.best:6.2f}x "
               f"{side.requests or '-':>9} {side.objects or '-':>8} {per:>8} {rss:>9}  {side.note}")
+    if len(extra) >= 2:
+        print(f"{extra[-1].name} / {extra[0].name}: {extra[0].best / extra[-1].best:.2f}x best, "
+              f"{extra[0].median / extra[-1].median:.2f}x median; {extra[0].name} / plain certify: "
+              f"{extra[0].best / sides[LANCESPEC].best:.2f}x best, {extra[0].median / sides[LANCESPEC].median:.2f}x "
+              "median")
+    print_cpu([*sides.values(), *extra])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"fragments": fragments, "versions": versions, "latency_ms": args.latency_ms,
-                       "build_s": build_s, "sides": [s.to_json() for s in [*sides.values(), *extra]]}, fh, indent=2)
+                       "io_parallelism": parallelism, "build_s": build_s, "load_before": load_before,
+                       "sides": [s.to_json() for s in [*sides.values(), *extra]]}, fh, indent=2)
     return 0
 
 

@@ -75,7 +75,10 @@ class RunStorage(Storage):
     """A ``Storage`` for one read-only run: listings and small objects remembered, reads run in parallel."""
 
     def __init__(self, storage_options: Mapping[str, str] | None = None, io_parallelism: int | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, backends: dict[str, ObjectStore] | None = None) -> None:
+        """``backends``: a dict of backends by scheme to use and fill, which several runs of one process with
+        the same options and limits may share. A backend holds connections and no data, so sharing it
+        keeps them open from run to run (Spark tasks) without carrying anything read."""
         self.io_parallelism = io_parallelism_of(storage_options, io_parallelism)
         explicit = io_parallelism is not None or any(k.lower() == "lancespec_io_parallelism"
                                                      for k in (storage_options or {}))
@@ -83,6 +86,8 @@ class RunStorage(Storage):
         options = dict(storage_options or {})
         options.setdefault("lancespec_io_parallelism", str(self.io_parallelism))
         super().__init__(options, limits)
+        if backends is not None:
+            self._backends = backends
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively

@@ -21,16 +21,16 @@ any partition of its fragments. Here:
 
 Executors reach storage through lancespec's own store with the storage options passed down (S3
 included; no s3a, no Hadoop file system). Each partition makes every read its slices' checks declare at
-once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Slices are
-ordered by position so that the same fragments of every version fall into one partition: a file several
-versions reference is read once per partition that meets it (certify reads it once per run).
+once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Partitions
+are cut only between positions, so the same fragments of every version fall into one partition: a file
+several versions reference is read once per run, as certify reads it.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from lancespec.reference.codec import ManifestFile
 from lancespec.reference.errors import CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.proto import table_pb2, transaction_pb2
+from lancespec.reference.store import ObjectStore
 from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
@@ -128,14 +129,18 @@ class SparkCertification:
     """The outcome of ``certify_with_spark``.
 
     ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
-    (``FINDINGS_SCHEMA``). ``tasks``, ``fragments`` and ``files``: the distributed job's size (files =
-    data and deletion files of the fragments checked, summed over versions). ``seconds``: the whole call;
+    (``FINDINGS_SCHEMA``) of ``spark``, made when first asked for. ``tasks``, ``fragments`` and
+    ``files``: the distributed job's size (files = data and deletion files of the fragments checked,
+    summed over versions). ``seconds``: the whole call;
     ``job_seconds``: the Spark job alone; ``task_seconds`` and ``task_cpu_seconds``: each task's time in
-    the check code, wall clock and CPU.
+    the check code, wall clock and CPU. ``phases``: the driver's seconds per step, which do not shrink
+    with executors but ``job`` (``certify``: the driver's own checks, manifests and snapshots included;
+    ``offload``: the versions' headers for the executors, within ``certify``; ``slices``: the fragment
+    slices serialized; ``broadcast``; ``job``: the Spark job, collect included; ``merge``).
     """
 
     report: Report
-    findings_df: Any
+    spark: Any = field(default=None, repr=False, compare=False)
     tasks: int = 0
     fragments: int = 0
     files: int = 0
@@ -144,10 +149,17 @@ class SparkCertification:
     versions: list[tuple[str, int]] = field(default_factory=list)
     task_seconds: list[float] = field(default_factory=list)
     task_cpu_seconds: list[float] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
         return self.report.findings
+
+    @functools.cached_property
+    def findings_df(self) -> DataFrame:
+        """The findings as a DataFrame, built on first use (creating one costs the driver about 0.1 s, and
+        the first of a session seconds, which a caller reading only the report does not pay)."""
+        return findings_frame(self.spark, self.report.findings)
 
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
@@ -160,6 +172,10 @@ def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFram
 # --- executor side ----------------------------------------------------------------------------------
 
 
+#: The store backends of this (executor) process, by storage options: its tasks reuse their connections.
+_BACKENDS: dict[tuple[tuple[str, str], ...], dict[str, ObjectStore]] = {}
+
+
 def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[str, str] | None,
                     tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
@@ -167,7 +183,9 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     Yields ``("finding", requirement, severity, version, branch, path, message, detail)`` per finding,
     ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
     fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
-    storage = RunStorage(storage_options)  # one per partition: the read cache lives as long as it does
+    # one per partition: the read cache lives as long as it does; the connections outlive it
+    storage = RunStorage(storage_options, backends=_BACKENDS.setdefault(tuple(sorted((storage_options or {}).items())),
+                                                                        {}))
     registry: dict[str, Check] = all_checks()
     parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
@@ -215,8 +233,8 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
 
 
 def _executor(bc: Any, storage_options: dict[str, str] | None,
-              tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
-    return check_fragments(bc.value, storage_options, tasks)
+              groups: Iterable[list[tuple[int, int, int, bytes]]]) -> Iterator[tuple[Any, ...]]:
+    return check_fragments(bc.value, storage_options, [task for group in groups for task in group])
 
 
 # --- driver side ------------------------------------------------------------------------------------
@@ -225,8 +243,8 @@ def _executor(bc: Any, storage_options: dict[str, str] | None,
 def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
           tasks_per_core: int) -> list[tuple[int, int, int]]:
     """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
-    default a version is cut into about ``parallelism * tasks_per_core`` slices (Spark then groups the
-    same slice of every version into one task, as ``certify_with_spark`` partitions the sorted slices)."""
+    default a version is cut into about ``parallelism * tasks_per_core`` slices (``_partitions`` then groups
+    the same slice of every version into one task)."""
     largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
         fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
@@ -234,9 +252,24 @@ def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_tas
         raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
               for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
-    # The same positions of every version side by side: Spark cuts the list into contiguous partitions, so a
-    # file that several versions share (an append keeps the fragments before it) is read once per partition.
     return sorted(slices, key=lambda s: (works[s[0]].root, s[1], s[0]))
+
+
+def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int, int]],
+                count: int) -> list[list[tuple[int, int, int]]]:
+    """The plan's slices in at most ``count`` tasks, cut only between positions: every slice at one position
+    (root, start) of every version lands in the same task, so a file the versions share (an append keeps
+    the fragments before it) is read once and its findings carried (``conformance.carry``). Positions are
+    spread evenly over the tasks, in order."""
+    positions: list[list[tuple[int, int, int]]] = []
+    for item in plan:  # sorted by position: equal positions are adjacent
+        if positions and (works[positions[-1][0][0]].root, positions[-1][0][1]) == (works[item[0]].root, item[1]):
+            positions[-1].append(item)
+        else:
+            positions.append([item])
+    count = min(max(1, count), len(positions))
+    return [[item for position in positions[i * len(positions) // count:(i + 1) * len(positions) // count]
+             for item in position] for i in range(count)]
 
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
@@ -253,28 +286,37 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     options = dict(storage_options) if storage_options is not None else None
     works: dict[int, _VersionWork] = {}
     manifests: dict[int, table_pb2.Manifest] = {}
+    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge"), 0.0)
 
     def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
+        at = time.perf_counter()
         manifests[len(works)] = snapshot.manifest
         works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks))
+        phases["offload"] += time.perf_counter() - at
 
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
                      offload=offload, offloaded=fragment_checks())
-    result = SparkCertification(report, None, versions=[(w.branch or "main", w.version) for w in works.values()])
+    phases["certify"] = time.perf_counter() - started
+    result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
+                                phases=phases)
     sc = spark.sparkContext
     plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)
     if plan:
-        job_started = time.perf_counter()
-        tasks = [(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in plan]
-        partitions = min(len(tasks), sc.defaultParallelism * tasks_per_core)  # contiguous runs of the sorted plan
+        at = time.perf_counter()
+        groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
+                  for group in _partitions(works, plan, sc.defaultParallelism * tasks_per_core)]
+        partitions = len(groups)
+        phases["slices"], at = time.perf_counter() - at, time.perf_counter()
         bc = sc.broadcast(works)
+        phases["broadcast"], at = time.perf_counter() - at, time.perf_counter()
         try:
-            rows = (sc.parallelize(tasks, partitions)
+            rows = (sc.parallelize(groups, partitions)  # one group per partition
                     .mapPartitions(functools.partial(_executor, bc, options))
                     .collect())
         finally:
             bc.destroy()
-        result.job_seconds = time.perf_counter() - job_started
+        result.job_seconds = phases["job"] = time.perf_counter() - at
+        at = time.perf_counter()
         errors = [r[1] for r in rows if r[0] == "error"]
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -287,6 +329,6 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         result.files = sum(r[2] for r in rows if r[0] == "done")
         result.task_seconds = [r[3] for r in rows if r[0] == "done"]
         result.task_cpu_seconds = [r[4] for r in rows if r[0] == "done"]
-    result.findings_df = findings_frame(spark, report.findings)
+        phases["merge"] = time.perf_counter() - at
     result.seconds = time.perf_counter() - started
     return result

@@ -3,7 +3,8 @@
 Spark otherwise picks the machine's external interface for the driver and serves its web UI on every
 interface; lancespec's sessions bind the driver (``spark.driver.bindAddress``, ``spark.driver.host`` and
 ``SPARK_LOCAL_IP``) to the loopback interface and turn the UI off. Executors run this very Python
-(``spark.pyspark.python``), so they import the same lancespec and pylance.
+(``spark.pyspark.python`` and ``PYSPARK_PYTHON``, which is what a session started from Python reads), so
+they import the same lancespec and pylance.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def spark_session(master: str = "local[*]", *, app_name: str = "lancespec",
 
     os.environ["SPARK_LOCAL_IP"] = LOOPBACK  # read by the JVM at launch: block manager, RPC, any UI
     settings = {**loopback_conf(), **(conf or {})}
+    # A session started from Python takes its workers' interpreter from PYSPARK_PYTHON alone (the conf key
+    # is read by spark-submit only): without it they run whatever "python3" is on PATH, and import the
+    # lancespec installed there rather than this one.
+    os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     settings["spark.driver.bindAddress"] = settings["spark.driver.host"] = LOOPBACK
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():

@@ -55,6 +55,22 @@ def test_spark_listens_on_loopback_only(spark: Any) -> None:
     assert set(addresses) <= _LOOPBACK_HEX, f"the driver JVM listens beyond loopback: {addresses}"
 
 
+def test_workers_import_this_lancespec(spark: Any) -> None:
+    """Executors run the driver's interpreter and import the very lancespec under test (not one that another
+    interpreter on PATH would find)."""
+    import lancespec.conformance
+
+    def where(_: object) -> list[tuple[str, str]]:
+        import sys
+
+        import lancespec.conformance as conformance
+
+        return [(sys.executable, conformance.__file__ or "")]
+
+    found = set(spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect())
+    assert found == {(sys.executable, lancespec.conformance.__file__)}
+
+
 def test_spark_certify_command_in_process(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shape = SHAPES["deletions_bitmap"](tmp_path / "shape")
     code = main(["spark-certify", shape.uri, "--master", "local[2]", "--all-versions", "--format", "json"])

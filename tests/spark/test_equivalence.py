@@ -24,7 +24,7 @@ from lancespec.conformance.checks.bases import unusable_base_ids
 from lancespec.conformance.findings import Report
 from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
 from lancespec.conformance.spark import certify_with_spark, fragment_checks
-from lancespec.conformance.spark.distributed import _plan, _VersionWork
+from lancespec.conformance.spark.distributed import _partitions, _plan, _VersionWork
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.table import Dataset
 
@@ -151,11 +151,29 @@ def test_plan_splits_versions_into_slices() -> None:
         return _VersionWork("r", "r", None, 1, ManifestNaming.V2, "m", b"", None, None, None, 0, (), fragments)
 
     works = {0: work(5), 1: work(0), 2: work(3)}
-    # ordered by position, so that Spark's contiguous partitions put the same fragments of every version
-    # (which an append keeps) into one task, whose reads then serve them all
+    # ordered by position, so that the same fragments of every version (which an append keeps) are adjacent
     assert _plan(works, 2, 2, 4) == [(0, 0, 2), (2, 0, 2), (0, 2, 4), (2, 2, 3), (0, 4, 5)]
     assert _plan(works, 2, None, 4) == [(0, 0, 1), (2, 0, 1), (0, 1, 2), (2, 1, 2), (0, 2, 3), (2, 2, 3),
                                         (0, 3, 4), (0, 4, 5)]
     assert len(_plan({0: work(20_000)}, 2, None, 4)) == 8
     with pytest.raises(ValueError):
         _plan(works, 2, 0, 4)
+
+
+def test_partitions_never_split_a_position() -> None:
+    def work(fragments: int, root: str = "r") -> _VersionWork:
+        return _VersionWork(root, "r", None, 1, ManifestNaming.V2, "m", b"", None, None, None, 0, (), fragments)
+
+    # appends: 200 fragments per version, five versions; four tasks of 250-fragment positions
+    works = {v: work(200 * (v + 1)) for v in range(5)}
+    plan = _plan(works, 1, None, 4)
+    groups = _partitions(works, plan, 4)
+    assert [sorted({start for _, start, _ in g}) for g in groups] == [[0], [250], [500], [750]]
+    assert [len(g) for g in groups] == [5, 4, 3, 2]  # Spark's even cut of the 14 slices would split position 0
+    assert [item for g in groups for item in g] == plan
+    # fewer tasks than positions: whole positions, spread evenly and in order
+    assert [sorted({start for _, start, _ in g}) for g in _partitions(works, plan, 2)] == [[0, 250], [500, 750]]
+    # more tasks than positions: one position each; two roots never share a position
+    two = {0: work(2, "a"), 1: work(2, "b")}
+    assert _partitions(two, _plan(two, 1, 1, 4), 16) == [[(0, 0, 1)], [(0, 1, 2)], [(1, 0, 1)], [(1, 1, 2)]]
+    assert _partitions({}, [], 4) == []
