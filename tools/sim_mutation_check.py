@@ -129,12 +129,6 @@ MUTANTS = (
               "            latest = next((e for e in entries if e.version == hinted), entries[-1])\n",
               "the writer writes the version hint on S3 too (Lance writes none there) and the commit builds on "
               "the version the hint names rather than the newest one listed",
-              survives_because="liveness-only in the battery: a stale hint (a late hint PUT, or the resend of one "
-                               "whose answer was lost) names a version whose successor still exists, so the "
-                               "commit finds the name taken and retries until a newer hint or a cleanup of the "
-                               "hinted version lets it on; commits stall, none is wrong. It commits wrongly only "
-                               "when the hint falls back onto a tagged version and a cleanup then frees the "
-                               "version after it, which no battery run reproduces",
               also=(("    if not storage.backend(dataset.uri).lexically_ordered:\n", "    if True:\n"),)),
 )
 
@@ -170,7 +164,9 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
         if done.returncode == 1:
-            first = next((line for line in done.stdout.splitlines() if ANOMALY_LINE.match(line)), "anomalies found")
+            lines = done.stdout.splitlines()
+            first = next((line for line in lines if ANOMALY_LINE.match(line)), None) or next(
+                (line for line in lines if line.startswith("writer error:")), "anomalies found")
             shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
             return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
         if done.returncode != 0:
