@@ -566,11 +566,11 @@ def test_lost_race_retry_judges_only_new_versions(base_dataset: str, monkeypatch
     real_put = handle.storage.put_if_absent
     raced: list[str] = []
 
-    def racing_put(uri: str, data: bytes) -> None:
+    def racing_put(uri: str, data: bytes, *, resend: bool = True) -> None:
         if f"/{VERSIONS_DIR}/" in uri and not raced:
             raced.append(uri)
             assert ops.append(Dataset(base_dataset), ten_rows(200, 1)).version == 3  # takes our name first
-        real_put(uri, data)
+        real_put(uri, data, resend=resend)
 
     monkeypatch.setattr(handle.storage, "put_if_absent", racing_put)
     result = ops.append(handle, ten_rows(300, 1))
@@ -603,11 +603,11 @@ def test_lost_race_reads_each_manifest_once(base_dataset: str, monkeypatch: pyte
         puts.append((uri, data))
         real_put(uri, data)
 
-    def racing_put(uri: str, data: bytes) -> None:
+    def racing_put(uri: str, data: bytes, *, resend: bool = True) -> None:
         if not any(f"/{VERSIONS_DIR}/" in u for u, _ in puts):
             puts.append((uri, data))
             assert ops.append(Dataset(base_dataset), ten_rows(200, 1)).version == 3  # takes our name first
-        real_put_if_absent(uri, data)
+        real_put_if_absent(uri, data, resend=resend)
 
     monkeypatch.setattr(storage, "get", counting_get)
     monkeypatch.setattr(storage, "head", counting_head)
@@ -692,8 +692,9 @@ def test_a_writer_that_judged_many_versions_lists_again_before_it_writes(base_da
     monkeypatch.setattr(handle.storage, "list", listing)
     monkeypatch.setattr(handle.storage, "get", get)
     monkeypatch.setattr(handle.storage, "put", put)
+    real_create = handle.storage.put_if_absent
     monkeypatch.setattr(handle.storage, "put_if_absent",
-                        lambda uri, data, real=handle.storage.put_if_absent: put(uri, data, real, "create"))
+                        lambda uri, data, resend=True: put(uri, data, real_create, "create"))
     result = ops.append(handle, ten_rows(900, 1))
     assert (result.version, result.attempts) == (6, 1)
     # the commit's listing, the reads (another commit lands), the listing again, then the writes; the last is the
