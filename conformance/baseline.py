@@ -87,13 +87,6 @@ def set_aside_counts(report: Report) -> dict[str, int]:
     return counts
 
 
-def _entries(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
-    by_id: dict[str, list[Finding]] = {}
-    for finding in findings:
-        by_id.setdefault(finding.known or finding.requirement, []).append(finding)
-    return by_id
-
-
 def render_baseline(report: Report, lancespec_version: str) -> str:
     """A baseline file setting aside every finding of ``report``: the known divergence ids it found, and the
     requirements with findings no divergence explains."""
@@ -103,10 +96,12 @@ def render_baseline(report: Report, lancespec_version: str) -> str:
              "# Given with --baseline FILE, every finding of an id below is set aside: it is reported, and the exit",
              "# status ignores it. Remove an entry once the writer no longer needs it.",
              f"format = {json.dumps(BASELINE_FORMAT)}"]
-    for rid, found in sorted(_entries(report.findings).items()):
+    by_id: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        by_id.setdefault(finding.known or finding.requirement, []).append(finding)
+    for rid, found in sorted(by_id.items()):
         severities = "/".join(sorted({f.severity for f in found}))
-        what = (f"known divergence: {summaries[rid]}" if rid in summaries
-                else load_catalogue()[rid].rule)
+        what = f"known divergence: {summaries[rid]}" if rid in summaries else load_catalogue()[rid].rule
         reason = f"{len(found)} {severities} finding(s) when written. {what}"
         lines += ["", "[[ignore]]", f"id = {json.dumps(rid)}", f"reason = {json.dumps(reason, ensure_ascii=False)}"]
     return "\n".join(lines) + "\n"

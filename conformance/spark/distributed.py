@@ -240,14 +240,14 @@ def _executor(bc: Any, storage_options: dict[str, str] | None,
 # --- driver side ------------------------------------------------------------------------------------
 
 
-def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
-          tasks_per_core: int) -> list[tuple[int, int, int]]:
+def _plan(works: Mapping[int, _VersionWork], tasks: int,
+          fragments_per_task: int | None) -> list[tuple[int, int, int]]:
     """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
-    default a version is cut into about ``parallelism * tasks_per_core`` slices (``_partitions`` then groups
-    the same slice of every version into one task)."""
+    default a version is cut into about ``tasks`` slices (``_partitions`` then groups the same slice of every
+    version into one task)."""
     largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
-        fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
+        fragments_per_task = max(1, -(-largest // max(1, tasks)))
     if fragments_per_task < 1:
         raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
@@ -274,13 +274,12 @@ def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
                        areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
-                       fragments_per_task: int | None = None,
-                       tasks_per_core: int = TASKS_PER_CORE) -> SparkCertification:
+                       fragments_per_task: int | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
     checks run as one Spark job over the fragments of every certified version.
 
     ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
-    ``tasks_per_core`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
+    ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials)."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
@@ -300,11 +299,12 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
     sc = spark.sparkContext
-    plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)
+    tasks = sc.defaultParallelism * TASKS_PER_CORE
+    plan = _plan(works, tasks, fragments_per_task)
     if plan:
         at = time.perf_counter()
         groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
-                  for group in _partitions(works, plan, sc.defaultParallelism * tasks_per_core)]
+                  for group in _partitions(works, plan, tasks)]
         partitions = len(groups)
         phases["slices"], at = time.perf_counter() - at, time.perf_counter()
         bc = sc.broadcast(works)

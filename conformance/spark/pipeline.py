@@ -134,8 +134,7 @@ def digest_fragments(uri: str, version: int, columns: Sequence[str], storage_opt
 
 
 class _Judge:
-    def __init__(self, uri: str, version: int) -> None:
-        self.uri = uri
+    def __init__(self, version: int) -> None:
         self.version = version
         self.findings: list[Finding] = []
 
@@ -369,7 +368,7 @@ def certify_pipeline_output(spark: SparkSession, source_df: DataFrame, uri: str,
     if base_version < 0 or base_version >= output_version:
         raise ValueError(f"read_version {base_version} must lie in [0, {output_version})")
     result = PipelineCertification(dataset.uri, output_version, read_version)
-    judge = _Judge(dataset.uri, output_version)
+    judge = _Judge(output_version)
 
     old_files: set[str] = set()
     if base_version >= 1:

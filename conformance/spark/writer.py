@@ -212,11 +212,9 @@ def commit_staged(staged: StagedWrite, storage_options: Mapping[str, str] | None
     operation: lance.LanceOperation.BaseOperation
     if staged.mode == "append":
         operation = lance.LanceOperation.Append(fragments)
-    elif staged.mode == "create":
+    else:  # create or overwrite; only a create has initial_bases (stage_fragments)
         operation = lance.LanceOperation.Overwrite(staged.schema, fragments,
                                                    initial_bases=_lance_bases(staged.initial_bases) or None)
-    else:
-        operation = lance.LanceOperation.Overwrite(staged.schema, fragments)
     committed = lance.LanceDataset.commit(staged.uri, operation, read_version=staged.read_version or None,
                                           storage_options=options)
     return int(committed.version)
