@@ -6,7 +6,8 @@ cannot be read at all, or needs a feature lancespec does not know ("cannot judge
 check failed by a bug of lancespec (the report then holds what was checked before, and ``internal_error``
 says where). Unreadable manifests are reported as findings too, so a person always learns what was wrong
 and where. A URI holding no dataset and a version that does not exist are no report: certify raises
-(DatasetNotFound, VersionNotFound), and the command line says so in one line (exit 2).
+(DatasetNotFound saying what is there instead, ``locate``; VersionNotFound naming the versions there are),
+and the command line says so in one line (exit 2).
 """
 
 from __future__ import annotations
@@ -112,9 +113,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     exactly; tests compare the two).
 
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
-    where they came from: ``conformance.baseline``) names it or its requirement. A ``uri`` that holds no
-    dataset raises DatasetNotFound saying what is there instead (``conformance.locate``), a ``version``
-    without a manifest VersionNotFound naming the versions there are: neither is a finding about a dataset."""
+    where they came from: ``conformance.baseline``) names it or its requirement."""
     storage = (open_store(storage_options, limits) if lazy
                else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)

@@ -190,14 +190,14 @@ def stage_fragments(df: DataFrame, uri: str, *, mode: str = "append", target_bas
     body = functools.partial(write_partition, dataset.uri, schema, mode, targets, tuple(initial_bases), options,
                              write_options)
     rows = positional(df).mapInArrow(body, "partition int, attempt int, base string, fragments string").collect()
-    kept: dict[int, tuple[int, str]] = {}
+    kept: dict[int, str] = {}
     dropped: list[tuple[int, int]] = []
     for row in sorted(rows, key=lambda r: (r.partition, r.attempt)):
         if row.partition in kept:
             dropped.append((row.partition, row.attempt))
         else:
-            kept[row.partition] = (row.attempt, row.fragments)
-    fragments = [json.dumps(meta) for _, (_, text) in sorted(kept.items()) for meta in json.loads(text)]
+            kept[row.partition] = row.fragments
+    fragments = [json.dumps(meta) for _, text in sorted(kept.items()) for meta in json.loads(text)]
     return StagedWrite(dataset.uri, mode, read_version, schema, tuple(initial_bases), fragments, len(kept),
                        started_at, time.perf_counter() - started, dropped)
 
