@@ -175,13 +175,9 @@ class Model:
         it depends on its fork version, a branch of that branch on the same version (docs/lance-format.md §11.2,
         §13 "referenced_branches")."""
         own = self.lineage(root.family, root.branch) if root.branch else []
-        found = []
-        for name in sorted(self.branches.get(root.family, {})):
-            line = self.lineage(root.family, name)
-            if name == root.branch or len(line) <= len(own) or line[: len(own)] != own:
-                continue
-            found.append((name, line[len(own)][0]))
-        return found
+        lines = {name: self.lineage(root.family, name) for name in sorted(self.branches.get(root.family, {}))}
+        return [(name, line[len(own)][0]) for name, line in lines.items()
+                if len(line) > len(own) and line[: len(own)] == own]
 
     # --- placement ------------------------------------------------------------------------------
 
