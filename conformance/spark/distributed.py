@@ -156,10 +156,8 @@ class SparkCertification:
 
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
-    """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA``."""
-    rows = [(f.requirement, f.severity, f.version, f.branch, f.path, f.detail, f.message, f.known, f.set_aside)
-            for f in findings]
-    return spark.createDataFrame(rows, FINDINGS_SCHEMA)
+    """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA`` (the fields of ``Finding.to_json``, in order)."""
+    return spark.createDataFrame([tuple(f.to_json().values()) for f in findings], FINDINGS_SCHEMA)
 
 
 # --- executor side ----------------------------------------------------------------------------------

@@ -230,11 +230,9 @@ def _check_duplicates(judge: _Judge, output: Snapshot, new_ids: list[int], diges
 
 def _data_directories(output: Snapshot) -> list[str]:
     """The root's data/ and the data directory of every usable base of the output version."""
-    dirs = [join(output.root, DATA_DIR)]
-    for base in output.bases:
-        if base.path and is_absolute(base.path):
-            dirs.append(join(base.path, DATA_DIR) if base.is_dataset_root else base.path.rstrip("/"))
-    return sorted({normalize(d) for d in dirs})
+    dirs = [join(base.path, DATA_DIR) if base.is_dataset_root else base.path.rstrip("/")
+            for base in output.bases if base.path and is_absolute(base.path)]
+    return sorted({normalize(d) for d in [join(output.root, DATA_DIR), *dirs]})
 
 
 def _referenced(dataset: Dataset) -> set[str] | None:
