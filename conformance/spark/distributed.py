@@ -229,14 +229,14 @@ def _executor(bc: Any, storage_options: dict[str, str] | None,
 # --- driver side ------------------------------------------------------------------------------------
 
 
-def _plan(works: Mapping[int, _VersionWork], tasks: int,
-          fragments_per_task: int | None) -> list[tuple[int, int, int]]:
+def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
+          tasks_per_core: int) -> list[tuple[int, int, int]]:
     """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
-    default a version is cut into about ``tasks`` slices (``_partitions`` then groups the same slice of every
-    version into one task)."""
+    default a version is cut into about ``parallelism * tasks_per_core`` slices (``_partitions`` then groups
+    the same slice of every version into one task)."""
     largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
-        fragments_per_task = max(1, -(-largest // max(1, tasks)))
+        fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
     if fragments_per_task < 1:
         raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
@@ -288,12 +288,11 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
     sc = spark.sparkContext
-    tasks = sc.defaultParallelism * TASKS_PER_CORE
-    plan = _plan(works, tasks, fragments_per_task)
+    plan = _plan(works, sc.defaultParallelism, fragments_per_task, TASKS_PER_CORE)
     if plan:
         at = time.perf_counter()
         groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
-                  for group in _partitions(works, plan, tasks)]
+                  for group in _partitions(works, plan, sc.defaultParallelism * TASKS_PER_CORE)]
         partitions = len(groups)
         phases["slices"], at = time.perf_counter() - at, time.perf_counter()
         bc = sc.broadcast(works)
