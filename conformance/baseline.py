@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -80,11 +81,8 @@ def settle(report: Report) -> None:
 
 def set_aside_counts(report: Report) -> dict[str, int]:
     """For each id the run set aside, how many findings it set aside (0: it matched nothing)."""
-    counts = dict.fromkeys(report.set_aside, 0)
-    for finding in report.findings:
-        if finding.set_aside is not None:
-            counts[finding.set_aside] += 1
-    return counts
+    counts = Counter(f.set_aside for f in report.findings if f.set_aside is not None)
+    return {rid: counts[rid] for rid in report.set_aside}
 
 
 def render_baseline(report: Report, lancespec_version: str) -> str:
