@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -80,18 +81,8 @@ def settle(report: Report) -> None:
 
 def set_aside_counts(report: Report) -> dict[str, int]:
     """For each id the run set aside, how many findings it set aside (0: it matched nothing)."""
-    counts = dict.fromkeys(report.set_aside, 0)
-    for finding in report.findings:
-        if finding.set_aside is not None:
-            counts[finding.set_aside] += 1
-    return counts
-
-
-def _entries(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
-    by_id: dict[str, list[Finding]] = {}
-    for finding in findings:
-        by_id.setdefault(finding.known or finding.requirement, []).append(finding)
-    return by_id
+    counts = Counter(f.set_aside for f in report.findings if f.set_aside is not None)
+    return {rid: counts[rid] for rid in report.set_aside}
 
 
 def render_baseline(report: Report, lancespec_version: str) -> str:
@@ -103,10 +94,12 @@ def render_baseline(report: Report, lancespec_version: str) -> str:
              "# Given with --baseline FILE, every finding of an id below is set aside: it is reported, and the exit",
              "# status ignores it. Remove an entry once the writer no longer needs it.",
              f"format = {json.dumps(BASELINE_FORMAT)}"]
-    for rid, found in sorted(_entries(report.findings).items()):
+    by_id: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        by_id.setdefault(finding.known or finding.requirement, []).append(finding)
+    for rid, found in sorted(by_id.items()):
         severities = "/".join(sorted({f.severity for f in found}))
-        what = (f"known divergence: {summaries[rid]}" if rid in summaries
-                else load_catalogue()[rid].rule)
+        what = f"known divergence: {summaries[rid]}" if rid in summaries else load_catalogue()[rid].rule
         reason = f"{len(found)} {severities} finding(s) when written. {what}"
         lines += ["", "[[ignore]]", f"id = {json.dumps(rid)}", f"reason = {json.dumps(reason, ensure_ascii=False)}"]
     return "\n".join(lines) + "\n"

@@ -6,11 +6,13 @@ cannot be read at all, or needs a feature lancespec does not know ("cannot judge
 check failed by a bug of lancespec (the report then holds what was checked before, and ``internal_error``
 says where). Unreadable manifests are reported as findings too, so a person always learns what was wrong
 and where. A URI holding no dataset and a version that does not exist are no report: certify raises
-(DatasetNotFound, VersionNotFound), and the command line says so in one line (exit 2).
+(DatasetNotFound saying what is there instead, ``locate``; VersionNotFound naming the versions there are),
+and the command line says so in one line (exit 2).
 """
 
 from __future__ import annotations
 
+import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
@@ -25,7 +27,7 @@ from .baseline import settle
 from .carry import Carry, Run
 from .catalogue import load_catalogue
 from .checks import REGISTRY, Check, DatasetContext, VersionContext, select
-from .fetch import RunStorage
+from .fetch import FetchProgress, RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
@@ -111,9 +113,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     exactly; tests compare the two).
 
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
-    where they came from: ``conformance.baseline``) names it or its requirement. A ``uri`` that holds no
-    dataset raises DatasetNotFound saying what is there instead (``conformance.locate``), a ``version``
-    without a manifest VersionNotFound naming the versions there are: neither is a finding about a dataset."""
+    where they came from: ``conformance.baseline``) names it or its requirement."""
     storage = (open_store(storage_options, limits) if lazy
                else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
@@ -132,7 +132,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
 
 def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
                   areas: Iterable[str] | None, progress: Progress | None, offload: Offload | None,
-                  offloaded: Collection[str]) -> Report:
+                  offloaded: Collection[str]) -> None:
     checks = list(select(areas))
     version_checks = [c for c in checks if c.scope == "version"]
     dataset_checks = [c for c in checks if c.scope == "dataset"]
@@ -143,7 +143,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     except LanceSpecError as exc:
         report.readable = False
         report.findings.append(_unreadable(main, None, exc.where or main.uri, exc.message))
-        return report
+        return
     if not entries:
         raise what_is_there(main.storage, main.uri)
 
@@ -201,7 +201,6 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             report.branch_versions[label] = list(versions)
     if progress:
         progress(1, 1, "done")
-    return report
 
 
 def _runner(root: Dataset, check: Check) -> Run:
@@ -220,22 +219,16 @@ def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label:
     """The snapshot of each version (or why it cannot be read), fetched and decoded in parallel through a
     ``RunStorage``, one by one otherwise."""
 
-    def load(v: int) -> Callable[[], Snapshot | LanceSpecError]:
-        def job() -> Snapshot | LanceSpecError:
-            try:
-                return root.snapshot(v, strict=False)
-            except LanceSpecError as exc:
-                return exc
+    def load(v: int) -> Snapshot | LanceSpecError:
+        try:
+            return root.snapshot(v, strict=False)
+        except LanceSpecError as exc:
+            return exc
 
-        return job
-
-    def tick(done: int, total: int) -> None:
-        if progress:
-            progress(done, total, f"{label}: reading {total:,} manifest(s)")
-
+    jobs = [functools.partial(load, v) for v in versions]
     if not isinstance(storage, RunStorage):
-        return [load(v)() for v in versions]
-    return storage.fetch_all([load(v) for v in versions], remote=_remote(root), progress=tick)
+        return [job() for job in jobs]
+    return storage.fetch_all(jobs, remote=_remote(root), progress=_reading(progress, label, "manifest(s)"))
 
 
 def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot], checks: list[Check],
@@ -255,12 +248,17 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
         for ctx in contexts:
             for key, job in check.prefetch(ctx):
                 jobs.setdefault(key, job)
+    storage.prefetch(list(jobs.values()), remote=_remote(root), progress=_reading(progress, label, "file(s)"))
+
+
+def _reading(progress: Progress | None, label: str, what: str) -> FetchProgress:
+    """``progress`` as a ``fetch_all`` reading ``what`` reports it."""
 
     def tick(done: int, total: int) -> None:
         if progress:
-            progress(done, total, f"{label}: reading {total:,} file(s)")
+            progress(done, total, f"{label}: reading {total:,} {what}")
 
-    storage.prefetch(list(jobs.values()), remote=_remote(root), progress=tick)
+    return tick
 
 
 def _remote(root: Dataset) -> bool:

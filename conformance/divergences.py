@@ -93,13 +93,11 @@ def known_ids() -> set[str]:
     return {d.finding for d in load_divergences()}
 
 
-def annotate(findings: Iterable[Finding], root: str,
-             divergences: Iterable[Divergence] | None = None) -> list[Finding]:
+def annotate(findings: Iterable[Finding], root: str) -> list[Finding]:
     """``findings`` with ``known`` set to the finding id of the first divergence each one matches."""
-    entries = tuple(load_divergences() if divergences is None else divergences)
     out = []
     for finding in findings:
-        match = next((d for d in entries if d.matches(finding, root)), None)
+        match = next((d for d in load_divergences() if d.matches(finding, root)), None)
         out.append(finding if match is None else dataclasses.replace(finding, known=match.finding))
     return out
 

@@ -175,13 +175,9 @@ class Model:
         it depends on its fork version, a branch of that branch on the same version (docs/lance-format.md §11.2,
         §13 "referenced_branches")."""
         own = self.lineage(root.family, root.branch) if root.branch else []
-        found = []
-        for name in sorted(self.branches.get(root.family, {})):
-            line = self.lineage(root.family, name)
-            if name == root.branch or len(line) <= len(own) or line[: len(own)] != own:
-                continue
-            found.append((name, line[len(own)][0]))
-        return found
+        lines = {name: self.lineage(root.family, name) for name in sorted(self.branches.get(root.family, {}))}
+        return [(name, line[len(own)][0]) for name, line in lines.items()
+                if len(line) > len(own) and line[: len(own)] == own]
 
     # --- placement ------------------------------------------------------------------------------
 
@@ -275,10 +271,9 @@ class Model:
         empty = self.initial_version(op)
         if self._without_bases(empty, op.targets):
             return Outcome("divergent", "F-029")
-        bases = empty.bases
         frags = tuple(self._write(op.root, empty, op.start, op.count, op.targets, op.max_rows_per_file))
         top = frags[-1].id if frags else None
-        self._add_family(RootModel(op.root, op.root, None, "main", {1: VersionModel(frags, bases, top)}))
+        self._add_family(RootModel(op.root, op.root, None, "main", {1: VersionModel(frags, empty.bases, top)}))
         self.next_row = max(self.next_row, op.start + op.count)
         return Outcome()
 
@@ -429,14 +424,12 @@ class Model:
         root = self.roots[op.root]
         numbers = sorted(root.versions)
         latest = numbers[-1]
-        before = None
-        if op.retain_versions is not None:
-            before = numbers[0] if len(numbers) <= op.retain_versions else numbers[len(numbers) - op.retain_versions]
         if not op.older_than_zero and op.retain_versions is None:
             return Outcome()  # the default older_than of 14 days: nothing is that old
+        before = None if op.retain_versions is None else numbers[max(0, len(numbers) - op.retain_versions)]
 
         def old(v: int) -> bool:
-            return (op.older_than_zero or op.retain_versions is not None) and (before is None or v < before)
+            return before is None or v < before
 
         tagged = {v for b, v in self.tags[root.family].values() if b == root.branch}
         blocking = sorted(name for name, (b, v) in self.tags[root.family].items()
@@ -445,10 +438,8 @@ class Model:
             return Outcome("refused", mentions=tuple(blocking))
         working = {v for v in numbers if v == latest or not old(v) or v in tagged}
         candidates = set(numbers) - working
-        forks = set()
-        for name, fork_version in self.descendants(root):
-            if fork_version in candidates and self.references(self.roots[root_dir(root.family, name)], root):
-                forks.add(fork_version)
+        forks = {fork_version for name, fork_version in self.descendants(root)
+                 if fork_version in candidates and self.references(self.roots[root_dir(root.family, name)], root)}
         if "F-031" in self.known and op.delete_unverified and self._unconsulted_files(root, working, old):
             # F-031: pylance 14.0.2 reads only branches forked from old versions, so it deletes (as unverified)
             # files a branch forked from a retained version wrote into this root; every descendant's files

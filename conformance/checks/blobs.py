@@ -181,10 +181,11 @@ def routing(ctx: VersionContext) -> None:
                             f"pack threshold of {thresholds.pack_file} bytes")
 
 
-def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> dict[str, dict[str, int]] | None:
+def _referenced_data_files(ctx: DatasetContext) -> dict[str, dict[str, int]] | None:
     """Data-file paths (as recorded) of every attached version of this root and of every branch, each with
     its blob columns ``{name: column index}`` (from the first manifest met that references it); None when
     some manifest cannot be read (then nothing can be called an orphan)."""
+    dataset = ctx.dataset
     roots = [dataset]
     main = dataset.main()
     try:
@@ -211,13 +212,10 @@ def _referenced_data_files(dataset: Dataset, ctx: DatasetContext) -> dict[str, d
             blob_fields = blob_field_ids(manifest.fields)
             for fragment in manifest.fragments:
                 for df in fragment.files:
-                    if df.path in referenced:
-                        continue
-                    columns = {}
-                    for position, field_id in enumerate(df.fields):
-                        if field_id in blob_fields and position < len(df.column_indices):
-                            columns[blob_fields[field_id].name] = df.column_indices[position]
-                    referenced[df.path] = columns
+                    if df.path not in referenced:
+                        referenced[df.path] = {blob_fields[fid].name: df.column_indices[i]
+                                               for i, fid in enumerate(df.fields)
+                                               if fid in blob_fields and i < len(df.column_indices)}
     return referenced
 
 
@@ -248,7 +246,7 @@ def orphans(ctx: DatasetContext) -> None:
     sidecars: list[ObjectInfo] = [i for i in ctx.storage.list(data_dir) if i.uri.endswith(".blob")]
     if not sidecars:
         return
-    referenced = _referenced_data_files(ctx.dataset, ctx)
+    referenced = _referenced_data_files(ctx)
     if referenced is None:
         return
     orphaned: dict[tuple[str, str], list[str]] = defaultdict(list)

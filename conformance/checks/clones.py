@@ -127,10 +127,7 @@ def _current_source_path(ctx: DatasetContext, found: _Lineage) -> str:
         return ref_path
     source_ids = [b.id for b in found.snapshot.bases if normalize(b.path) == normalize(ref_path)]
     newest = ctx.snapshots[max(ctx.snapshots)]
-    for base in newest.bases:
-        if base.id in source_ids:
-            return base.path
-    return ref_path
+    return next((base.path for base in newest.bases if base.id in source_ids), ref_path)
 
 
 def _source_roots(storage: Storage, found: _Lineage) -> list[str]:

@@ -31,7 +31,7 @@ from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFou
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import Storage
-from lancespec.reference.table import FragmentView, ResolvedFile, Snapshot
+from lancespec.reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
@@ -253,19 +253,24 @@ def _deletions(storage: Storage, uri: str, file_type: int, physical_rows: int) -
 DELETION_ARROW_SCHEMA = "row_id: uint32 not null"
 
 
+def _followed_deletions(snap: Snapshot) -> Iterator[tuple[FragmentView, DeletionView, str]]:
+    """``(fragment, deletion, uri)`` of every deletion file of a known type the file checks follow
+    (``_followable``)."""
+    unusable = unusable_base_ids(snap)
+    for fragment in snap.fragments:
+        deletion = fragment.deletion
+        if (deletion is not None and deletion.file_type in (DELETION_ARROW, DELETION_BITMAP)
+                and _followable(deletion.file, unusable)):
+            assert deletion.file.uri is not None
+            yield fragment, deletion, deletion.file.uri
+
+
 def _deletion_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
     """The read of every deletion file ``deletion_files`` will follow."""
-    unusable = unusable_base_ids(ctx.snap)
-    storage = ctx.storage
-    for fragment in ctx.snap.fragments:
-        deletion = fragment.deletion
-        if deletion is None or deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
-            continue
-        if _followable(deletion.file, unusable):
-            uri, file_type, rows = deletion.file.uri, deletion.file_type, fragment.physical_rows
-            assert uri is not None
-            yield ("deletions", uri, str(file_type), str(rows)), functools.partial(_deletions, storage, uri, file_type,
-                                                                                     rows)
+    for fragment, deletion, uri in _followed_deletions(ctx.snap):
+        file_type, rows = deletion.file_type, fragment.physical_rows
+        yield ("deletions", uri, str(file_type), str(rows)), functools.partial(_deletions, ctx.storage, uri,
+                                                                                 file_type, rows)
 
 
 @version_check("files.deletion_files", "DEL-001", "DEL-002", "DEL-003", "DEL-004", "DEL-005",
@@ -277,26 +282,19 @@ def deletion_files(ctx: VersionContext) -> None:
     roaring bitmap (DEL-002); it holds exactly num_deleted_rows distinct offsets (DEL-003), each below
     physical_rows (DEL-004); the ``.arrow`` column is ``row_id: uint32 not null``, the only schema the
     Lance readers accept, though the Table Format text says Int32 (DEL-005, spec/findings.md F-002)."""
-    unusable = unusable_base_ids(ctx.snap)
     for fragment in ctx.snap.fragments:
         deletion = fragment.deletion
-        if deletion is None:
-            continue
-        where = f"fragment {fragment.id}"
-        if deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
+        if deletion is not None and deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
             ctx.finding("DEL-002", ctx.snap.manifest_uri, f"deletion file type {deletion.file_type} is neither "
-                        "ARROW_ARRAY (0) nor BITMAP (1)", where)
-            continue
-        if not _followable(deletion.file, unusable):
-            continue
-        assert deletion.file.uri is not None
-        file_uri = deletion.file.uri  # the file the findings below are about
-        found = _deletions(ctx.storage, deletion.file.uri, deletion.file_type, fragment.physical_rows)
+                        "ARROW_ARRAY (0) nor BITMAP (1)", f"fragment {fragment.id}")
+    for fragment, deletion, file_uri in _followed_deletions(ctx.snap):
+        where = f"fragment {fragment.id}"
+        found = _deletions(ctx.storage, file_uri, deletion.file_type, fragment.physical_rows)
         if not found.exists:
-            ctx.finding("DEL-001", file_uri, f"deletion file {deletion.file.uri} does not exist", where)
+            ctx.finding("DEL-001", file_uri, f"deletion file {file_uri} does not exist", where)
             continue
         if found.problem is not None:
-            ctx.finding("DEL-002", file_uri, f"deletion file {deletion.file.uri} {found.problem}", where)
+            ctx.finding("DEL-002", file_uri, f"deletion file {file_uri} {found.problem}", where)
             continue
         if found.distinct != deletion.num_deleted_rows:
             ctx.finding("DEL-003", file_uri, f"deletion file holds {found.distinct} distinct offsets, the manifest "

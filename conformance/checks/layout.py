@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.layout import (
-    DATA_FILE_STEM_RE,
     DETACHED_BIT,
     STANDARD_DIRS,
     TRANSACTION_FILE_RE,
@@ -92,10 +91,8 @@ def data_file_names(ctx: VersionContext) -> None:
                 reason = "does not end in .lance"
             elif len(stem) != 50:
                 reason = f"has a {len(stem)}-character stem, not 50"
-            elif not DATA_FILE_STEM_RE.match(stem):
+            else:  # a .lance name that is_data_file_name refuses: its stem does not match DATA_FILE_STEM_RE
                 reason = "has a stem that is not 24 binary then 26 lowercase hex digits"
-            else:  # pragma: no cover - is_data_file_name and the parts above agree
-                reason = "is not a data file name"
             ctx.finding("LAYOUT-003", ctx.snap.manifest_uri, f"data file name {name!r} {reason}",
                         f"fragment {fragment.id} file {path}")
 

@@ -144,10 +144,7 @@ class Digest:
 
     @classmethod
     def total(cls, digests: Iterable[Digest], columns: Sequence[str] = ()) -> Digest:
-        out = cls(0, {c: 0 for c in columns}, 0)
-        for d in digests:
-            out = out + d
-        return out
+        return sum(digests, cls(0, dict.fromkeys(columns, 0), 0))
 
     def differences(self, other: Digest) -> dict[str, tuple[int, int]]:
         """Column names (and ``"<row>"``) whose digests differ, with both values."""

@@ -1,29 +1,22 @@
 """Certify a dataset with Spark: the per-file checks as one job over fragments, the rest on the driver.
 
-How the work is split. ``lancespec certify`` runs every check on one machine. Most of its time goes to
-the checks that follow every file a version references to storage (data files exist with their
-recorded size and a valid footer, hold physical_rows rows, deletion files say what the manifest says, blob
-descriptors and sidecars agree). Those checks are registered *fragment-local* (``checks.Check``): they
-look at one fragment's files at a time, so what they find in a version is the union of what they find in
-any partition of its fragments. Here:
+The checks that follow every file a version references to storage take most of certify's time; they are
+registered *fragment-local* (``checks.Check``), so what they find in a version is the union of what they
+find in any partition of its fragments. Here:
 
-1. The driver runs ``lancespec.conformance.certify.certify`` itself, with every check but the
-   fragment-local ones (``fragment_checks()``): manifest, bases, layout, refs, history, clones and every
-   dataset-wide check; it collects each readable version's snapshot (the decoded manifest) on the way
-   (certify's ``offload`` hook).
-2. One Spark job checks the fragments. Each task gets one slice of one version's fragments (the rest of
-   the manifest is broadcast once), builds the snapshot of that version *restricted to its slice* with
-   ``reference.table.build_snapshot`` (as the driver built the whole one) and runs the very same check
-   functions on it through certify's own runner. Tasks return findings, not files.
-3. The driver merges both sets of findings in certify's order. The report equals ``certify``'s on the
-   same dataset (``tests/spark/test_equivalence.py`` holds every pylance shape and every case of the
-   golden corpus to that, clean and damaged).
+1. The driver runs ``certify`` itself with every check but the fragment-local ones (``fragment_checks()``),
+   collecting each readable version's snapshot on the way (certify's ``offload`` hook).
+2. One Spark job checks the fragments. Each task gets slices of versions' fragments (the rest of each
+   manifest is broadcast once), builds each version's snapshot *restricted to its slice* with
+   ``reference.table.build_snapshot`` and runs the very same check functions on it through certify's own
+   runner. Tasks return findings, not files.
+3. The driver merges both sets of findings in certify's order: the report equals ``certify``'s on the same
+   dataset (``tests/spark/test_equivalence.py``, every pylance shape and golden case, clean and damaged).
 
-Executors reach storage through lancespec's own store with the storage options passed down (S3
-included; no s3a, no Hadoop file system). Each partition makes every read its slices' checks declare at
-once (``conformance.fetch``, ``io_parallelism`` requests in flight) before running the checks. Partitions
-are cut only between positions, so the same fragments of every version fall into one partition: a file
-several versions reference is read once per run, as certify reads it.
+Executors reach storage through lancespec's own store with the storage options passed down (S3 included;
+no s3a, no Hadoop file system), making every read their slices' checks declare at once
+(``conformance.fetch``). Partitions are cut only between positions, so a file several versions reference
+is read once per run, as certify reads it.
 """
 
 from __future__ import annotations
@@ -163,10 +156,8 @@ class SparkCertification:
 
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
-    """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA``."""
-    rows = [(f.requirement, f.severity, f.version, f.branch, f.path, f.detail, f.message, f.known, f.set_aside)
-            for f in findings]
-    return spark.createDataFrame(rows, FINDINGS_SCHEMA)
+    """Findings as a Spark DataFrame with ``FINDINGS_SCHEMA`` (the fields of ``Finding.to_json``, in order)."""
+    return spark.createDataFrame([tuple(f.to_json().values()) for f in findings], FINDINGS_SCHEMA)
 
 
 # --- executor side ----------------------------------------------------------------------------------
@@ -180,9 +171,8 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
                     tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
 
-    Yields ``("finding", requirement, severity, version, branch, path, message, detail)`` per finding,
-    ``("done", fragments, files, seconds, cpu seconds)`` per task, and ``("error", text)`` when a check
-    fails in a way that is a bug of lancespec (certify raises CertifyError there; the driver does too)."""
+    Yields ``("finding", Finding)``, ``("done", fragments, files, seconds, cpu seconds)`` per task, and
+    ``("error", text)`` when a check fails by a bug of lancespec (where certify raises CertifyError)."""
     # one per partition: the read cache lives as long as it does; the connections outlive it
     storage = RunStorage(storage_options, backends=_BACKENDS.setdefault(tuple(sorted((storage_options or {}).items())),
                                                                         {}))
@@ -221,8 +211,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
                 dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
                 carries[slot] = Carry({name: _runner(dataset, registry[name]) for name in work.checks})
             for found in carries[slot].judge(work.version, piece).values():
-                for f in found:
-                    yield ("finding", f.requirement, f.severity, f.version, f.branch, f.path, f.message, f.detail)
+                yield from (("finding", f) for f in found)
         except Exception as exc:
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
@@ -274,13 +263,12 @@ def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
                        areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
-                       fragments_per_task: int | None = None,
-                       tasks_per_core: int = TASKS_PER_CORE) -> SparkCertification:
+                       fragments_per_task: int | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
     checks run as one Spark job over the fragments of every certified version.
 
     ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
-    ``tasks_per_core`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
+    ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials)."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
@@ -300,11 +288,11 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
     sc = spark.sparkContext
-    plan = _plan(works, sc.defaultParallelism, fragments_per_task, tasks_per_core)
+    plan = _plan(works, sc.defaultParallelism, fragments_per_task, TASKS_PER_CORE)
     if plan:
         at = time.perf_counter()
         groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
-                  for group in _partitions(works, plan, sc.defaultParallelism * tasks_per_core)]
+                  for group in _partitions(works, plan, sc.defaultParallelism * TASKS_PER_CORE)]
         partitions = len(groups)
         phases["slices"], at = time.perf_counter() - at, time.perf_counter()
         bc = sc.broadcast(works)
@@ -321,7 +309,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
-        found = [Finding(r[1], r[2], r[3], r[5], r[6], r[4], r[7]) for r in rows if r[0] == "finding"]
+        found = [r[1] for r in rows if r[0] == "finding"]
         report.findings = order_findings([*report.findings, *found])
         settle(report)  # the executors' findings are marked as certify marks its own
         result.tasks = partitions

@@ -134,8 +134,7 @@ def digest_fragments(uri: str, version: int, columns: Sequence[str], storage_opt
 
 
 class _Judge:
-    def __init__(self, uri: str, version: int) -> None:
-        self.uri = uri
+    def __init__(self, version: int) -> None:
         self.version = version
         self.findings: list[Finding] = []
 
@@ -231,11 +230,9 @@ def _check_duplicates(judge: _Judge, output: Snapshot, new_ids: list[int], diges
 
 def _data_directories(output: Snapshot) -> list[str]:
     """The root's data/ and the data directory of every usable base of the output version."""
-    dirs = [join(output.root, DATA_DIR)]
-    for base in output.bases:
-        if base.path and is_absolute(base.path):
-            dirs.append(join(base.path, DATA_DIR) if base.is_dataset_root else base.path.rstrip("/"))
-    return sorted({normalize(d) for d in dirs})
+    dirs = [join(base.path, DATA_DIR) if base.is_dataset_root else base.path.rstrip("/")
+            for base in output.bases if base.path and is_absolute(base.path)]
+    return sorted({normalize(d) for d in [join(output.root, DATA_DIR), *dirs]})
 
 
 def _referenced(dataset: Dataset) -> set[str] | None:
@@ -369,7 +366,7 @@ def certify_pipeline_output(spark: SparkSession, source_df: DataFrame, uri: str,
     if base_version < 0 or base_version >= output_version:
         raise ValueError(f"read_version {base_version} must lie in [0, {output_version})")
     result = PipelineCertification(dataset.uri, output_version, read_version)
-    judge = _Judge(dataset.uri, output_version)
+    judge = _Judge(output_version)
 
     old_files: set[str] = set()
     if base_version >= 1:

@@ -50,14 +50,14 @@ def require_spark() -> None:
         raise SparkUnavailable(why)
 
 
-def loopback_conf(shuffle_partitions: int = 4) -> dict[str, str]:
+def loopback_conf() -> dict[str, str]:
     """The Spark settings of every lancespec session."""
     return {
         "spark.driver.bindAddress": LOOPBACK,
         "spark.driver.host": LOOPBACK,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.shuffle.partitions": "4",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }

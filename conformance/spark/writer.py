@@ -190,14 +190,14 @@ def stage_fragments(df: DataFrame, uri: str, *, mode: str = "append", target_bas
     body = functools.partial(write_partition, dataset.uri, schema, mode, targets, tuple(initial_bases), options,
                              write_options)
     rows = positional(df).mapInArrow(body, "partition int, attempt int, base string, fragments string").collect()
-    kept: dict[int, tuple[int, str]] = {}
+    kept: dict[int, str] = {}
     dropped: list[tuple[int, int]] = []
     for row in sorted(rows, key=lambda r: (r.partition, r.attempt)):
         if row.partition in kept:
             dropped.append((row.partition, row.attempt))
         else:
-            kept[row.partition] = (row.attempt, row.fragments)
-    fragments = [json.dumps(meta) for _, (_, text) in sorted(kept.items()) for meta in json.loads(text)]
+            kept[row.partition] = row.fragments
+    fragments = [json.dumps(meta) for _, text in sorted(kept.items()) for meta in json.loads(text)]
     return StagedWrite(dataset.uri, mode, read_version, schema, tuple(initial_bases), fragments, len(kept),
                        started_at, time.perf_counter() - started, dropped)
 
@@ -212,11 +212,9 @@ def commit_staged(staged: StagedWrite, storage_options: Mapping[str, str] | None
     operation: lance.LanceOperation.BaseOperation
     if staged.mode == "append":
         operation = lance.LanceOperation.Append(fragments)
-    elif staged.mode == "create":
+    else:  # create or overwrite; only a create has initial_bases (stage_fragments)
         operation = lance.LanceOperation.Overwrite(staged.schema, fragments,
                                                    initial_bases=_lance_bases(staged.initial_bases) or None)
-    else:
-        operation = lance.LanceOperation.Overwrite(staged.schema, fragments)
     committed = lance.LanceDataset.commit(staged.uri, operation, read_version=staged.read_version or None,
                                           storage_options=options)
     return int(committed.version)
