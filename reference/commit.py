@@ -275,15 +275,12 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                         dataset.uri, retryable=False,
                     )
                 verdict = judge(txn, other)
-                if verdict.resolution is Resolution.INCOMPATIBLE:
-                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
-                                         retryable=False)
-                if verdict.resolution is Resolution.RETRYABLE:
-                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
-                                         retryable=True)
                 if verdict.resolution is Resolution.REBASE:
                     raise CommitConflict(f"{verdict.reason}; rebuild the transaction on version {other_version}",
                                          dataset.uri, retryable=True)
+                if verdict.resolution is not Resolution.COMPATIBLE:
+                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
+                                         retryable=verdict.resolution is Resolution.RETRYABLE)
             judged, checked = latest.version - checked, max(checked, latest.version)
             if judged > CATCH_UP_VERSIONS and relisted < CATCH_UP_LISTINGS:
                 relisted += 1  # judged too many to write now: list again (the same attempt), see CATCH_UP_VERSIONS

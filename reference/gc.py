@@ -250,7 +250,6 @@ def _indices(manifest_file: ManifestFile) -> Sequence[table_pb2.IndexMetadata]:
     return list(section.indices) if section is not None else []
 
 
-
 # --- versions ----------------------------------------------------------------------------------------
 
 
@@ -271,11 +270,8 @@ class _Version:
 
 
 def _read_versions(dataset: Dataset, root: str) -> list[_Version]:
-    versions = []
-    for entry in Dataset(root, dataset.storage).version_entries():
-        data = dataset.storage.get(entry.uri)
-        versions.append(_Version(entry, decode_manifest_file(data, entry.uri)))
-    return versions
+    entries = Dataset(root, dataset.storage).version_entries()
+    return [_Version(entry, decode_manifest_file(dataset.storage.get(entry.uri), entry.uri)) for entry in entries]
 
 
 def _is_old(version: _Version, policy: CleanupPolicy, now: datetime, before_version: int | None) -> bool:
