@@ -1,6 +1,5 @@
 """Shallow and deep clones (the clone-primitives post "shallow_clone", "deep_clone"; Storage Layout spec "Shallow
-Clone";
-docs/lance-format.md §12 for pylance 14.0.2's exact algorithm).
+Clone"; docs/lance-format.md §12 for pylance 14.0.2's exact algorithm).
 
 A shallow clone is metadata only: the target's first manifest copies the source version's (same version
 number, schema, fragments, indices) and registers the source root as a dataset-root base; every file that

@@ -4,8 +4,7 @@ and add_bases. (Refs, clones and relocation live in ``refs``, ``clone`` and ``re
 Every operation validates its input before writing anything (a refused operation leaves storage
 unchanged), writes its data or deletion files, then commits through ``reference.commit``. Rules cite
 the multi-base post (multi-base writes), Storage Layout spec (layout, base paths), Table Format spec (manifest,
-fragments, deletion
-files) and docs/lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
+fragments, deletion files) and docs/lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Open a dataset at a version, tag or branch into an immutable Snapshot with every file resolved.
 
 Reading rules: Storage Layout spec (base-path resolution), Table Format spec (manifest, fragments, data and deletion
-files),
-docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
+files), docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Column data is encoded by pylance's ``lance.file.LanceFileWriter`` (the codec); everything else is ours:
 file names (Storage Layout spec "Data Files"), placement over bases (the multi-base post "round-robin across the set
-of data
-buckets"; docs/lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (Table Format spec
-"Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
+of data buckets"; docs/lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (Table Format
+spec "Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
 """
 
 from __future__ import annotations
