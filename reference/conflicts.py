@@ -433,12 +433,8 @@ def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.T
     * Clone: INCOMPATIBLE with anything, a Clone being only valid as the first commit of a new dataset.
     * UpdateMemWalState: no row in the matrix, COMPATIBLE.
 
-    Deletion vectors (Delete/Update against Delete/Update on the same fragment): the matrix says REBASE --
-    the committer merges the two deletion vectors and turns the check into RETRYABLE when both deleted the
-    same rows. Which rows an updated fragment loses is not in the proto, so that part is the committer's
-    and the answer here is REBASE. The one case the protos do settle: a common fragment removed whole by
-    either side (``deleted_fragment_ids`` / ``removed_fragment_ids``) had every row deleted by that side,
-    so the same rows were necessarily hit, and the answer is RETRYABLE.
+    Delete/Update against Delete/Update on a common fragment is REBASE (whether both deleted the same rows
+    is the committer's to find out), except RETRYABLE where one side removed it whole (``_rebase_deletions``).
     """
     cell = _Cell(operation_of(committing), operation_of(concurrent), concurrent_version)
     if cell.row == "Clone":
