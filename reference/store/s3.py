@@ -321,21 +321,18 @@ class S3Store(ObjectStore):
         """
         bucket, key = _object(uri)
         for attempt in range(CONFLICT_RETRIES):
+            if attempt:  # the previous attempt got 409
+                time.sleep(0.05 * 2 ** (attempt - 1))
             answer = self._reader.request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data, op="put_if_absent",
                                           expect=(200, 409, 412), resend=resend)
             if answer.status == 200:
                 return
-            code = answer.code()
             if answer.status == 412:
                 if answer.attempts > 1 and self._holds(bucket, key, data):
                     return
                 raise ObjectAlreadyExists("object already exists", uri)
-            if attempt + 1 < CONFLICT_RETRIES:  # 409
-                time.sleep(0.05 * 2**attempt)
-                continue
-            raise ObjectAlreadyExists(
-                f"conditional write conflicted {CONFLICT_RETRIES} times (409 {code}); treated as a lost race", uri)
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise ObjectAlreadyExists(
+            f"conditional write conflicted {CONFLICT_RETRIES} times (409 {answer.code()}); treated as a lost race", uri)
 
     def _holds(self, bucket: str, key: str, data: bytes) -> bool:
         """Whether the stored object's ETag is the MD5 of ``data`` (a single-part upload of exactly it)."""
@@ -400,15 +397,10 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _status(exc: ClientError) -> int | None:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return int(status) if status is not None else None
-
-
 def _raise(exc: Exception, op: str, uri: str) -> NoReturn:
     """Raise the lancespec error for a boto3 failure of ``op`` on ``uri``."""
     if isinstance(exc, ClientError):
-        code, status = _code(exc), _status(exc)
+        code, status = _code(exc), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in _NOT_FOUND_CODES or status == 404:
             what = "no such bucket" if code == "NoSuchBucket" else "no such object"
             raise ObjectNotFound(what, uri) from exc
