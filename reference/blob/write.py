@@ -141,16 +141,12 @@ class BlobWriter:
             for name in self.columns:
                 order += [(name, r) for r in range(row, row + batch.num_rows)]
             row += batch.num_rows
-        sizes: list[int | None] = []
-        limits: list[Thresholds] = []
-        for name, r in order:
-            value = self.columns[name].values[r]
-            sizes.append(len(value.data) if value is not None and value.data is not None else None)
-            limits.append(self.columns[name].thresholds)
-        placed = dict(zip(order, plan_placements(sizes, limits), strict=True))
+        values = [self.columns[name].values[r] for name, r in order]
+        sizes = [len(v.data) if v is not None and v.data is not None else None for v in values]
+        placements = plan_placements(sizes, [self.columns[name].thresholds for name, _ in order])
+        placed = dict(zip(order, placements, strict=True))
         packs: dict[int, list[tuple[int, bytes]]] = {}
-        for (name, r), placement in placed.items():
-            value = self.columns[name].values[r]
+        for value, placement in zip(values, placements, strict=True):
             if placement is None or value is None or value.data is None:
                 continue
             if placement.kind is BlobKind.DEDICATED:
