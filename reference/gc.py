@@ -606,10 +606,8 @@ def execute_cleanup(dataset: Dataset, plan: CleanupPlan) -> CleanupStats:
             f"the dataset moved from version {plan.read_version} to {latest} since the plan was made; "
             "plan again", dataset.uri
         )
-    others = [c for c in plan.candidates if c.kind != "manifest"]
-    manifests = sorted((c for c in plan.candidates if c.kind == "manifest"),
-                       key=lambda c: _manifest_version(c.path))
-    for candidate in others + manifests:
+    # sorted() is stable: every other file in plan order, then the manifests by version
+    for candidate in sorted(plan.candidates, key=lambda c: (c.kind == "manifest", _manifest_version(c.path))):
         dataset.storage.delete(candidate.uri)
     return plan.stats
 
