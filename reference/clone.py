@@ -36,9 +36,7 @@ def _shallow_manifest(snapshot: Snapshot, source_root: str,
     manifest = table_pb2.Manifest()
     manifest.CopyFrom(snapshot.manifest)
     new_id = smallest_unused_id(manifest.base_paths)
-    source_base = manifest.base_paths.add(id=new_id, is_dataset_root=True, path=source_root)
-    if snapshot.branch is not None:
-        source_base.name = snapshot.branch
+    manifest.base_paths.add(id=new_id, name=snapshot.branch, is_dataset_root=True, path=source_root)
     for fragment in manifest.fragments:
         for data_file in fragment.files:
             if not data_file.HasField("base_id"):

@@ -332,8 +332,7 @@ class Dataset:
                 return self.version_entries(allow_mixed)
             if early and entries and entries[-1].version <= (newer_than or 0):
                 break
-        namings = {e.naming for e in entries}
-        if len(namings) > 1 and not allow_mixed:
+        if len({e.naming for e in entries}) > 1 and not allow_mixed:
             raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
         return sorted(entries, key=lambda e: e.version)
 

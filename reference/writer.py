@@ -109,12 +109,9 @@ def describe_data_file(name: str, data: bytes, fields: Sequence[file_pb2.Field],
         file_major_version=file_version[0],
         file_minor_version=file_version[1],
         file_size_bytes=len(data),
+        base_id=base_id,
     )
-    if base_id is not None:
-        data_file.base_id = base_id
-    fragment = table_pb2.DataFragment(physical_rows=rows)
-    fragment.files.append(data_file)
-    return fragment
+    return table_pb2.DataFragment(physical_rows=rows, files=[data_file])
 
 
 def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: pa.Table,

@@ -279,9 +279,7 @@ class S3Store(ObjectStore):
         followed to the end before returning; the result is sorted by URI. A missing prefix lists as empty;
         a missing bucket raises ObjectNotFound (a misconfiguration, not an empty directory).
         """
-        found = [info for page in self._pages(prefix, recursive) for info in page]
-        found.sort(key=lambda info: info.uri)
-        return iter(found)
+        return iter(sorted((info for page in self._pages(prefix, recursive) for info in page), key=lambda i: i.uri))
 
     def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
         """ListObjectsV2 pages of the direct children, in S3's key order, the first of at most ``first`` keys."""
