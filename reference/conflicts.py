@@ -106,16 +106,10 @@ def _rewrite_old_ids(rewrite: transaction_pb2.Transaction.Rewrite) -> set[int]:
 def touched_fragments(txn: transaction_pb2.Transaction) -> frozenset[int]:
     """The ids of the existing fragments the operation modifies or removes -- the "overlap" of §7.3.
 
-    * Delete: ``updated_fragments`` ids and ``deleted_fragment_ids``;
-    * Update: ``updated_fragments`` ids and ``removed_fragment_ids`` (``new_fragments`` are not existing
-      fragments);
-    * Rewrite: the ``old_fragments`` of every group (and of the deprecated ungrouped form);
-    * DataReplacement: the ``fragment_id`` of every replacement group;
-    * Merge: the ids of its ``fragments`` (a Merge restates every fragment it gives new columns).
-
-    Every other operation touches none in this sense: Append, Overwrite and Clone only bring new fragments,
-    CreateIndex reads fragments without modifying them (see :func:`indexed_fragments`), and the rest do not
-    address fragments at all.
+    An Update's ``new_fragments`` are not existing fragments; a Merge restates every fragment it gives new
+    columns. Every other operation touches none in this sense: Append, Overwrite and Clone only bring new
+    fragments, CreateIndex reads fragments without modifying them (see :func:`indexed_fragments`), and the
+    rest do not address fragments at all.
     """
     field = txn.WhichOneof("operation")
     if field == "delete":

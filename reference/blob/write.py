@@ -1,13 +1,11 @@
 """Writing blob columns: validate them, write their sidecars and hand the file writer a prepared column
 (the Blob v2 post "Lance Blob V2"; docs/lance-format.md §14).
 
-How a blob column reaches the file writer (established from the Lance source and pylance 14.0.2; see
-``PREPARED_TYPE``): the table layer routes (``blob.routing``) and writes sidecars itself, then hands
-``lance.file.LanceFileWriter`` a *prepared* struct ``<kind: uint8, data: large_binary, uri: utf8,
-blob_id: uint32, blob_size: uint64, position: uint64>`` whose field carries ``ARROW:extension:name =
-lance.blob.v2``. The file writer's blob-v2 encoder stores inline ``data`` out of line in the data file
-(64-byte aligned) and records its *absolute* file offset as ``position``; for the other kinds it copies
-kind/blob_id/blob_size/position/uri into the stored descriptor ``<kind, position, size, blob_id,
+How a blob column reaches the file writer (established from the Lance source and pylance 14.0.2): the table
+layer routes (``blob.routing``) and writes sidecars itself, then hands ``lance.file.LanceFileWriter`` a
+*prepared* struct (``PREPARED_TYPE``). The file writer's blob-v2 encoder stores inline ``data`` out of line in
+the data file (64-byte aligned) and records its *absolute* file offset as ``position``; for the other kinds it
+copies kind/blob_id/blob_size/position/uri into the stored descriptor ``<kind, position, size, blob_id,
 blob_uri>`` (a packed-struct column). For the same input the reference's data file is byte-identical to
 pylance's except for the order of two schema-metadata map entries.
 """
