@@ -230,10 +230,6 @@ def _base_clash(mine: Iterable[table_pb2.BasePath], theirs: Iterable[table_pb2.B
 # --- verdicts ----------------------------------------------------------------------------------------
 
 
-def _ids(ids: Iterable[int]) -> str:
-    return "[" + ", ".join(str(i) for i in sorted(ids)) + "]"
-
-
 class _Cell:
     """Builds the verdict sentences for one (committing, concurrent) pair."""
 
@@ -265,10 +261,7 @@ class _Cell:
 
     def overlap(self, shared: Iterable[int], then: Callable[[str], Verdict]) -> Verdict:
         """``then`` when ``shared`` is non-empty, else compatible (no common fragment)."""
-        shared = frozenset(shared)
-        if shared:
-            return then(f"both touch fragments {_ids(shared)}")
-        return self.compatible("no fragment in common")
+        return self.when(set(shared), then, "both touch fragments", "no fragment in common")
 
 
 _Rule = Callable[[transaction_pb2.Transaction, transaction_pb2.Transaction, _Cell], Verdict]
@@ -286,9 +279,9 @@ def _rebase_deletions(mine: transaction_pb2.Transaction, theirs: transaction_pb2
         return cell.compatible("no fragment in common")
     gone = shared & (removed_fragments(mine) | removed_fragments(theirs))
     if gone:
-        return cell.retryable(f"fragments {_ids(gone)} were removed whole by one side, so both "
+        return cell.retryable(f"fragments {sorted(gone)} were removed whole by one side, so both "
                               "transactions hit the same rows")
-    return cell.rebase(f"the deletion vectors of fragments {_ids(shared)} are merged by the committer "
+    return cell.rebase(f"the deletion vectors of fragments {sorted(shared)} are merged by the committer "
                        "(same rows deleted by both => retryable, decided by the committer)")
 
 
@@ -333,7 +326,7 @@ def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _C
     }
     if clashes:
         return cell.retryable(f"both replace fields {sorted({f for _, f in clashes})} of fragments "
-                              f"{_ids({i for i, _ in clashes})}")
+                              f"{sorted({i for i, _ in clashes})}")
     return cell.compatible("no field of a common fragment is replaced by both")
 
 
