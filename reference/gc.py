@@ -509,10 +509,9 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     # Fork points of descendant branches.
     by_number = {v.number: v for v in versions}
     old_numbers = {v.number for v in old}
-    branch_records = main.branches()
     referenced_branches: list[ReferencedBranch] = []
     fork_points: set[int] = set()
-    for name, fork_version in _descendants(branch, branch_records):
+    for name, fork_version in _descendants(branch, main.branches()):
         # Step 2: every descendant counts, its fork point old or not: a branch may have written files into
         # this root (target_all_bases, F-027) that no manifest here names (GC-001, F-031).
         keeps = _branch_references(dataset, main.uri, name, root, referenced)
@@ -526,8 +525,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
 
     # The listing cut-off of pylance 14.0.2 (see step 3 above).
     earliest_retained = min(v.timestamp for v in working)
-    newer_old = any(v.timestamp > earliest_retained for v in old)
-    cutoff: datetime | None = None if newer_old else earliest_retained
+    cutoff: datetime | None = None if any(v.timestamp > earliest_retained for v in old) else earliest_retained
 
     removed_paths = {f"{VERSIONS_DIR}/{v.entry.uri.rsplit('/', 1)[-1]}": v for v in removed}
     rules = _Rules(referenced, verified, policy, now - policy.unverified_threshold)
