@@ -259,9 +259,8 @@ class S3Store(ObjectStore):
         if response.status == 416:  # an empty object has no suffix
             return Tail(b"", self.head(uri).size)
         total = response.headers.get("content-range", "").rpartition("/")[2]
-        if not total.isdigit():  # an endpoint that ignored the Range header sent the whole object
-            return Tail(response.body[-length:], len(response.body))
-        return Tail(response.body[-length:], int(total))
+        # without a Content-Range the endpoint ignored the Range header and sent the whole object
+        return Tail(response.body[-length:], int(total) if total.isdigit() else len(response.body))
 
     def head(self, uri: str) -> ObjectInfo:
         bucket, key = _object(uri)
