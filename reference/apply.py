@@ -66,7 +66,6 @@ def apply_transaction(previous: table_pb2.Manifest | None, txn: transaction_pb2.
     operation = txn.WhichOneof("operation")
     if operation == "overwrite":
         op = txn.overwrite
-        first = next_fragment_id(previous)
         del manifest.fragments[:]
         del manifest.fields[:]
         manifest.fields.extend(op.schema)
@@ -74,17 +73,13 @@ def apply_transaction(previous: table_pb2.Manifest | None, txn: transaction_pb2.
         manifest.schema_metadata.update(op.schema_metadata)
         manifest.config.update(op.config_upsert_values)
         manifest.base_paths.extend(op.initial_bases)
-        _assign_ids(manifest, op.fragments, first)
+        _assign_ids(manifest, op.fragments, next_fragment_id(previous))
     elif operation == "append":
         _assign_ids(manifest, txn.append.fragments, next_fragment_id(previous))
     elif operation == "delete":
         updated = {f.id: f for f in txn.delete.updated_fragments}
         removed = set(txn.delete.deleted_fragment_ids)
-        kept = []
-        for fragment in manifest.fragments:
-            if fragment.id in removed:
-                continue
-            kept.append(updated.get(fragment.id, fragment))
+        kept = [updated.get(f.id, f) for f in manifest.fragments if f.id not in removed]
         del manifest.fragments[:]
         manifest.fragments.extend(kept)
     elif operation == "update_bases":

@@ -1,6 +1,5 @@
 """Shallow and deep clones (the clone-primitives post "shallow_clone", "deep_clone"; Storage Layout spec "Shallow
-Clone";
-docs/lance-format.md §12 for pylance 14.0.2's exact algorithm).
+Clone"; docs/lance-format.md §12 for pylance 14.0.2's exact algorithm).
 
 A shallow clone is metadata only: the target's first manifest copies the source version's (same version
 number, schema, fragments, indices) and registers the source root as a dataset-root base; every file that
@@ -37,9 +36,7 @@ def _shallow_manifest(snapshot: Snapshot, source_root: str,
     manifest = table_pb2.Manifest()
     manifest.CopyFrom(snapshot.manifest)
     new_id = smallest_unused_id(manifest.base_paths)
-    source_base = manifest.base_paths.add(id=new_id, is_dataset_root=True, path=source_root)
-    if snapshot.branch is not None:
-        source_base.name = snapshot.branch
+    manifest.base_paths.add(id=new_id, name=snapshot.branch, is_dataset_root=True, path=source_root)
     for fragment in manifest.fragments:
         for data_file in fragment.files:
             if not data_file.HasField("base_id"):

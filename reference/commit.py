@@ -201,9 +201,8 @@ def _unanswered_is_ours(dataset: Dataset, manifest_uri: str, manifest: bytes, ve
     manifest it wrote is there. False where the commit may try again from a listing: another writer's
     manifest holds the name (a lost race: a name is written at most once), or none does and no later version
     exists (a taken name is freed only by a cleanup, and a cleanup keeps the latest version). A free name
-    below a later version was taken and freed since, perhaps by this very write: CommitOutcomeUnknown. (A
-    resend would have taken that freed name and committed a version older than the latest, whose manifest
-    names files the cleanup deleted: the simulator's lost-commit and version-reused anomalies,
+    below a later version was taken and freed since, perhaps by this very write: CommitOutcomeUnknown. (Why
+    never a resend: step 4 of the module docstring; the simulator's lost-commit and version-reused anomalies,
     docs/simulator.md.)"""
     failure = f"writing the manifest of version {version} failed ({type(exc).__name__}: {exc})"
     theirs: list[bytes] = []
@@ -275,15 +274,12 @@ def commit(dataset: Dataset, txn: transaction_pb2.Transaction, build: ManifestBu
                         dataset.uri, retryable=False,
                     )
                 verdict = judge(txn, other)
-                if verdict.resolution is Resolution.INCOMPATIBLE:
-                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
-                                         retryable=False)
-                if verdict.resolution is Resolution.RETRYABLE:
-                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
-                                         retryable=True)
                 if verdict.resolution is Resolution.REBASE:
                     raise CommitConflict(f"{verdict.reason}; rebuild the transaction on version {other_version}",
                                          dataset.uri, retryable=True)
+                if verdict.resolution is not Resolution.COMPATIBLE:
+                    raise CommitConflict(f"{verdict.reason} (version {other_version})", dataset.uri,
+                                         retryable=verdict.resolution is Resolution.RETRYABLE)
             judged, checked = latest.version - checked, max(checked, latest.version)
             if judged > CATCH_UP_VERSIONS and relisted < CATCH_UP_LISTINGS:
                 relisted += 1  # judged too many to write now: list again (the same attempt), see CATCH_UP_VERSIONS

@@ -106,16 +106,10 @@ def _rewrite_old_ids(rewrite: transaction_pb2.Transaction.Rewrite) -> set[int]:
 def touched_fragments(txn: transaction_pb2.Transaction) -> frozenset[int]:
     """The ids of the existing fragments the operation modifies or removes -- the "overlap" of §7.3.
 
-    * Delete: ``updated_fragments`` ids and ``deleted_fragment_ids``;
-    * Update: ``updated_fragments`` ids and ``removed_fragment_ids`` (``new_fragments`` are not existing
-      fragments);
-    * Rewrite: the ``old_fragments`` of every group (and of the deprecated ungrouped form);
-    * DataReplacement: the ``fragment_id`` of every replacement group;
-    * Merge: the ids of its ``fragments`` (a Merge restates every fragment it gives new columns).
-
-    Every other operation touches none in this sense: Append, Overwrite and Clone only bring new fragments,
-    CreateIndex reads fragments without modifying them (see :func:`indexed_fragments`), and the rest do not
-    address fragments at all.
+    An Update's ``new_fragments`` are not existing fragments; a Merge restates every fragment it gives new
+    columns. Every other operation touches none in this sense: Append, Overwrite and Clone only bring new
+    fragments, CreateIndex reads fragments without modifying them (see :func:`indexed_fragments`), and the
+    rest do not address fragments at all.
     """
     field = txn.WhichOneof("operation")
     if field == "delete":
@@ -236,10 +230,6 @@ def _base_clash(mine: Iterable[table_pb2.BasePath], theirs: Iterable[table_pb2.B
 # --- verdicts ----------------------------------------------------------------------------------------
 
 
-def _ids(ids: Iterable[int]) -> str:
-    return "[" + ", ".join(str(i) for i in sorted(ids)) + "]"
-
-
 class _Cell:
     """Builds the verdict sentences for one (committing, concurrent) pair."""
 
@@ -271,10 +261,7 @@ class _Cell:
 
     def overlap(self, shared: Iterable[int], then: Callable[[str], Verdict]) -> Verdict:
         """``then`` when ``shared`` is non-empty, else compatible (no common fragment)."""
-        shared = frozenset(shared)
-        if shared:
-            return then(f"both touch fragments {_ids(shared)}")
-        return self.compatible("no fragment in common")
+        return self.when(set(shared), then, "both touch fragments", "no fragment in common")
 
 
 _Rule = Callable[[transaction_pb2.Transaction, transaction_pb2.Transaction, _Cell], Verdict]
@@ -292,9 +279,9 @@ def _rebase_deletions(mine: transaction_pb2.Transaction, theirs: transaction_pb2
         return cell.compatible("no fragment in common")
     gone = shared & (removed_fragments(mine) | removed_fragments(theirs))
     if gone:
-        return cell.retryable(f"fragments {_ids(gone)} were removed whole by one side, so both "
+        return cell.retryable(f"fragments {sorted(gone)} were removed whole by one side, so both "
                               "transactions hit the same rows")
-    return cell.rebase(f"the deletion vectors of fragments {_ids(shared)} are merged by the committer "
+    return cell.rebase(f"the deletion vectors of fragments {sorted(shared)} are merged by the committer "
                        "(same rows deleted by both => retryable, decided by the committer)")
 
 
@@ -339,7 +326,7 @@ def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _C
     }
     if clashes:
         return cell.retryable(f"both replace fields {sorted({f for _, f in clashes})} of fragments "
-                              f"{_ids({i for i, _ in clashes})}")
+                              f"{sorted({i for i, _ in clashes})}")
     return cell.compatible("no field of a common fragment is replaced by both")
 
 
@@ -433,12 +420,8 @@ def judge(committing: transaction_pb2.Transaction, concurrent: transaction_pb2.T
     * Clone: INCOMPATIBLE with anything, a Clone being only valid as the first commit of a new dataset.
     * UpdateMemWalState: no row in the matrix, COMPATIBLE.
 
-    Deletion vectors (Delete/Update against Delete/Update on the same fragment): the matrix says REBASE --
-    the committer merges the two deletion vectors and turns the check into RETRYABLE when both deleted the
-    same rows. Which rows an updated fragment loses is not in the proto, so that part is the committer's
-    and the answer here is REBASE. The one case the protos do settle: a common fragment removed whole by
-    either side (``deleted_fragment_ids`` / ``removed_fragment_ids``) had every row deleted by that side,
-    so the same rows were necessarily hit, and the answer is RETRYABLE.
+    Delete/Update against Delete/Update on a common fragment is REBASE (whether both deleted the same rows
+    is the committer's to find out), except RETRYABLE where one side removed it whole (``_rebase_deletions``).
     """
     cell = _Cell(operation_of(committing), operation_of(concurrent), concurrent_version)
     if cell.row == "Clone":

@@ -33,9 +33,14 @@ ERROR_KINDS = (
 class LanceSpecError(Exception):
     """Root of every deliberate lancespec error. ``where`` is the URI or path the problem is about;
     ``kind`` is the writer-contract error kind of a writer refusing for this reason (``invalid_input`` unless
-    a subclass is more precise)."""
+    a subclass names a more precise one: ``class X(Base, kind="...")``)."""
 
     kind: ClassVar[str] = "invalid_input"
+
+    def __init_subclass__(cls, kind: str | None = None, **rest: Any) -> None:
+        super().__init_subclass__(**rest)
+        if kind is not None:
+            cls.kind = kind
 
     def __init__(self, message: str, where: str | None = None) -> None:
         self.message = message
@@ -157,22 +162,16 @@ class UnsupportedFeatureError(LanceSpecError):
     """The dataset requires a feature (a feature-flag bit) this implementation does not know."""
 
 
-class DatasetNotFound(LanceSpecError):
+class DatasetNotFound(LanceSpecError, kind="ref_not_found"):
     """No dataset (no manifest) at the URI."""
 
-    kind = "ref_not_found"
 
-
-class VersionNotFound(LanceSpecError):
+class VersionNotFound(LanceSpecError, kind="ref_not_found"):
     """The requested version has no manifest."""
 
-    kind = "ref_not_found"
 
-
-class RefNotFound(LanceSpecError):
+class RefNotFound(LanceSpecError, kind="ref_not_found"):
     """The requested tag or branch does not exist."""
-
-    kind = "ref_not_found"
 
 
 class UnresolvableFile(LanceSpecError):
@@ -186,46 +185,32 @@ class ValidationError(LanceSpecError):
     """A write was refused before anything was written: the input breaks a rule of the format."""
 
 
-class EmptyOperation(ValidationError):
+class EmptyOperation(ValidationError, kind="empty_operation"):
     """An operation that would change nothing: no base to add, no base to relocate."""
 
-    kind = "empty_operation"
 
-
-class InvalidBasePath(ValidationError):
+class InvalidBasePath(ValidationError, kind="invalid_base_path"):
     """A base path is not absolute (or not a path at all)."""
 
-    kind = "invalid_base_path"
 
-
-class DuplicateBase(InvalidBasePath):
+class DuplicateBase(InvalidBasePath, kind="duplicate_base"):
     """A base repeats another base's id, name or path."""
 
-    kind = "duplicate_base"
 
-
-class UnknownTargetBase(ValidationError):
+class UnknownTargetBase(ValidationError, kind="unknown_target_base"):
     """A write targets a base that is not registered."""
 
-    kind = "unknown_target_base"
 
-
-class InvalidRefName(ValidationError):
+class InvalidRefName(ValidationError, kind="invalid_ref_name"):
     """A tag or branch name breaks the naming rules."""
 
-    kind = "invalid_ref_name"
 
-
-class RefAlreadyExists(ValidationError):
+class RefAlreadyExists(ValidationError, kind="ref_exists"):
     """A tag or branch of that name already exists."""
 
-    kind = "ref_exists"
 
-
-class DatasetAlreadyExists(ValidationError):
+class DatasetAlreadyExists(ValidationError, kind="dataset_exists"):
     """A create, clone or branch target already holds a dataset (the source itself included)."""
-
-    kind = "dataset_exists"
 
 
 class SchemaMismatch(ValidationError):

@@ -23,9 +23,7 @@ FLAG_NAMES = {
 }
 
 #: Every bit this implementation understands, for reading and for writing.
-KNOWN_FLAGS = DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | BASE_PATHS | (
-    DISABLE_TRANSACTION_FILE
-)
+KNOWN_FLAGS = sum(FLAG_NAMES)  # distinct bits: their sum is their union
 
 
 def unknown_bits(flags: int) -> list[int]:

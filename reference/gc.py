@@ -250,7 +250,6 @@ def _indices(manifest_file: ManifestFile) -> Sequence[table_pb2.IndexMetadata]:
     return list(section.indices) if section is not None else []
 
 
-
 # --- versions ----------------------------------------------------------------------------------------
 
 
@@ -271,11 +270,8 @@ class _Version:
 
 
 def _read_versions(dataset: Dataset, root: str) -> list[_Version]:
-    versions = []
-    for entry in Dataset(root, dataset.storage).version_entries():
-        data = dataset.storage.get(entry.uri)
-        versions.append(_Version(entry, decode_manifest_file(data, entry.uri)))
-    return versions
+    entries = Dataset(root, dataset.storage).version_entries()
+    return [_Version(entry, decode_manifest_file(dataset.storage.get(entry.uri), entry.uri)) for entry in entries]
 
 
 def _is_old(version: _Version, policy: CleanupPolicy, now: datetime, before_version: int | None) -> bool:
@@ -466,10 +462,9 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     2. Descendant branches (§11.2): the manifests of every branch below this root are read; files of this
        root they reference through a base path equal to this root become referenced (GC-001; pylance
        14.0.2 reads only branches whose fork version here is old, and so can delete what a branch wrote
-       into this root: F-031). Fork points: where the fork version is old and the branch references
-       files here, the fork version's manifest stays.
-       It stays outside the working set: its own transaction file and files the branch no longer
-       references are removed (pylance does the same; the seed documents do not say).
+       into this root: F-031). Where the fork version is old and the branch references files here, that
+       version is a kept *fork point* (see the module docstring; pylance does the same, the seed documents
+       do not say).
     3. Files: only ``_versions/``, ``_transactions/``, ``data/``, ``_deletions/`` and ``_indices/`` of
        this root are listed; registered bases, ``tree/``, ``_refs/`` and other roots never are. Each
        file is classified by ``_Rules.classify``: referenced files stay; files referenced only by
@@ -479,9 +474,6 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
        skip files modified after the earliest working-set manifest, unless some removed (or
        fork-point) manifest is newer than that one (then nothing is skipped).
     4. Manifests of old versions that are neither tagged, latest nor kept fork points are candidates.
-
-    the clone-primitives post: a shallow clone made from a tagged version keeps working, because the tagged version's
-    files are referenced by the working set.
     """
     now = policy.now if policy.now is not None else datetime.now(UTC)
     root = dataset.uri
@@ -517,13 +509,11 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
     # Fork points of descendant branches.
     by_number = {v.number: v for v in versions}
     old_numbers = {v.number for v in old}
-    branch_records = main.branches()
     referenced_branches: list[ReferencedBranch] = []
     fork_points: set[int] = set()
-    for name, fork_version in _descendants(branch, branch_records):
-        # Every descendant's references to this root count, whether or not its fork point is old: a branch
-        # may have written files into this root (target_all_bases, F-027) that no manifest here names
-        # (GC-001; pylance 14.0.2 consults only branches forked from old versions, F-031).
+    for name, fork_version in _descendants(branch, main.branches()):
+        # Step 2: every descendant counts, its fork point old or not: a branch may have written files into
+        # this root (target_all_bases, F-027) that no manifest here names (GC-001, F-031).
         keeps = _branch_references(dataset, main.uri, name, root, referenced)
         forked_from = by_number.get(fork_version)
         if forked_from is None or not _is_old(forked_from, policy, now, before_version):
@@ -535,8 +525,7 @@ def plan_cleanup(dataset: Dataset, policy: CleanupPolicy) -> CleanupPlan:
 
     # The listing cut-off of pylance 14.0.2 (see step 3 above).
     earliest_retained = min(v.timestamp for v in working)
-    newer_old = any(v.timestamp > earliest_retained for v in old)
-    cutoff: datetime | None = None if newer_old else earliest_retained
+    cutoff: datetime | None = None if any(v.timestamp > earliest_retained for v in old) else earliest_retained
 
     removed_paths = {f"{VERSIONS_DIR}/{v.entry.uri.rsplit('/', 1)[-1]}": v for v in removed}
     rules = _Rules(referenced, verified, policy, now - policy.unverified_threshold)
@@ -610,10 +599,8 @@ def execute_cleanup(dataset: Dataset, plan: CleanupPlan) -> CleanupStats:
             f"the dataset moved from version {plan.read_version} to {latest} since the plan was made; "
             "plan again", dataset.uri
         )
-    others = [c for c in plan.candidates if c.kind != "manifest"]
-    manifests = sorted((c for c in plan.candidates if c.kind == "manifest"),
-                       key=lambda c: _manifest_version(c.path))
-    for candidate in others + manifests:
+    # sorted() is stable: every other file in plan order, then the manifests by version
+    for candidate in sorted(plan.candidates, key=lambda c: (c.kind == "manifest", _manifest_version(c.path))):
         dataset.storage.delete(candidate.uri)
     return plan.stats
 

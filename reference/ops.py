@@ -4,8 +4,7 @@ and add_bases. (Refs, clones and relocation live in ``refs``, ``clone`` and ``re
 Every operation validates its input before writing anything (a refused operation leaves storage
 unchanged), writes its data or deletion files, then commits through ``reference.commit``. Rules cite
 the multi-base post (multi-base writes), Storage Layout spec (layout, base paths), Table Format spec (manifest,
-fragments, deletion
-files) and docs/lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
+fragments, deletion files) and docs/lance-format.md §7, §9, §10 for pylance 14.0.2's exact behaviour.
 """
 
 from __future__ import annotations
@@ -54,10 +53,7 @@ class DatasetBasePath:
     id: int | None = None
 
     def to_proto(self) -> table_pb2.BasePath:
-        proto = table_pb2.BasePath(id=self.id or 0, is_dataset_root=self.is_dataset_root, path=self.path)
-        if self.name is not None:
-            proto.name = self.name
-        return proto
+        return table_pb2.BasePath(id=self.id or 0, name=self.name, is_dataset_root=self.is_dataset_root, path=self.path)
 
 
 def validate_new_bases(existing: Sequence[table_pb2.BasePath], new: Sequence[DatasetBasePath], where: str) -> None:
@@ -237,11 +233,9 @@ def _deletion_transaction(dataset: Dataset, snapshot: Snapshot, new_rows: Mappin
         written.append(uri)
         updated = op.updated_fragments.add()
         updated.CopyFrom(fragment.proto)
-        updated.deletion_file.Clear()
-        updated.deletion_file.file_type = file_type  # type: ignore[assignment]
-        updated.deletion_file.read_version = snapshot.version
-        updated.deletion_file.id = file_id
-        updated.deletion_file.num_deleted_rows = len(rows)
+        updated.deletion_file.CopyFrom(table_pb2.DeletionFile(
+            file_type=file_type,  # type: ignore[arg-type]
+            read_version=snapshot.version, id=file_id, num_deleted_rows=len(rows)))
     return txn, written
 
 

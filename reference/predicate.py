@@ -40,9 +40,7 @@ class _Parser:
         self.text = text
         self.tokens: list[tuple[str, str, int]] = []
         pos = 0
-        while pos < len(text):
-            if text[pos:].strip() == "":
-                break
+        while text[pos:].strip():
             match = _TOKEN.match(text, pos)
             if not match:
                 raise ValidationError(f"cannot parse predicate {text!r} at position {pos}")

@@ -2,9 +2,8 @@
 
 The reference resolves every file itself (``reference.table``), decodes each data file's columns with
 ``lance.file.LanceFileReader`` (the column codec, in a child process: ``reference.isolated``) and applies
-deletion files with its own codec. Rows
-come back in fragment order, then row order (Table Format spec "Fragments", "Deletion Files": readers must
-filter rows whose offsets appear in the fragment's deletion file).
+deletion files with its own codec. Rows come back in fragment order, then row order (Table Format spec
+"Fragments", "Deletion Files": readers must filter rows whose offsets appear in the fragment's deletion file).
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ assigned depth-first at creation; ``parent_id = -1`` marks a top-level field; PA
 REPEATED fields are lists, the rest are LEAF. Logical-type strings are those pylance 14.0.2 writes
 (the seed's ``time:{unit}`` is written ``time32:``/``time64:``, ``timestamp`` gains a timezone part,
 and ``fixed_size_list``/``fixed_size_binary`` are added; spec/findings.md F-005). The reference writes
-``Field.type`` as the seed says; pylance writes 0
-(PARENT) for every field (F-004); readers ignore it.
+``Field.type`` as the seed says; pylance writes 0 (PARENT) for every field (F-004); readers ignore it.
 """
 
 from __future__ import annotations

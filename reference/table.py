@@ -1,8 +1,7 @@
 """Open a dataset at a version, tag or branch into an immutable Snapshot with every file resolved.
 
 Reading rules: Storage Layout spec (base-path resolution), Table Format spec (manifest, fragments, data and deletion
-files),
-docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
+files), docs/lance-format.md §6 (manifest names, latest-version discovery) and §11 (refs). Nothing here writes.
 """
 
 from __future__ import annotations
@@ -333,8 +332,7 @@ class Dataset:
                 return self.version_entries(allow_mixed)
             if early and entries and entries[-1].version <= (newer_than or 0):
                 break
-        namings = {e.naming for e in entries}
-        if len(namings) > 1 and not allow_mixed:
+        if len({e.naming for e in entries}) > 1 and not allow_mixed:
             raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
         return sorted(entries, key=lambda e: e.version)
 

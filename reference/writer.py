@@ -2,9 +2,8 @@
 
 Column data is encoded by pylance's ``lance.file.LanceFileWriter`` (the codec); everything else is ours:
 file names (Storage Layout spec "Data Files"), placement over bases (the multi-base post "round-robin across the set
-of data
-buckets"; docs/lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (Table Format spec
-"Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
+of data buckets"; docs/lance-format.md §10.3 for pylance's exact rotation), and the ``DataFile`` fields (Table Format
+spec "Data Files": fields, column_indices, file versions, file_size_bytes, base_id).
 """
 
 from __future__ import annotations
@@ -110,12 +109,9 @@ def describe_data_file(name: str, data: bytes, fields: Sequence[file_pb2.Field],
         file_major_version=file_version[0],
         file_minor_version=file_version[1],
         file_size_bytes=len(data),
+        base_id=base_id,
     )
-    if base_id is not None:
-        data_file.base_id = base_id
-    fragment = table_pb2.DataFragment(physical_rows=rows)
-    fragment.files.append(data_file)
-    return fragment
+    return table_pb2.DataFragment(physical_rows=rows, files=[data_file])
 
 
 def write_fragments(storage: Storage, root: str, bases: Sequence[Base], table: pa.Table,

@@ -166,14 +166,10 @@ class BlobFile(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         self._check_open()
-        if whence == io.SEEK_SET:
-            target = offset
-        elif whence == io.SEEK_CUR:
-            target = self._pos + offset
-        elif whence == io.SEEK_END:
-            target = self.length + offset
-        else:
+        origins = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.length}
+        if whence not in origins:
             raise ValueError(f"Invalid whence: {whence}")
+        target = origins[whence] + offset
         if target < 0:
             raise ValueError(f"negative seek value {target}")
         self._pos = target

@@ -1,13 +1,11 @@
 """Writing blob columns: validate them, write their sidecars and hand the file writer a prepared column
 (the Blob v2 post "Lance Blob V2"; docs/lance-format.md §14).
 
-How a blob column reaches the file writer (established from the Lance source and pylance 14.0.2; see
-``PREPARED_TYPE``): the table layer routes (``blob.routing``) and writes sidecars itself, then hands
-``lance.file.LanceFileWriter`` a *prepared* struct ``<kind: uint8, data: large_binary, uri: utf8,
-blob_id: uint32, blob_size: uint64, position: uint64>`` whose field carries ``ARROW:extension:name =
-lance.blob.v2``. The file writer's blob-v2 encoder stores inline ``data`` out of line in the data file
-(64-byte aligned) and records its *absolute* file offset as ``position``; for the other kinds it copies
-kind/blob_id/blob_size/position/uri into the stored descriptor ``<kind, position, size, blob_id,
+How a blob column reaches the file writer (established from the Lance source and pylance 14.0.2): the table
+layer routes (``blob.routing``) and writes sidecars itself, then hands ``lance.file.LanceFileWriter`` a
+*prepared* struct (``PREPARED_TYPE``). The file writer's blob-v2 encoder stores inline ``data`` out of line in
+the data file (64-byte aligned) and records its *absolute* file offset as ``position``; for the other kinds it
+copies kind/blob_id/blob_size/position/uri into the stored descriptor ``<kind, position, size, blob_id,
 blob_uri>`` (a packed-struct column). For the same input the reference's data file is byte-identical to
 pylance's except for the order of two schema-metadata map entries.
 """
@@ -141,16 +139,12 @@ class BlobWriter:
             for name in self.columns:
                 order += [(name, r) for r in range(row, row + batch.num_rows)]
             row += batch.num_rows
-        sizes: list[int | None] = []
-        limits: list[Thresholds] = []
-        for name, r in order:
-            value = self.columns[name].values[r]
-            sizes.append(len(value.data) if value is not None and value.data is not None else None)
-            limits.append(self.columns[name].thresholds)
-        placed = dict(zip(order, plan_placements(sizes, limits), strict=True))
+        values = [self.columns[name].values[r] for name, r in order]
+        sizes = [len(v.data) if v is not None and v.data is not None else None for v in values]
+        placements = plan_placements(sizes, [self.columns[name].thresholds for name, _ in order])
+        placed = dict(zip(order, placements, strict=True))
         packs: dict[int, list[tuple[int, bytes]]] = {}
-        for (name, r), placement in placed.items():
-            value = self.columns[name].values[r]
+        for value, placement in zip(values, placements, strict=True):
             if placement is None or value is None or value.data is None:
                 continue
             if placement.kind is BlobKind.DEDICATED:

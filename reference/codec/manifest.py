@@ -23,6 +23,8 @@ MANIFEST_FORMAT_MAJOR = 0
 MANIFEST_FORMAT_MINOR = 2
 _FOOTER = struct.Struct("<QHH4s")
 _LEN = struct.Struct("<I")
+#: The Manifest fields that may hold the inline transaction's offset, the current one first.
+_TRANSACTION_FIELDS = ("transaction_section", "transaction_section_deprecated")
 
 
 @dataclass(frozen=True)
@@ -92,15 +94,10 @@ def decode_manifest_file(data: bytes, where: str = "", max_fragments: int = DEFA
     manifest = decode(table_pb2.Manifest, section, where, "manifest section")
     transaction = None
     transaction_bytes = None
-    if manifest.HasField("transaction_section") or manifest.HasField("transaction_section_deprecated"):
-        offset = (
-            manifest.transaction_section
-            if manifest.HasField("transaction_section")
-            else manifest.transaction_section_deprecated
-        )
-        transaction_bytes = _section(data, offset, where, "inline transaction")
+    offset_field = next((f for f in _TRANSACTION_FIELDS if manifest.HasField(f)), None)
+    if offset_field is not None:
+        transaction_bytes = _section(data, getattr(manifest, offset_field), where, "inline transaction")
         transaction = decode(transaction_pb2.Transaction, transaction_bytes, where, "inline transaction")
-
     index_section = None
     if manifest.HasField("index_section"):
         index_section = decode(table_pb2.IndexSection, _section(data, manifest.index_section, where,
@@ -121,9 +118,8 @@ def encode_manifest_file(
     out = bytearray()
     final = table_pb2.Manifest()
     final.CopyFrom(manifest)
-    final.ClearField("index_section")
-    final.ClearField("transaction_section")
-    final.ClearField("transaction_section_deprecated")
+    for cleared in ("index_section", *_TRANSACTION_FIELDS):
+        final.ClearField(cleared)
     if index_section is not None and len(index_section.indices) > 0:
         final.index_section = len(out)
         payload = index_section.SerializeToString()

@@ -137,14 +137,11 @@ def decode_branch(data: bytes, where: str = "") -> BranchRecord:
         if not isinstance(raw, list):
             raise FormatError("key 'identifier.version_mapping' must be a list", where)
         for entry in raw:
-            if (
-                not isinstance(entry, list)
-                or len(entry) != 2
-                or not isinstance(entry[0], int)
-                or not isinstance(entry[1], str)
-            ):
-                raise FormatError(f"bad identifier.version_mapping entry {entry!r}", where)
-            mapping.append((entry[0], entry[1]))
+            match entry:
+                case [int() as version, str() as branch_id]:
+                    mapping.append((version, branch_id))
+                case _:
+                    raise FormatError(f"bad identifier.version_mapping entry {entry!r}", where)
     return BranchRecord(
         parent_version=parent_version,
         parent_branch=_str_or_none(obj, "parentBranch", where),

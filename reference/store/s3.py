@@ -259,9 +259,8 @@ class S3Store(ObjectStore):
         if response.status == 416:  # an empty object has no suffix
             return Tail(b"", self.head(uri).size)
         total = response.headers.get("content-range", "").rpartition("/")[2]
-        if not total.isdigit():  # an endpoint that ignored the Range header sent the whole object
-            return Tail(response.body[-length:], len(response.body))
-        return Tail(response.body[-length:], int(total))
+        # without a Content-Range the endpoint ignored the Range header and sent the whole object
+        return Tail(response.body[-length:], int(total) if total.isdigit() else len(response.body))
 
     def head(self, uri: str) -> ObjectInfo:
         bucket, key = _object(uri)
@@ -279,9 +278,7 @@ class S3Store(ObjectStore):
         followed to the end before returning; the result is sorted by URI. A missing prefix lists as empty;
         a missing bucket raises ObjectNotFound (a misconfiguration, not an empty directory).
         """
-        found = [info for page in self._pages(prefix, recursive) for info in page]
-        found.sort(key=lambda info: info.uri)
-        return iter(found)
+        return iter(sorted((info for page in self._pages(prefix, recursive) for info in page), key=lambda i: i.uri))
 
     def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
         """ListObjectsV2 pages of the direct children, in S3's key order, the first of at most ``first`` keys."""
@@ -321,21 +318,18 @@ class S3Store(ObjectStore):
         """
         bucket, key = _object(uri)
         for attempt in range(CONFLICT_RETRIES):
+            if attempt:  # the previous attempt got 409
+                time.sleep(0.05 * 2 ** (attempt - 1))
             answer = self._reader.request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data, op="put_if_absent",
                                           expect=(200, 409, 412), resend=resend)
             if answer.status == 200:
                 return
-            code = answer.code()
             if answer.status == 412:
                 if answer.attempts > 1 and self._holds(bucket, key, data):
                     return
                 raise ObjectAlreadyExists("object already exists", uri)
-            if attempt + 1 < CONFLICT_RETRIES:  # 409
-                time.sleep(0.05 * 2**attempt)
-                continue
-            raise ObjectAlreadyExists(
-                f"conditional write conflicted {CONFLICT_RETRIES} times (409 {code}); treated as a lost race", uri)
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise ObjectAlreadyExists(
+            f"conditional write conflicted {CONFLICT_RETRIES} times (409 {answer.code()}); treated as a lost race", uri)
 
     def _holds(self, bucket: str, key: str, data: bytes) -> bool:
         """Whether the stored object's ETag is the MD5 of ``data`` (a single-part upload of exactly it)."""
@@ -400,15 +394,10 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _status(exc: ClientError) -> int | None:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return int(status) if status is not None else None
-
-
 def _raise(exc: Exception, op: str, uri: str) -> NoReturn:
     """Raise the lancespec error for a boto3 failure of ``op`` on ``uri``."""
     if isinstance(exc, ClientError):
-        code, status = _code(exc), _status(exc)
+        code, status = _code(exc), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in _NOT_FOUND_CODES or status == 404:
             what = "no such bucket" if code == "NoSuchBucket" else "no such object"
             raise ObjectNotFound(what, uri) from exc

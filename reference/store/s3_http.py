@@ -1,11 +1,9 @@
 """The S3 request path: signed requests sent over a pool of kept-alive connections, without boto3.
 
-A reader such as ``certify`` makes one GET per data file, thousands per dataset, and a writer a LIST, a few
-GETs and PUTs per commit. boto3 spends about 2.7 ms of CPU on each (measured against the embedded server:
-its event system, models and parsers), more than the request itself on a fast store, and on two cores that
-CPU competes with everything else. This module signs each request with its own SigV4 signer (``sigv4``; or
-leaves it unsigned, ``S3Config.unsigned``) and sends it with urllib3, well under 1 ms of CPU per request, and
-owns what boto3 would otherwise do for it:
+boto3 spends about 2.7 ms of CPU on each request (measured against the embedded server), more than the request
+itself on a fast store, and ``certify`` makes one per data file. This module signs each request with its own
+SigV4 signer (``sigv4``; or leaves it unsigned, ``S3Config.unsigned``) and sends it with urllib3, well under
+1 ms of CPU per request, and owns what boto3 would otherwise do for it:
 
 * retries: a dropped or reset connection, a timeout, and HTTP 500/502/503/504 are retried up to
   ``max_attempts`` in all, with jittered exponential backoff (50 ms doubling, at most 2 s), honouring a
