@@ -227,11 +227,10 @@ def _check_expect(value: Any, where: str) -> None:
     for key in ("versions", "ids"):
         if key in value and not (isinstance(value[key], list) and all(isinstance(x, int) for x in value[key])):
             raise ScenarioError(f"expect.{key} must be a list of integers", where)
-    for key in ("files",):
-        for loc, n in value.get(key, {}).items():
-            Location.parse(loc, where)
-            if not isinstance(n, int):
-                raise ScenarioError(f"expect.files[{loc!r}] must be an integer", where)
+    for loc, n in value.get("files", {}).items():
+        Location.parse(loc, where)
+        if not isinstance(n, int):
+            raise ScenarioError(f"expect.files[{loc!r}] must be an integer", where)
     for name, loc in value.get("bases", {}).items():
         if not isinstance(name, str):
             raise ScenarioError("expect.bases keys are base names", where)
