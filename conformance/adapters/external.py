@@ -63,8 +63,7 @@ class JsonLinesProcess:
     def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """Send one message and return the answer object (``ok`` true or false)."""
         self._next_id += 1
-        payload = dict(message)
-        payload["id"] = self._next_id
+        payload = {**message, "id": self._next_id}
         assert self._proc.stdin is not None
         try:
             self._proc.stdin.write(json.dumps(payload, ensure_ascii=False) + "\n")
@@ -86,8 +85,8 @@ class JsonLinesProcess:
                 answer = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise self._broken(f"answer is not JSON: {line.strip()[:200]!r}") from exc
-            if not isinstance(answer, dict) or answer.get("id") != payload["id"] or not isinstance(answer.get("ok"),
-                                                                                                   bool):
+            if not isinstance(answer, dict) or answer.get("id") != payload["id"] \
+                    or not isinstance(answer.get("ok"), bool):
                 raise self._broken(f"answer must be {{'id': {payload['id']}, 'ok': true|false, ...}}, got "
                                    f"{line.strip()[:200]!r}")
             return answer
