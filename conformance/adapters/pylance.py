@@ -85,12 +85,10 @@ class PylanceSession(base.Session):
             (dataset.tags if op.kind == "tag" else dataset.branches).delete(op.name)
         elif isinstance(op, lang.Branch):
             self._open(op.family).create_branch(op.name, lang.reference_of(op))
-        elif isinstance(op, lang.ShallowClone):
-            self._open(op.family).shallow_clone(base.resolve(self.site, op.target), lang.reference_of(op),
-                                                storage_options=self.options)
-        elif isinstance(op, lang.DeepClone):
-            self._open(op.family).deep_clone(base.resolve(self.site, op.target), lang.reference_of(op),
-                                             storage_options=self.options)
+        elif isinstance(op, lang.ShallowClone | lang.DeepClone):
+            source = self._open(op.family)
+            make = source.shallow_clone if isinstance(op, lang.ShallowClone) else source.deep_clone
+            make(base.resolve(self.site, op.target), lang.reference_of(op), storage_options=self.options)
         elif isinstance(op, lang.Relocate):
             raise WriterRefusal("invalid_input", "pylance has no API that rewrites base paths "
                                 "(docs/lance-format.md §10.4)")

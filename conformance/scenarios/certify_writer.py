@@ -206,9 +206,7 @@ def render_text(report: WriterReport) -> str:
             if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
                 tag = f" ({r.finding})" if r.finding else ""
                 lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
-        unsupported = [s for s in run.steps if s.unsupported]
-        for s in unsupported:
-            lines.append(f"      SKIP  step {s.index} {s.op}: {s.detail}")
+        lines += [f"      SKIP  step {s.index} {s.op}: {s.detail}" for s in run.steps if s.unsupported]
     return "\n".join(lines) + "\n"
 
 

@@ -86,10 +86,7 @@ class StoreRun:
 
     def objects(self, location: Location | None = None) -> list[str]:
         prefixes = [self.uri(location)] if location else [self.bucket_uri(b) for b in BUCKETS]
-        out: list[str] = []
-        for prefix in prefixes:
-            out.extend(info.uri for info in self.storage.list(prefix))
-        return sorted(out)
+        return sorted(info.uri for prefix in prefixes for info in self.storage.list(prefix))
 
     def fingerprint(self) -> Fingerprint:
         """Every object of every bucket: uri -> (size, SHA-256 of the content)."""
@@ -102,13 +99,10 @@ class StoreRun:
                 out[info.uri] = (len(data), hashlib.sha256(data).hexdigest())
         return out
 
-    def copy(self, source: Location, target: Location) -> int:
+    def copy(self, source: Location, target: Location) -> None:
         src, dst = self.uri(source), self.uri(target)
-        count = 0
         for info in list(self.storage.list(src)):
             self.storage.copy(info.uri, dst + info.uri[len(src):])
-            count += 1
-        return count
 
     def remove(self, location: Location) -> None:
         for info in list(self.storage.list(self.uri(location))):
