@@ -8,13 +8,12 @@ divergences and unsupported steps do not fail), 1 otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,19 +105,6 @@ class _Stores:
             self._server.stop()
 
 
-@contextmanager
-def _workdir(path: str | None) -> Iterator[Path]:
-    if path:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        yield Path(path)
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="lancespec-writer-"))
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
                    create_bucket: Callable[[str], object] | None = None,
@@ -128,8 +114,11 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
     caps = writer.capabilities
-    with _workdir(workdir) as root:
-        pool = _Stores(root, s3_options, create_bucket)
+    if workdir:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(workdir) if workdir
+          else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True)) as root:
+        pool = _Stores(Path(root), s3_options, create_bucket)
         try:
             for done, (scenario, kind) in enumerate(todo):
                 if progress:
