@@ -128,11 +128,6 @@ _NAMES: dict[type, str] = {
 }
 
 
-def _reference(op: lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> Any:
-    reference = lang.reference_of(op)
-    return reference if isinstance(reference, str) else {"branch": reference[0], "version": reference[1]}
-
-
 def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
     if isinstance(op, lang.Tag):
@@ -163,7 +158,8 @@ def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     if isinstance(op, lang.Branch) or (isinstance(op, lang.DropRef) and op.kind == "branch"):
         out["branch"] = op.name
     if isinstance(op, lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone):
-        out["reference"] = _reference(op)
+        ref = lang.reference_of(op)
+        out["reference"] = ref if isinstance(ref, str) else {"branch": ref[0], "version": ref[1]}
     if isinstance(op, lang.ShallowClone | lang.DeepClone):
         out["target_uri"] = base.resolve(site, op.target)
     if isinstance(op, lang.Relocate):

@@ -23,7 +23,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     (r"Duplicate base path ID|Conflict detected: Base path", "duplicate_base"),
     (r"Base reference .* not found in available bases", "unknown_target_base"),
     (r"Ref is invalid|invalid characters|is reserved for the default branch", "invalid_ref_name"),
-    (r"Ref conflict error: .* already exists|already exists", "ref_exists"),
+    (r"already exists", "ref_exists"),
     (r"Ref not found|Version not found|was not found|does not exist", "ref_not_found"),
     (r"is not a valid absolute URI|relative path", "invalid_base_path"),
     (r"(?i)conflict|too many concurrent writers|retryable|incompatible|not found|no such|invalid user input"
