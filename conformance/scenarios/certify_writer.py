@@ -116,36 +116,33 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
     caps = writer.capabilities
     if workdir:
         Path(workdir).mkdir(parents=True, exist_ok=True)
-    with (contextlib.nullcontext(workdir) if workdir
-          else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True)) as root:
-        pool = _Stores(Path(root), s3_options, create_bucket)
-        try:
-            for done, (scenario, kind) in enumerate(todo):
-                if progress:
-                    progress(done, len(todo), f"{scenario.name} [{kind}]")
-                run = pool.new(kind)
-                result, handles = run_scenario(scenario, writer, run)
-                if result.completed:
-                    problems = certify_handles(handles, run, result.removed)
-                    result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
-                    if compare and writer.name != reference.name:
-                        ref_run = pool.new(kind)
-                        ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
-                        if ref_result.completed:
-                            diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
-                            result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
-                        else:
-                            result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
-                        ref_run.close()
-                else:
-                    reason = "the scenario did not complete"
-                    result.certify = StepResult(-1, "certify", SKIP, reason)
-                    if compare and writer.name != reference.name:
-                        result.compare = StepResult(0, "compare", SKIP, reason)
-                run.close()
-                report.runs.append(result)
-        finally:
-            pool.close()
+    scratch = (contextlib.nullcontext(workdir) if workdir
+               else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True))
+    with scratch as root, contextlib.closing(_Stores(Path(root), s3_options, create_bucket)) as pool:
+        for done, (scenario, kind) in enumerate(todo):
+            if progress:
+                progress(done, len(todo), f"{scenario.name} [{kind}]")
+            run = pool.new(kind)
+            result, handles = run_scenario(scenario, writer, run)
+            if result.completed:
+                problems = certify_handles(handles, run, result.removed)
+                result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
+                if compare and writer.name != reference.name:
+                    ref_run = pool.new(kind)
+                    ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
+                    if ref_result.completed:
+                        diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
+                        result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
+                    else:
+                        result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
+                    ref_run.close()
+            else:
+                reason = "the scenario did not complete"
+                result.certify = StepResult(-1, "certify", SKIP, reason)
+                if compare and writer.name != reference.name:
+                    result.compare = StepResult(0, "compare", SKIP, reason)
+            run.close()
+            report.runs.append(result)
     if progress:
         progress(len(todo), len(todo), "done")
     return report
