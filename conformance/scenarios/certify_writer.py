@@ -135,13 +135,11 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
                         result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
                     else:
                         result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
-                    ref_run.close()
             else:
                 reason = "the scenario did not complete"
                 result.certify = StepResult(-1, "certify", SKIP, reason)
                 if compare and writer.name != reference.name:
                     result.compare = StepResult(0, "compare", SKIP, reason)
-            run.close()
             report.runs.append(result)
     if progress:
         progress(len(todo), len(todo), "done")

@@ -41,11 +41,9 @@ class StoreRun:
         """Store the dataset roots ``roots`` (``bucket:path`` locations) as ``{path}{suffix}``."""
         self._suffix = suffix
         self._roots = {}
-        for text in roots:
+        for text in sorted(roots, key=len, reverse=True):  # within a bucket: longest path first
             bucket, _, path = text.partition(":")
             self._roots.setdefault(bucket, []).append(path)
-        for paths in self._roots.values():
-            paths.sort(key=len, reverse=True)
 
     def _stored(self, bucket: str, path: str) -> str:
         """The path on storage of the location ``bucket:path``."""
@@ -110,9 +108,6 @@ class StoreRun:
 
     def put(self, location: Location, data: bytes) -> None:
         self.storage.put(self.uri(location), data)
-
-    def close(self) -> None:
-        pass
 
 
 class LocalRun(StoreRun):
