@@ -262,9 +262,8 @@ class Capabilities:
 
     def divergence(self, scenario: str, step: int, store: str) -> Divergence | None:
         for d in self.divergences:
-            if d.versions and not any(fnmatch.fnmatchcase(self.version, v) for v in d.versions):
-                continue
-            if d.step == step and store in d.stores and fnmatch.fnmatchcase(scenario, d.scenario):
+            if d.step == step and store in d.stores and fnmatch.fnmatchcase(scenario, d.scenario) and (
+                    not d.versions or any(fnmatch.fnmatchcase(self.version, v) for v in d.versions)):
                 return d
         return None
 
