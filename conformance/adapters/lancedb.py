@@ -8,9 +8,7 @@ scenario's roots so. A branch root ``{main}/tree/{branch}`` is the table opened 
 
 The rows written are ``payload.table``'s Arrow table, a blob column included (built with pylance's ``blob_field`` and
 ``blob_array``: ``lancedb.blob(name)`` declares the same ``lance.blob.v2`` type but takes no thresholds); LanceDB
-writes it. What LanceDB's API cannot say is declared in lancedb.toml, feature by feature (bases, target bases,
-rows per file, deep clone, a clone of a branch's version, relocate, cleanup, two-phase writes), so those steps are
-skipped, never failed.
+writes it. What LanceDB's API cannot say is declared in lancedb.toml, feature by feature, so those steps are skipped.
 
 LanceDB's refusals are exceptions whose class or leading words are the error's variant: LanceDB's own
 (``ValueError`` "Table '...' already exists", ``NotImplementedError``) and the Lance core's, which LanceDB passes
