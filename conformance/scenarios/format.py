@@ -303,7 +303,7 @@ def _check_step(raw: Any, index: int, source: str, handles: dict[str, str]) -> S
         refuse = Refusal(spec["kind"], tuple(mentions))
     args = {k: v for k, v in raw.items() if k not in _COMMON}
     operation = _operation(op, raw, handles, where) if op in WRITER_OPS else None
-    step = Step(index, op, dataset, args, expect, refuse, raw.get("note"), operation)  # dataset: None for a harness step
+    step = Step(index, op, dataset, args, expect, refuse, raw.get("note"), operation)  # dataset: None in a harness step
     if step.introduces and refuse is None:
         handles[step.introduces] = _introduced_root(raw, handles)
     return step
