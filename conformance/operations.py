@@ -258,22 +258,18 @@ def _tuples(value: Any) -> Any:
     return value
 
 
+def _decoded(name: str, value: Any) -> Any:
+    """The JSON value of field ``name`` as an operation holds it."""
+    if name == "bases":
+        return tuple(BaseSpec(**b) for b in value)
+    if name == "base":
+        return BaseSpec(**value)
+    if name == "data" and value is not None:
+        return Blobs(tuple(None if v is None else Blob(**v) for v in value["values"]), _tuples(value["thresholds"]))
+    return _tuples(value)
+
+
 def operation_from_dict(data: Mapping[str, Any]) -> Operation:
     """The inverse of ``operation_to_dict``."""
     cls = OPERATIONS[data["op"]]
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if f.name == "bases":
-            value = tuple(BaseSpec(**b) for b in value)
-        elif f.name == "base":
-            value = BaseSpec(**value)
-        elif f.name == "data" and value is not None:
-            value = Blobs(tuple(None if v is None else Blob(**v) for v in value["values"]),
-                          _tuples(value["thresholds"]))
-        else:
-            value = _tuples(value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
+    return cls(**{f.name: _decoded(f.name, data[f.name]) for f in fields(cls) if f.name in data})

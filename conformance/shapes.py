@@ -6,13 +6,6 @@ a few fragments; only file names and UUIDs are random) into ``workdir`` and desc
 (``lancespec.conformance.operations``, locations relative to ``workdir``), applied by the pylance
 implementation; what is no table operation (a scalar index, files written or moved by hand) is a step
 called with the work directory. Which part of the format each shape exercises is said above its entry.
-
-A Shape names the dataset root to open (``uri``), which snapshot of it to look at (``open_kwargs``, the
-keyword arguments of ``lancespec.reference.table.Dataset.snapshot``: ``version``, ``tag`` or
-``branch``), the other directories the builder wrote into (``extra_roots``: bases, clone sources), and,
-when one exists, a closed set of directories (``data_file_roots``) whose ``*.lance`` files outside
-``_indices/`` are exactly the data files of that snapshot: a filesystem oracle independent of any
-manifest.
 """
 
 from __future__ import annotations
@@ -42,7 +35,7 @@ from lancespec.conformance.operations import (
 )
 from lancespec.conformance.payload import Blob, Blobs, rows
 
-__all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape", "build"]
+__all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape"]
 
 Step = Operation | Callable[[Path], object]
 """An operation for pylance, or a step done by hand in the work directory."""
@@ -56,8 +49,8 @@ class Shape:
     ``extra_roots``: every other directory the builder wrote into (bases, clone sources).
     ``open_kwargs``: which snapshot to look at, as ``Dataset.snapshot`` keywords (``{}`` = latest of main).
     ``data_file_roots``: directories whose ``*.lance`` files (outside ``_indices/``) are exactly the
-    selected snapshot's data files; empty when no such closed set exists (e.g. files of later versions
-    or of other branches lie beside them).
+    selected snapshot's data files, a filesystem oracle independent of any manifest; empty when no such
+    closed set exists (e.g. files of later versions or of other branches lie beside them).
     """
 
     name: str
@@ -162,11 +155,8 @@ _BLOBS = (Blob(text=INLINE_BLOB.decode()), Blob(fill=7, size=PACKED_BLOB_SIZE), 
 # --- shapes written by pylance calls an operation cannot say (schema evolution, indices, compaction, ...) ---
 
 
-def _append(uri: str | Path, table: pa.Table, **kwargs: Any) -> Any:
-    return lance.write_dataset(table, str(uri), mode="append", **kwargs)
-
-
-# --- single root ---------------------------------------------------------------------------------------
+def _append(root: Path, table: pa.Table) -> Any:
+    return lance.write_dataset(table, str(root), mode="append")
 
 
 def schema_evolution(workdir: Path) -> Shape:
@@ -432,11 +422,3 @@ DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
                                       _move("old", "new")),
 }
 
-
-def build(name: str, workdir: Path) -> Shape:
-    """Build the shape called ``name`` into ``workdir``."""
-    try:
-        builder = SHAPES[name]
-    except KeyError:
-        raise KeyError(f"unknown shape {name!r}; known: {', '.join(sorted(SHAPES))}") from None
-    return builder(workdir)

@@ -258,16 +258,12 @@ class Capabilities:
 
     def missing(self, features: Iterable[str]) -> tuple[str, str] | None:
         """The first of ``features`` the writer lacks, with its reason."""
-        for feature in features:
-            if feature in self.unsupported:
-                return feature, self.unsupported[feature]
-        return None
+        return next(((f, self.unsupported[f]) for f in features if f in self.unsupported), None)
 
     def divergence(self, scenario: str, step: int, store: str) -> Divergence | None:
         for d in self.divergences:
-            if d.versions and not any(fnmatch.fnmatchcase(self.version, v) for v in d.versions):
-                continue
-            if d.step == step and store in d.stores and fnmatch.fnmatchcase(scenario, d.scenario):
+            if d.step == step and store in d.stores and fnmatch.fnmatchcase(scenario, d.scenario) and (
+                    not d.versions or any(fnmatch.fnmatchcase(self.version, v) for v in d.versions)):
                 return d
         return None
 

@@ -63,8 +63,7 @@ class JsonLinesProcess:
     def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """Send one message and return the answer object (``ok`` true or false)."""
         self._next_id += 1
-        payload = dict(message)
-        payload["id"] = self._next_id
+        payload = {**message, "id": self._next_id}
         assert self._proc.stdin is not None
         try:
             self._proc.stdin.write(json.dumps(payload, ensure_ascii=False) + "\n")
@@ -86,8 +85,8 @@ class JsonLinesProcess:
                 answer = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise self._broken(f"answer is not JSON: {line.strip()[:200]!r}") from exc
-            if not isinstance(answer, dict) or answer.get("id") != payload["id"] or not isinstance(answer.get("ok"),
-                                                                                                   bool):
+            if not isinstance(answer, dict) or answer.get("id") != payload["id"] \
+                    or not isinstance(answer.get("ok"), bool):
                 raise self._broken(f"answer must be {{'id': {payload['id']}, 'ok': true|false, ...}}, got "
                                    f"{line.strip()[:200]!r}")
             return answer
@@ -129,11 +128,6 @@ _NAMES: dict[type, str] = {
 }
 
 
-def _reference(op: lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone) -> Any:
-    reference = lang.reference_of(op)
-    return reference if isinstance(reference, str) else {"branch": reference[0], "version": reference[1]}
-
-
 def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
     if isinstance(op, lang.Tag):
@@ -164,7 +158,8 @@ def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     if isinstance(op, lang.Branch) or (isinstance(op, lang.DropRef) and op.kind == "branch"):
         out["branch"] = op.name
     if isinstance(op, lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone):
-        out["reference"] = _reference(op)
+        ref = lang.reference_of(op)
+        out["reference"] = ref if isinstance(ref, str) else {"branch": ref[0], "version": ref[1]}
     if isinstance(op, lang.ShallowClone | lang.DeepClone):
         out["target_uri"] = base.resolve(site, op.target)
     if isinstance(op, lang.Relocate):

@@ -8,9 +8,7 @@ scenario's roots so. A branch root ``{main}/tree/{branch}`` is the table opened 
 
 The rows written are ``payload.table``'s Arrow table, a blob column included (built with pylance's ``blob_field`` and
 ``blob_array``: ``lancedb.blob(name)`` declares the same ``lance.blob.v2`` type but takes no thresholds); LanceDB
-writes it. What LanceDB's API cannot say is declared in lancedb.toml, feature by feature (bases, target bases,
-rows per file, deep clone, a clone of a branch's version, relocate, cleanup, two-phase writes), so those steps are
-skipped, never failed.
+writes it. What LanceDB's API cannot say is declared in lancedb.toml, feature by feature, so those steps are skipped.
 
 LanceDB's refusals are exceptions whose class or leading words are the error's variant: LanceDB's own
 (``ValueError`` "Table '...' already exists", ``NotImplementedError``) and the Lance core's, which LanceDB passes
@@ -32,14 +30,14 @@ from .base import Capabilities, Implementation, ReaderError, ReadResult, Site, T
 
 SUFFIX = ".lance"
 
-_VARIANTS: tuple[tuple[str, str], ...] = (
-    ("Dataset already exists error", "dataset_exists"),
-    ("Ref conflict error", "ref_exists"),
-    ("Ref is invalid", "invalid_ref_name"),
-    ("Ref not found error", "ref_not_found"),
-    ("Version not found error", "ref_not_found"),
-    ("Invalid user input", "invalid_input"),
-)
+_VARIANTS: dict[str, str] = {
+    "Dataset already exists error": "dataset_exists",
+    "Ref conflict error": "ref_exists",
+    "Ref is invalid": "invalid_ref_name",
+    "Ref not found error": "ref_not_found",
+    "Version not found error": "ref_not_found",
+    "Invalid user input": "invalid_input",
+}
 """The Lance core's error variants as LanceDB passes them on (``lance error: {variant}: ...``), and their kinds."""
 
 
@@ -49,12 +47,9 @@ def classify(exc: BaseException, op: lang.Operation | None = None) -> str:
     if isinstance(exc, ValueError) and re.fullmatch(r"Table '.*' already exists", str(exc).strip(), re.DOTALL):
         return "dataset_exists"  # LanceDB's own TableAlreadyExists
     variant = re.match(r"lance error: ([^:.]+)", str(exc).strip())
-    if variant is not None:
-        for name, kind in _VARIANTS:
-            if variant.group(1) == name:
-                creates = isinstance(op, lang.Tag | lang.Branch) and not getattr(op, "move", False)
-                return "invalid_input" if kind == "ref_exists" and not creates else kind
-    return "invalid_input"
+    kind = _VARIANTS.get(variant.group(1), "invalid_input") if variant is not None else "invalid_input"
+    creates = isinstance(op, lang.Tag | lang.Branch) and not getattr(op, "move", False)
+    return "invalid_input" if kind == "ref_exists" and not creates else kind
 
 
 def split_table(uri: str) -> tuple[str, str]:

@@ -23,7 +23,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     (r"Duplicate base path ID|Conflict detected: Base path", "duplicate_base"),
     (r"Base reference .* not found in available bases", "unknown_target_base"),
     (r"Ref is invalid|invalid characters|is reserved for the default branch", "invalid_ref_name"),
-    (r"Ref conflict error: .* already exists|already exists", "ref_exists"),
+    (r"already exists", "ref_exists"),
     (r"Ref not found|Version not found|was not found|does not exist", "ref_not_found"),
     (r"is not a valid absolute URI|relative path", "invalid_base_path"),
     (r"(?i)conflict|too many concurrent writers|retryable|incompatible|not found|no such|invalid user input"
@@ -85,12 +85,10 @@ class PylanceSession(base.Session):
             (dataset.tags if op.kind == "tag" else dataset.branches).delete(op.name)
         elif isinstance(op, lang.Branch):
             self._open(op.family).create_branch(op.name, lang.reference_of(op))
-        elif isinstance(op, lang.ShallowClone):
-            self._open(op.family).shallow_clone(base.resolve(self.site, op.target), lang.reference_of(op),
-                                                storage_options=self.options)
-        elif isinstance(op, lang.DeepClone):
-            self._open(op.family).deep_clone(base.resolve(self.site, op.target), lang.reference_of(op),
-                                             storage_options=self.options)
+        elif isinstance(op, lang.ShallowClone | lang.DeepClone):
+            source = self._open(op.family)
+            make = source.shallow_clone if isinstance(op, lang.ShallowClone) else source.deep_clone
+            make(base.resolve(self.site, op.target), lang.reference_of(op), storage_options=self.options)
         elif isinstance(op, lang.Relocate):
             raise WriterRefusal("invalid_input", "pylance has no API that rewrites base paths "
                                 "(docs/lance-format.md §10.4)")

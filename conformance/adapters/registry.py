@@ -10,6 +10,7 @@ its module is imported; ``origin`` names that module, so that a spawned process 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -24,7 +25,6 @@ __all__ = ["get", "names", "origin", "register"]
 
 _IMPLEMENTATIONS: dict[str, type[Implementation]] = {}
 _SHARED = {"base", "registry", "external"}  # modules of this package that hold no named implementation
-_scanned = False
 
 
 def register(cls: type[Implementation]) -> type[Implementation]:
@@ -35,13 +35,11 @@ def register(cls: type[Implementation]) -> type[Implementation]:
     return cls
 
 
+@functools.cache
 def _scan() -> None:
-    global _scanned
-    if not _scanned:
-        _scanned = True
-        for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            if module.name not in _SHARED:
-                importlib.import_module(f"{__package__}.{module.name}")
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name not in _SHARED:
+            importlib.import_module(f"{__package__}.{module.name}")
 
 
 def names() -> list[str]:

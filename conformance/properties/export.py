@@ -7,6 +7,7 @@ corpus (conformance/scenarios/data/) were made this way.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -56,8 +57,7 @@ def _step(op: lang.ModelOperation, before: Model) -> tuple[dict[str, Any], str]:
     """The scenario step that does ``op`` (``before``: the model before it), and the root it leaves to check."""
     if isinstance(op, lang.Create):
         step: dict[str, Any] = {"op": "create", "dataset": op.root, "at": _location(op.root),
-                                "data": {"rows": [op.start, op.count]},
-                "max_rows_per_file": op.max_rows_per_file}
+                                "data": {"rows": [op.start, op.count]}, "max_rows_per_file": op.max_rows_per_file}
         if op.bases:
             step["bases"] = [_base_entry(b.dir, b.name, b.is_dataset_root) for b in op.bases]
         return {**step, **target_arguments(Model.initial_version(op), op.targets, _unnamed)}, op.root
@@ -105,10 +105,7 @@ def _expect(model: Model, root_key: str, op: lang.ModelOperation) -> dict[str, A
     expect: dict[str, Any] = {"version": root.latest, "rows": len(head.live_ids()), "ids": sorted(head.live_ids())}
     if isinstance(op, lang.Cleanup):
         expect["versions"] = sorted(root.versions)
-    files: dict[str, int] = {}
-    for f in head.fragments:
-        files[_location(f.data_home)] = files.get(_location(f.data_home), 0) + 1
-    expect["files"] = files
+    expect["files"] = dict(Counter(_location(f.data_home) for f in head.fragments))
     if not root.reference_only_bases:  # F-019: a deep clone's bases differ between correct writers' choices
         expect["bases"] = {b.name: _location(b.dir) for b in head.bases if b.name is not None}
         expect["unnamed_bases"] = sorted(_location(b.dir) for b in head.bases if b.name is None)
@@ -145,8 +142,7 @@ def to_scenario(ops: Sequence[lang.ModelOperation], name: str, description: str,
 
 
 def export(ops: Sequence[lang.ModelOperation], name: str, directory: Path, description: str, *,
-           finding: str | None = None,
-           requirements: Sequence[str] = (), error: str = "") -> Path:
+           finding: str | None = None, requirements: Sequence[str] = (), error: str = "") -> Path:
     """Write ``{directory}/{name}.json``, validated against the scenario format first; an existing file is
     never overwritten (scenario names are unique in the corpus)."""
     path = directory / f"{name}.json"

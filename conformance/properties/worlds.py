@@ -168,9 +168,7 @@ class World:
         frags = []
         for f in snap.fragments:
             homes = tuple(self.relative(_parent(file.uri or "?")) for file in f.files)
-            deletion = None
-            if f.deletion is not None:
-                deletion = self.relative(_parent(_parent(f.deletion.file.uri or "?/?")))
+            deletion = self.relative(_parent(_parent(f.deletion.file.uri or "?/?"))) if f.deletion is not None else None
             frags.append((f.id, f.physical_rows, homes, f.deletion.num_deleted_rows if f.deletion else 0, deletion))
         return Layout(bases, tuple(frags))
 

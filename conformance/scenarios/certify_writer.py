@@ -8,13 +8,12 @@ divergences and unsupported steps do not fail), 1 otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,19 +105,6 @@ class _Stores:
             self._server.stop()
 
 
-@contextmanager
-def _workdir(path: str | None) -> Iterator[Path]:
-    if path:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        yield Path(path)
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="lancespec-writer-"))
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
                    create_bucket: Callable[[str], object] | None = None,
@@ -128,35 +114,33 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
     caps = writer.capabilities
-    with _workdir(workdir) as root:
-        pool = _Stores(root, s3_options, create_bucket)
-        try:
-            for done, (scenario, kind) in enumerate(todo):
-                if progress:
-                    progress(done, len(todo), f"{scenario.name} [{kind}]")
-                run = pool.new(kind)
-                result, handles = run_scenario(scenario, writer, run)
-                if result.completed:
-                    problems = certify_handles(handles, run, result.removed)
-                    result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
-                    if compare and writer.name != reference.name:
-                        ref_run = pool.new(kind)
-                        ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
-                        if ref_result.completed:
-                            diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
-                            result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
-                        else:
-                            result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
-                        ref_run.close()
-                else:
-                    reason = "the scenario did not complete"
-                    result.certify = StepResult(-1, "certify", SKIP, reason)
-                    if compare and writer.name != reference.name:
-                        result.compare = StepResult(0, "compare", SKIP, reason)
-                run.close()
-                report.runs.append(result)
-        finally:
-            pool.close()
+    if workdir:
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    scratch = (contextlib.nullcontext(workdir) if workdir
+               else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True))
+    with scratch as root, contextlib.closing(_Stores(Path(root), s3_options, create_bucket)) as pool:
+        for done, (scenario, kind) in enumerate(todo):
+            if progress:
+                progress(done, len(todo), f"{scenario.name} [{kind}]")
+            run = pool.new(kind)
+            result, handles = run_scenario(scenario, writer, run)
+            if result.completed:
+                problems = certify_handles(handles, run, result.removed)
+                result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
+                if compare and writer.name != reference.name:
+                    ref_run = pool.new(kind)
+                    ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
+                    if ref_result.completed:
+                        diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
+                        result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
+                    else:
+                        result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
+            else:
+                reason = "the scenario did not complete"
+                result.certify = StepResult(-1, "certify", SKIP, reason)
+                if compare and writer.name != reference.name:
+                    result.compare = StepResult(0, "compare", SKIP, reason)
+            report.runs.append(result)
     if progress:
         progress(len(todo), len(todo), "done")
     return report
@@ -206,9 +190,7 @@ def render_text(report: WriterReport) -> str:
             if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
                 tag = f" ({r.finding})" if r.finding else ""
                 lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
-        unsupported = [s for s in run.steps if s.unsupported]
-        for s in unsupported:
-            lines.append(f"      SKIP  step {s.index} {s.op}: {s.detail}")
+        lines += [f"      SKIP  step {s.index} {s.op}: {s.detail}" for s in run.steps if s.unsupported]
     return "\n".join(lines) + "\n"
 
 

@@ -227,11 +227,10 @@ def _check_expect(value: Any, where: str) -> None:
     for key in ("versions", "ids"):
         if key in value and not (isinstance(value[key], list) and all(isinstance(x, int) for x in value[key])):
             raise ScenarioError(f"expect.{key} must be a list of integers", where)
-    for key in ("files",):
-        for loc, n in value.get(key, {}).items():
-            Location.parse(loc, where)
-            if not isinstance(n, int):
-                raise ScenarioError(f"expect.files[{loc!r}] must be an integer", where)
+    for loc, n in value.get("files", {}).items():
+        Location.parse(loc, where)
+        if not isinstance(n, int):
+            raise ScenarioError(f"expect.files[{loc!r}] must be an integer", where)
     for name, loc in value.get("bases", {}).items():
         if not isinstance(name, str):
             raise ScenarioError("expect.bases keys are base names", where)
@@ -264,10 +263,9 @@ def _check_step(raw: Any, index: int, source: str, handles: dict[str, str]) -> S
     if op in WRITER_OPS:
         if not isinstance(dataset, str) or not dataset:
             raise ScenarioError("a writer step names its 'dataset' handle", where)
-        if op == "create":
-            if "at" not in raw or "data" not in raw:
-                raise ScenarioError("create needs 'at' and 'data'", where)
-        elif dataset not in handles:
+        if op == "create" and not {"at", "data"} <= raw.keys():
+            raise ScenarioError("create needs 'at' and 'data'", where)
+        if op != "create" and dataset not in handles:
             raise ScenarioError(f"dataset handle {dataset!r} is not introduced by an earlier step", where)
     for key in ("at", "target", "from", "to", "adopt_from"):
         if key in raw:
@@ -305,8 +303,7 @@ def _check_step(raw: Any, index: int, source: str, handles: dict[str, str]) -> S
         refuse = Refusal(spec["kind"], tuple(mentions))
     args = {k: v for k, v in raw.items() if k not in _COMMON}
     operation = _operation(op, raw, handles, where) if op in WRITER_OPS else None
-    step = Step(index, op, dataset if isinstance(dataset, str) else None, args, expect, refuse,
-                raw.get("note"), operation)
+    step = Step(index, op, dataset, args, expect, refuse, raw.get("note"), operation)  # dataset: None in a harness step
     if step.introduces and refuse is None:
         handles[step.introduces] = _introduced_root(raw, handles)
     return step

@@ -11,6 +11,7 @@ results can be compared, and certifies each dataset root.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,17 +133,13 @@ def files_per_location(dataset: Dataset, run: StoreRun) -> dict[str, int]:
     """Data files of the latest version, counted per directory location (``bucket:path`` of the root or
     base they resolve into)."""
     snapshot = dataset.snapshot()
-    roots = {normalize(snapshot.root): _loc(run, snapshot.root)}
-    for base in snapshot.bases:
-        roots[normalize(base.path)] = _loc(run, base.path)
-    out: dict[str, int] = {}
+    roots = {normalize(path): _loc(run, path) for path in (snapshot.root, *(b.path for b in snapshot.bases))}
+    out: Counter[str] = Counter()
     for f in snapshot.files():
-        if f.kind is not FileKind.DATA or f.uri is None:
-            continue
-        owner = max((r for r in roots if f.uri.startswith(r.rstrip("/") + "/")), key=len, default=None)
-        key = roots[owner] if owner else _loc(run, f.uri)
-        out[key] = out.get(key, 0) + 1
-    return out
+        if f.kind is FileKind.DATA and f.uri is not None:
+            owner = max((r for r in roots if f.uri.startswith(r.rstrip("/") + "/")), key=len, default=None)
+            out[roots[owner] if owner else _loc(run, f.uri)] += 1
+    return dict(out)
 
 
 def blob_sizes(dataset: Dataset, column: str, run: StoreRun) -> list[int | None]:
@@ -168,10 +165,8 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
             problems.append(f"{got} rows, expected {expect['rows']}")
         if "ids" in expect and (got_ids := _sorted_ids(dataset, run)) != expect["ids"]:
             problems.append(f"ids {got_ids}, expected {expect['ids']}")
-        if "bases" in expect:
-            got_b = bases_of(dataset, run)
-            if got_b != expect["bases"]:
-                problems.append(f"bases {got_b}, expected {expect['bases']}")
+        if "bases" in expect and (got_b := bases_of(dataset, run)) != expect["bases"]:
+            problems.append(f"bases {got_b}, expected {expect['bases']}")
         if "unnamed_bases" in expect and (got_u := unnamed_bases_of(dataset, run)) != sorted(expect["unnamed_bases"]):
             problems.append(f"unnamed bases {got_u}, expected {sorted(expect['unnamed_bases'])}")
         for loc, n in expect.get("files", {}).items():
@@ -182,27 +177,20 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
                 problems.append(f"{got} data files under {loc}, expected {n}")
         if "tags" in expect or "no_tags" in expect:
             tags = {name: rec.version for name, rec in main.tags().items()}
-            for name, version in expect.get("tags", {}).items():
-                if tags.get(name) != version:
-                    problems.append(f"tag {name!r} -> {tags.get(name)}, expected {version}")
-            for name in expect.get("no_tags", []):
-                if name in tags:
-                    problems.append(f"tag {name!r} exists, expected none")
+            problems += [f"tag {name!r} -> {tags.get(name)}, expected {version}"
+                         for name, version in expect.get("tags", {}).items() if tags.get(name) != version]
+            problems += [f"tag {name!r} exists, expected none" for name in expect.get("no_tags", []) if name in tags]
         if "branches" in expect or "no_branches" in expect:
             branches = set(main.branches())
-            for name in expect.get("branches", []):
-                if name not in branches:
-                    problems.append(f"branch {name!r} missing")
-            for name in expect.get("no_branches", []):
-                if name in branches:
-                    problems.append(f"branch {name!r} exists, expected none")
+            problems += [f"branch {name!r} missing" for name in expect.get("branches", []) if name not in branches]
+            problems += [f"branch {name!r} exists, expected none" for name in expect.get("no_branches", [])
+                         if name in branches]
         if "blobs" in expect:
             got_s = blob_sizes(dataset, expect["blobs"]["column"], run)
             if got_s != expect["blobs"]["sizes"]:
                 problems.append(f"blob sizes {got_s}, expected {expect['blobs']['sizes']}")
         for loc in expect.get("absent", []):
-            left = run.objects(Location.parse(loc, "absent"))
-            if left:
+            if left := run.objects(Location.parse(loc, "absent")):
                 problems.append(f"{len(left)} object(s) remain under {loc}, e.g. {_loc(run, left[0])}")
     except (LanceSpecError, OSError, ValueError) as exc:  # a file the writer's result names may be missing
         problems.append(f"cannot read the result: {exc}")

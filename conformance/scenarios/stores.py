@@ -41,11 +41,9 @@ class StoreRun:
         """Store the dataset roots ``roots`` (``bucket:path`` locations) as ``{path}{suffix}``."""
         self._suffix = suffix
         self._roots = {}
-        for text in roots:
+        for text in sorted(roots, key=len, reverse=True):  # within a bucket: longest path first
             bucket, _, path = text.partition(":")
             self._roots.setdefault(bucket, []).append(path)
-        for paths in self._roots.values():
-            paths.sort(key=len, reverse=True)
 
     def _stored(self, bucket: str, path: str) -> str:
         """The path on storage of the location ``bucket:path``."""
@@ -86,10 +84,7 @@ class StoreRun:
 
     def objects(self, location: Location | None = None) -> list[str]:
         prefixes = [self.uri(location)] if location else [self.bucket_uri(b) for b in BUCKETS]
-        out: list[str] = []
-        for prefix in prefixes:
-            out.extend(info.uri for info in self.storage.list(prefix))
-        return sorted(out)
+        return sorted(info.uri for prefix in prefixes for info in self.storage.list(prefix))
 
     def fingerprint(self) -> Fingerprint:
         """Every object of every bucket: uri -> (size, SHA-256 of the content)."""
@@ -102,13 +97,10 @@ class StoreRun:
                 out[info.uri] = (len(data), hashlib.sha256(data).hexdigest())
         return out
 
-    def copy(self, source: Location, target: Location) -> int:
+    def copy(self, source: Location, target: Location) -> None:
         src, dst = self.uri(source), self.uri(target)
-        count = 0
         for info in list(self.storage.list(src)):
             self.storage.copy(info.uri, dst + info.uri[len(src):])
-            count += 1
-        return count
 
     def remove(self, location: Location) -> None:
         for info in list(self.storage.list(self.uri(location))):
@@ -116,9 +108,6 @@ class StoreRun:
 
     def put(self, location: Location, data: bytes) -> None:
         self.storage.put(self.uri(location), data)
-
-    def close(self) -> None:
-        pass
 
 
 class LocalRun(StoreRun):
