@@ -83,12 +83,6 @@ class FaultProfile:
     def rates_for(self, request_class: str) -> Mapping[str, float]:
         return self.rates.get(request_class, self.rates.get("*", {}))
 
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "rates": {k: dict(v) for k, v in self.rates.items()},
-                "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description,
-                "script": {k: {str(n): kind for n, kind in v.items()} for k, v in self.script.items()},
-                "burst": self.burst}
-
 
 _DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
                   "pause": 0.002}
