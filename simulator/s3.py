@@ -36,7 +36,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from lancespec.reference.errors import S3ServerError
@@ -68,15 +67,15 @@ LOOPBACK = "127.0.0.1"
 
 
 class WriteLockMiddleware:
-    """Runs every write request (``WRITE_METHODS``) of the wrapped app under ``lock``, one at a time.
+    """Runs every write request (``WRITE_METHODS``) of the wrapped app under one lock, one at a time.
 
     The lock is held until the response body has been produced in full, so the store's check-then-store
     of a conditional write cannot interleave with any other write. Other methods pass straight through.
     """
 
-    def __init__(self, app: WSGIApplication, lock: threading.Lock | None = None) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
-        self.lock = lock if lock is not None else threading.Lock()
+        self.lock = threading.Lock()
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if str(environ.get("REQUEST_METHOD", "")).upper() not in WRITE_METHODS:
@@ -130,9 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="set sys.setswitchinterval (a tiny value makes thread races more likely)",
     )
-    parser.add_argument(
-        "--exit-with-stdin", action="store_true", help="exit when stdin is closed (the parent is gone)"
-    )
+    parser.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin is closed (the parent is gone)")
     args = parser.parse_args(argv)
 
     from werkzeug.serving import make_server
@@ -172,12 +169,10 @@ class EmbeddedS3Server:
         locked: bool = True,
         startup_timeout: float = 30.0,
         switch_interval: float | None = None,
-        verbose: bool = False,
     ) -> None:
         self.locked = locked
         self.startup_timeout = startup_timeout
         self.switch_interval = switch_interval
-        self.verbose = verbose
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._endpoint: str | None = None
@@ -209,8 +204,6 @@ class EmbeddedS3Server:
         cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", "0", "--exit-with-stdin"]
         if not self.locked:
             cmd.append("--unlocked")
-        if self.verbose:
-            cmd.append("--verbose")
         if self.switch_interval is not None:
             cmd += ["--switch-interval", repr(self.switch_interval)]
         return cmd
@@ -238,9 +231,7 @@ class EmbeddedS3Server:
     def __enter__(self) -> EmbeddedS3Server:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property
@@ -261,11 +252,6 @@ class EmbeddedS3Server:
         if self._endpoint is None or self._proc is None:
             raise S3ServerError("the embedded S3 server is not running")
         return self._endpoint
-
-    @property
-    def port(self) -> int:
-        """The port the server listens on."""
-        return int(self.endpoint.rsplit(":", 1)[1])
 
     def storage_options(self) -> dict[str, str]:
         """Storage options that both pylance and ``S3Store`` accept for this endpoint."""
@@ -308,8 +294,7 @@ class EmbeddedS3Server:
         proc = self._proc
         code = proc.poll() if proc is not None else None
         status = f"exited with code {code}" if code is not None else "still running"
-        stderr = self._stderr_text()
-        return S3ServerError(f"embedded S3 server {why} (process {status}); its stderr:\n{stderr}")
+        return S3ServerError(f"embedded S3 server {why} (process {status}); its stderr:\n{self._stderr_text()}")
 
     def _await_announcement(self, deadline: float) -> str:
         """Read the child's ``ANNOUNCE_PREFIX`` line, then keep draining its stdout in the background."""
@@ -324,7 +309,7 @@ class EmbeddedS3Server:
                 line = raw.decode("utf-8", "replace").strip()
                 if not announced and line.startswith(ANNOUNCE_PREFIX):
                     announced = True
-                    lines.put(line[len(ANNOUNCE_PREFIX):])
+                    lines.put(line[len(ANNOUNCE_PREFIX) :])
             lines.put(None)  # EOF: the process has ended or closed stdout
 
         threading.Thread(target=drain, name="s3-server-stdout", daemon=True).start()
@@ -341,7 +326,7 @@ class EmbeddedS3Server:
 
     def _await_http(self, deadline: float) -> None:
         """Poll ``GET /`` until the server answers with any HTTP status."""
-        port, last_error = self.port, ""
+        port, last_error = int(self.endpoint.rsplit(":", 1)[1]), ""
         while time.monotonic() < deadline:
             if self._running_proc().poll() is not None:
                 raise self._fail("ended during the health check")
