@@ -122,17 +122,14 @@ class History:
 
     def records(self) -> list[OpRecord]:
         """One record per invoked operation, in invocation order."""
-        out: list[OpRecord] = []
         by_key: dict[OpKey, OpRecord] = {}
         for event in self.events:
             key = OpKey(event.op.writer, event.op.index)
             if event.type == "invoke":
-                record = OpRecord(event, None)
-                by_key[key] = record
-                out.append(record)
+                by_key[key] = OpRecord(event, None)
             elif key in by_key and by_key[key].completion is None:
                 by_key[key].completion = event
-        return out
+        return list(by_key.values())
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json(self.t0) for e in self.events]

@@ -104,8 +104,7 @@ def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any, r
     for a failed exchange)."""
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region)
-                for i in range(racers)]
+    requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region) for i in range(racers)]
     sockets: list[socket.socket] = []
     try:
         for raw in requests:

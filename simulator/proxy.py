@@ -60,6 +60,7 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transf
                          "upgrade", "proxy-authorization", "proxy-authenticate"})
 _LIST_PARAMS = frozenset({"list-type", "prefix", "delimiter", "marker", "continuation-token", "start-after",
                           "max-keys"})
+_ON_KEY = {"PUT": "put", "DELETE": "delete", "HEAD": "head", "GET": "get"}  # the class of a request on one object
 _CONTENTS = re.compile(rb"<Contents>.*?</Contents>", re.S)
 _KEY = re.compile(rb"<Key>(.*?)</Key>", re.S)
 _KEY_COUNT = re.compile(rb"<KeyCount>\d+</KeyCount>")
@@ -125,22 +126,14 @@ class WireWrite:
 def classify(method: str, key: str, query: str) -> str:
     """The request class of an S3 request (path-style ``/bucket/key``)."""
     method = method.upper()
-    if method == "PUT":
-        if key and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
-            return "manifest-put"
-        return "put" if key else "other"
-    if method == "DELETE":
-        return "delete" if key else "other"
-    if method == "POST":
-        return "delete" if "delete" in parse_qs(query, keep_blank_values=True) else "other"
-    if method == "HEAD":
-        return "head" if key else "other"
-    if method == "GET":
-        if key:
-            return "get"
-        params = set(parse_qs(query, keep_blank_values=True))
-        return "list" if params & _LIST_PARAMS or not params else "other"
-    return "other"
+    params = set(parse_qs(query, keep_blank_values=True))
+    if method == "POST":  # a multi-object delete is a POST on the bucket with ?delete
+        return "delete" if "delete" in params else "other"
+    if not key:
+        return "list" if method == "GET" and (params & _LIST_PARAMS or not params) else "other"
+    if method == "PUT" and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
+        return "manifest-put"
+    return _ON_KEY.get(method, "other")
 
 
 def _error_body(code: str, message: str, key: str) -> bytes:

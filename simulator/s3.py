@@ -15,10 +15,6 @@ and a server thread inside the test process could then deadlock with its own cli
 
 ``--port 0`` binds a free port. Either way, once the socket is listening the process prints one line
 ``LANCESPEC_S3_LISTENING http://HOST:PORT`` on stdout, then serves (threaded) until killed.
-
-``EmbeddedS3Server`` starts that process bound to 127.0.0.1 only, waits until it answers HTTP, and kills
-it on ``stop()``, on leaving its ``with`` block, at interpreter exit, and (through a pipe on the child's
-stdin) when the parent process dies.
 """
 
 from __future__ import annotations
@@ -159,16 +155,13 @@ class EmbeddedS3Server:
     """An S3-compatible server in a child process on 127.0.0.1 and a free port.
 
     ``start()`` returns once the server answers HTTP, or raises S3ServerError (with the child's stderr)
-    after ``startup_timeout`` seconds. ``stop()`` kills the child; it is also called on leaving a ``with``
-    block and at interpreter exit. ``locked=False`` serves moto without the write lock.
+    after ``startup_timeout`` seconds. ``stop()`` kills the child; so do leaving a ``with`` block,
+    interpreter exit and (the child's stdin is a pipe) the parent's death. ``locked=False`` serves moto
+    without the write lock.
     """
 
     def __init__(
-        self,
-        *,
-        locked: bool = True,
-        startup_timeout: float = 30.0,
-        switch_interval: float | None = None,
+        self, *, locked: bool = True, startup_timeout: float = 30.0, switch_interval: float | None = None
     ) -> None:
         self.locked = locked
         self.startup_timeout = startup_timeout
@@ -236,12 +229,10 @@ class EmbeddedS3Server:
 
     @property
     def running(self) -> bool:
-        """Whether the child process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
     @property
     def pid(self) -> int:
-        """The child's process id."""
         return self._running_proc().pid
 
     # what clients need
@@ -255,12 +246,7 @@ class EmbeddedS3Server:
 
     def storage_options(self) -> dict[str, str]:
         """Storage options that both pylance and ``S3Store`` accept for this endpoint."""
-        return {
-            **TEST_CREDENTIALS,
-            "aws_endpoint": self.endpoint,
-            "aws_region": "us-east-1",
-            "allow_http": "true",
-        }
+        return {**TEST_CREDENTIALS, "aws_endpoint": self.endpoint, "aws_region": "us-east-1", "allow_http": "true"}
 
     def client(self) -> Any:
         """A boto3 S3 client for this endpoint (path-style addressing), as ``S3Store`` makes it."""

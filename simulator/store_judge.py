@@ -20,6 +20,7 @@ critical property holds.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -39,8 +40,7 @@ class PropertyVerdict:
     commit_critical: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "observed": self.observed,
-                "commit_critical": self.commit_critical}
+        return dataclasses.asdict(self)
 
 
 @dataclass

@@ -37,7 +37,7 @@ object, or pin one; each comes out as an ``Op`` of an existing kind, so nothing 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -113,7 +113,6 @@ class Op:
     ref: int | None = None
     name: str = ""
     arg: int = 0
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"writer": self.writer, "index": self.index, "kind": self.kind, "dataset": self.dataset}
