@@ -21,6 +21,7 @@ object: fixed for a reference writer, which makes them one at a time.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -134,14 +135,10 @@ def _uniform(seed: int, client: int, request_class: str, n: int, salt: str) -> f
 def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: int) -> Fault:
     """The fault for ``client``'s ``n``-th request of ``request_class`` (pure: same inputs, same answer)."""
     kind = prof.script.get(request_class, {}).get(n)
-    if kind is None:
+    if kind is None:  # the fault whose band (FAULTS laid end to end, each as wide as its rate) holds u
         u = _uniform(seed, client, request_class, n, "fault")
-        edge = 0.0
-        for candidate in FAULTS:
-            edge += prof.rates_for(request_class).get(candidate, 0.0)
-            if u < edge:
-                kind = candidate
-                break
+        edges = itertools.accumulate(prof.rates_for(request_class).get(f, 0.0) for f in FAULTS)
+        kind = next((f for f, edge in zip(FAULTS, edges, strict=True) if u < edge), None)
     if kind not in ("latency", "pause"):
         return Fault(kind)
     jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")

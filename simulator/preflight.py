@@ -1,7 +1,7 @@
 """Pre-flight: does this endpoint enforce ``If-None-Match: *`` atomically, under contention?
 
 Lance commits on S3 rest on one primitive: of any number of concurrent ``PutObject`` requests with
-``If-None-Match: *`` on one key, exactly one succeeds. Two checks, each with its own boto3 clients:
+``If-None-Match: *`` on one key, exactly one succeeds. Two checks:
 
 1. **Sequential**: a conditional PUT on a key that exists must answer 412. An endpoint that answers 200
    ignores the header (the last writer wins); commits on it can be lost with no error at all.
@@ -135,13 +135,13 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
     contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
     run = uuid.uuid4().hex[:12]
     config = probe_config(endpoint, storage_options)
-    clients = [config.client() for _ in range(racers)]
+    client = config.client()
     result = PreflightResult(endpoint, False, "", False, rounds, racers)
 
     key = f"{prefix}/{run}/sequential"
-    clients[0].put_object(Bucket=bucket, Key=key, Body=b"first", IfNoneMatch="*")
+    client.put_object(Bucket=bucket, Key=key, Body=b"first", IfNoneMatch="*")
     try:
-        clients[0].put_object(Bucket=bucket, Key=key, Body=b"second", IfNoneMatch="*")
+        client.put_object(Bucket=bucket, Key=key, Body=b"second", IfNoneMatch="*")
         result.reason = ("the endpoint ignores If-None-Match: a conditional PUT on an existing key succeeded "
                          "(the last writer wins; concurrent commits can be silently lost)")
         return result
