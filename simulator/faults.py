@@ -81,9 +81,6 @@ class FaultProfile:
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)} in the script of {self.name!r}; faults: {FAULTS}")
 
-    def rates_for(self, request_class: str) -> Mapping[str, float]:
-        return self.rates.get(request_class, self.rates.get("*", {}))
-
 
 _DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
                   "pause": 0.002}
@@ -137,7 +134,8 @@ def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: in
     kind = prof.script.get(request_class, {}).get(n)
     if kind is None:  # the fault whose band (FAULTS laid end to end, each as wide as its rate) holds u
         u = _uniform(seed, client, request_class, n, "fault")
-        edges = itertools.accumulate(prof.rates_for(request_class).get(f, 0.0) for f in FAULTS)
+        rates = prof.rates.get(request_class, prof.rates.get("*", {}))
+        edges = itertools.accumulate(rates.get(f, 0.0) for f in FAULTS)
         kind = next((f for f, edge in zip(FAULTS, edges, strict=True) if u < edge), None)
     if kind not in ("latency", "pause"):
         return Fault(kind)

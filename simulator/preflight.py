@@ -130,9 +130,9 @@ def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any, r
 
 
 def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *, rounds: int = 100,
-              racers: int = 8, prefix: str = "_lancespec_preflight", stop_after: int = 1) -> PreflightResult:
+              racers: int = 8, prefix: str = "_lancespec_preflight") -> PreflightResult:
     """Run both checks against ``endpoint`` in ``bucket`` (keys under ``prefix/``, left behind). The
-    contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
+    contention check stops at the first round with double winners (the verdict is known)."""
     run = uuid.uuid4().hex[:12]
     config = probe_config(endpoint, storage_options)
     client = config.client()
@@ -156,15 +156,14 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
         key = f"{prefix}/{run}/race-{round_no}"
         statuses = _race(endpoint, bucket, key, racers, credentials, config.region)
         wins = sum(1 for s in statuses if s is not None and 200 <= s < 300)
-        odd = [s for s in statuses if s is None or not (200 <= s < 300 or s in (409, 412))]
-        if odd:
+        if any(s is None or not (200 <= s < 300 or s in (409, 412)) for s in statuses):
             result.errors.append(f"round {round_no}: statuses {statuses}")
         if wins > 1:
             result.double_wins += 1
         elif not wins:
             result.no_wins += 1
         result.rounds = round_no + 1
-        if result.double_wins >= stop_after:
+        if result.double_wins:
             break
     if result.double_wins:
         result.reason = (f"conditional writes are not atomic: {result.double_wins} of {result.rounds} rounds of "
