@@ -290,11 +290,9 @@ class EmbeddedS3Server:
         lines: queue.Queue[str | None] = queue.Queue()
 
         def drain() -> None:
-            announced = False
             for raw in stdout:
                 line = raw.decode("utf-8", "replace").strip()
-                if not announced and line.startswith(ANNOUNCE_PREFIX):
-                    announced = True
+                if line.startswith(ANNOUNCE_PREFIX):  # printed once; only the first item is taken
                     lines.put(line[len(ANNOUNCE_PREFIX) :])
             lines.put(None)  # EOF: the process has ended or closed stdout
 

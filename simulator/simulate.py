@@ -305,12 +305,11 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
             try:
                 message = results.get(timeout=min(1.0, max(0.05, hard_stop - now)))
             except queue_mod.Empty:
-                dead = [w for w, p in enumerate(procs) if not p.is_alive() and w not in done]
-                for w in dead:
-                    done.add(w)
-                    errors.append(f"writer {w} died with exit code {procs[w].exitcode}")
-                    if not released:
-                        start.set()
+                for w, proc in enumerate(procs):
+                    if not proc.is_alive() and w not in done:
+                        done.add(w)
+                        errors.append(f"writer {w} died with exit code {proc.exitcode}")
+                        start.set()  # the others must not wait for it
                 continue
             kind = message[0]
             if kind == "ready":
@@ -332,8 +331,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
                 done.add(message[1])
                 if message[2]:
                     errors.append(f"writer {message[1]}: {message[2]}")
-                if not released:
-                    start.set()
+                start.set()
     except KeyboardInterrupt:
         errors.append("interrupted")  # the writers are killed at once below
         raise
