@@ -145,9 +145,7 @@ class Attribution:
 
 
 def attribute(history: History, wire: Iterable[WireWrite], final: FinalState) -> Attribution:
-    """Name the sender of every applied write, the owner of every version and the reuses of its name,
-    the acknowledged and owned commits, the resolution of every unknown outcome, and the commits the model
-    applies."""
+    """Who did what in the run (see the module docstring)."""
     records = {r.key: r for r in history.records()}
     by_writer: dict[int, list[OpRecord]] = defaultdict(list)  # each writer's operations, in invocation order
     for record in records.values():

@@ -24,8 +24,7 @@ COMMITTING_KINDS = frozenset({"append", "delete", "overwrite", "commit-staged", 
 
 
 class OpKey(NamedTuple):
-    """Names an operation: the writer (process) that ran it and its number in that writer's plan
-    (``Op.index``)."""
+    """Names an operation: the writer (process) that ran it and its number in that writer's plan (``Op.index``)."""
 
     writer: int
     number: int

@@ -292,8 +292,19 @@ class FaultProxy:
         forwarded = 0.0
 
         def record(status: int) -> None:
-            self._record_writes(client, arrived, request_class, method, bucket, key, body, status, fault.kind,
-                                conditional, forwarded)
+            """Log a manifest PUT or a deletion (a multi-object delete, a POST, names its keys in the body)."""
+            if request_class == "manifest-put":
+                entries = [WireWrite(client, arrived, "manifest-put", bucket, key, status,
+                                     hashlib.md5(body, usedforsecurity=False).hexdigest(),
+                                     body if 200 <= status < 300 else None, fault.kind, conditional, forwarded)]
+            elif request_class == "delete":
+                keys = [key] if method == "DELETE" else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
+                entries = [WireWrite(client, arrived, "delete", bucket, k, status, fault=fault.kind,
+                                     forwarded=forwarded) for k in keys]
+            else:
+                return
+            with self._lock:
+                self.writes.extend(entries)
 
         if fault.kind in ("latency", "pause"):
             time.sleep(fault.delay_s)
@@ -402,21 +413,6 @@ class FaultProxy:
         with contextlib.suppress(OSError):
             handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             handler.connection.close()
-
-    def _record_writes(self, client: int, arrived: float, request_class: str, method: str, bucket: str, key: str,
-                       body: bytes, status: int, fault: str | None, conditional: bool, forwarded: float) -> None:
-        if request_class == "manifest-put":
-            entries = [WireWrite(client, arrived, "manifest-put", bucket, key, status,
-                                 hashlib.md5(body, usedforsecurity=False).hexdigest(),
-                                 body if 200 <= status < 300 else None, fault, conditional, forwarded)]
-        elif request_class == "delete":  # a multi-object delete (POST) names its keys in the request body
-            keys = [key] if method == "DELETE" else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
-            entries = [WireWrite(client, arrived, "delete", bucket, k, status, fault=fault, forwarded=forwarded)
-                       for k in keys]
-        else:
-            return
-        with self._lock:
-            self.writes.extend(entries)
 
     def _hide_recent(self, bucket: str, body: bytes) -> bytes:
         """Drop ``<Contents>`` entries of keys written less than ``list_lag_s`` ago."""

@@ -55,8 +55,7 @@ def _by_op(rows: Iterable[int]) -> dict[OpKey, list[int]]:
 
 
 def replay(att: Attribution, final: FinalState) -> list[Observation]:
-    """Apply the commits of each dataset in version order, starting from the setup's rows (a clone: from
-    its source version's model), and pair each retained readable version with the model's rows there."""
+    """Every retained readable version beside the model's rows there (see the module docstring)."""
     steps: dict[str, list[Commit]] = defaultdict(list)
     for commit in att.commits:
         steps[commit.where.dataset].append(commit)

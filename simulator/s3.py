@@ -88,8 +88,7 @@ class WriteLockMiddleware:
 
 
 def make_app(locked: bool = True) -> WSGIApplication:
-    """moto's S3-serving WSGI app (the one ``moto_server`` runs), under the write lock unless ``locked`` is
-    false."""
+    """moto's S3-serving WSGI app (the one ``moto_server`` runs), under the write lock unless ``locked`` is false."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     app: WSGIApplication = DomainDispatcherApplication(create_backend_app)
