@@ -25,7 +25,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -47,9 +47,7 @@ class PreflightResult:
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "vouched": self.vouched, "reason": self.reason,
-                "sequential_ok": self.sequential_ok, "rounds": self.rounds, "racers": self.racers,
-                "double_wins": self.double_wins, "no_wins": self.no_wins, "errors": self.errors[:10]}
+        return {**asdict(self), "errors": self.errors[:10]}
 
 
 def probe_config(endpoint: str, options: Mapping[str, str]) -> S3Config:

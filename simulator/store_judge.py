@@ -20,11 +20,10 @@ critical property holds.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .preflight import http_status, preflight, s3_client
@@ -40,7 +39,7 @@ class PropertyVerdict:
     commit_critical: bool
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return asdict(self)
 
 
 @dataclass

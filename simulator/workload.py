@@ -159,11 +159,9 @@ def plan(seed: int, writers: int, ops: int, datasets: int = 2,
     kinds = [k for k in table if table[k] > 0]
     if any(k not in PLAN_KINDS for k in kinds):
         raise ValueError(f"weights may name only {', '.join(PLAN_KINDS)}")
-    out = []
-    for writer in range(writers):
-        count = ops // writers + (1 if writer < ops % writers else 0)
-        out.append(_plan_writer(seed, writer, count, datasets, kinds, [table[k] for k in kinds]))
-    return out
+    weights_of = [table[k] for k in kinds]
+    return [_plan_writer(seed, w, ops // writers + (1 if w < ops % writers else 0), datasets, kinds, weights_of)
+            for w in range(writers)]
 
 
 def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[str],
