@@ -53,9 +53,7 @@ class Event:
     def line(self, t0: float = 0.0) -> str:
         """One readable line: ``#12 +3.456s w3 ok append ds0 ids=[...] -> version 7``."""
         text = f"#{self.index} +{self.time - t0:.3f}s w{self.process} {self.type:<7} {self.op.describe()}"
-        if self.type == "invoke":
-            return text
-        bits = []
+        bits = []  # what a completion reported (an invocation reports nothing)
         if "version" in self.value:
             bits.append(f"version {self.value['version']}")
         if self.value.get("noop"):
