@@ -119,10 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
     parser.add_argument(
-        "--switch-interval",
-        type=float,
-        default=None,
-        help="set sys.setswitchinterval (a tiny value makes thread races more likely)",
+        "--switch-interval", type=float, help="set sys.setswitchinterval (a tiny value makes thread races more likely)"
     )
     parser.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin is closed (the parent is gone)")
     args = parser.parse_args(argv)
