@@ -171,7 +171,6 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
     appended: dict[str, list[int]] = {}  # dataset -> plan positions of this writer's appends there
     tags: list[tuple[str, str]] = []  # (dataset, tag) created by this writer and not deleted
     pending: list[tuple[int, int]] = []  # (due position, stage position)
-    clones = 0
     while len(ops) < count:
         i = len(ops)
         due = [p for p in pending if p[0] <= i]
@@ -214,7 +213,6 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
                 tags.append((dataset, name))
                 ops.append(Op(writer, i, "tag", dataset, name=name))
         elif kind == "clone":
-            clones += 1
             ops.append(Op(writer, i, "clone", dataset, name=f"clone-w{writer}-{i}"))
         elif kind == "cleanup":
             ops.append(Op(writer, i, "cleanup", dataset, arg=rng.randint(1, 3)))
