@@ -238,10 +238,8 @@ class FaultProxy:
 
     def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
         """``base`` storage options with the endpoint replaced by ``client``'s port (plain HTTP)."""
-        out = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
-        out["aws_endpoint"] = self.endpoint(client)
-        out["allow_http"] = "true"
-        return out
+        kept = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
+        return {**kept, "aws_endpoint": self.endpoint(client), "allow_http": "true"}
 
     # --- summaries ------------------------------------------------------------------------------------
 

@@ -173,10 +173,9 @@ class EmbeddedS3Server:
         """Launch the child process and wait for it to answer; a no-op if already running."""
         if self._proc is not None:
             return self
-        cmd = self.command()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, close_fds=True
+            self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, close_fds=True
         )
         atexit.register(self.stop)
         try:
