@@ -95,7 +95,7 @@ def _clone_sources(att: Attribution) -> dict[str, Where]:
             source_version = record.value.get("source_version")
             if source_version is None:
                 owned = [w.version for w in att.owned.get(record.key, []) if w.dataset == record.op.name]
-                source_version = min(owned) if owned else None
+                source_version = min(owned, default=None)
             if source_version is not None:
                 out[record.op.name] = Where(record.op.dataset, int(source_version))
     return out
