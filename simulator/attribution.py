@@ -27,7 +27,7 @@ from .history import COMMITTING_KINDS, History, OpKey, OpRecord
 from .proxy import WireWrite
 
 __all__ = ["SETUP", "Attribution", "Commit", "FinalState", "Reuse", "Sent", "VersionAttribution", "VersionState",
-           "Where", "attribute"]
+           "Where", "attribute", "manifest_where"]
 
 SETUP = OpKey(-1, -1)
 """The owner of version 1 of the initial datasets (written by the setup, not through the proxy)."""
@@ -145,20 +145,20 @@ class Attribution:
 
 
 def attribute(history: History, wire: Iterable[WireWrite], final: FinalState) -> Attribution:
-    """Name the sender of every applied write, the owner of every version and the reuses of its name,
-    the acknowledged and owned commits, the resolution of every unknown outcome, and the commits the model
-    applies."""
+    """Who did what in the run (see the module docstring)."""
     records = {r.key: r for r in history.records()}
-    sender = _Senders(records.values())
+    by_writer: dict[int, list[OpRecord]] = defaultdict(list)  # each writer's operations, in invocation order
+    for record in records.values():
+        by_writer[record.op.writer].append(record)
     puts: dict[Where, list[Sent]] = defaultdict(list)
     deletions: dict[str, list[Sent]] = defaultdict(list)
     for write in sorted(wire, key=lambda w: w.at):  # the endpoint's order; the arrival time names the sender
         if not write.applied:
             continue
-        sent = Sent(write, sender(write.client, write.t))
+        sent = Sent(write, _sender(by_writer.get(write.client, []), write.t))
         if write.kind == "delete":
             deletions[write.key].append(sent)
-        elif write.kind == "manifest-put" and (where := _split_key(write.key)) is not None:
+        elif write.kind == "manifest-put" and (where := manifest_where(write.key)) is not None:
             puts[where].append(sent)
     retained = {Where(d, v): state for d, versions in final.versions.items() for v, state in versions.items()}
     att = Attribution(records, {}, dict(deletions))
@@ -177,29 +177,15 @@ def attribute(history: History, wire: Iterable[WireWrite], final: FinalState) ->
     return att
 
 
-class _Senders:
-    """Maps a request (client, arrival time) to the operation of that writer in flight at that time."""
-
-    def __init__(self, records: Iterable[OpRecord]) -> None:
-        self._by_writer: dict[int, list[OpRecord]] = defaultdict(list)
-        for record in records:
-            self._by_writer[record.op.writer].append(record)
-        self._starts: dict[int, list[float]] = {}
-        for writer, ops in self._by_writer.items():
-            ops.sort(key=lambda r: r.start)
-            self._starts[writer] = [r.start for r in ops]
-
-    def __call__(self, client: int, t: float) -> OpKey | None:
-        # A writer runs one operation at a time: the last one started at or before t is the only candidate.
-        i = bisect.bisect_right(self._starts.get(client, []), t) - 1
-        if i < 0:
-            return None
-        record = self._by_writer[client][i]
-        return record.key if record.start <= t <= record.end else None
+def _sender(ops: Sequence[OpRecord], t: float) -> OpKey | None:
+    """The operation of a writer (``ops``, in invocation order) in flight at ``t``. A writer runs one
+    operation at a time: the last one started at or before ``t`` is the only candidate."""
+    i = bisect.bisect_right(ops, t, key=lambda r: r.start) - 1
+    return ops[i].key if i >= 0 and t <= ops[i].end else None
 
 
-def _split_key(key: str) -> Where | None:
-    """The version of a manifest key ``{dataset}/_versions/{name}``."""
+def manifest_where(key: str) -> Where | None:
+    """The version of a manifest key ``{dataset}/_versions/{name}`` (None for any other key)."""
     dataset, sep, name = key.partition("/_versions/")
     if not sep or "/" in name:
         return None

@@ -185,8 +185,7 @@ def version_gaps(att: Attribution) -> list[Anomaly]:
 
 
 def unreadable_versions(att: Attribution) -> list[Anomaly]:
-    """``unreadable-version``: a retained version cannot be read in full (a file is missing, a decode
-    fails)."""
+    """``unreadable-version``: a retained version cannot be read in full (a file is missing, a decode fails)."""
     out: list[Anomaly] = []
     for where, version in att.versions.items():
         state = version.state

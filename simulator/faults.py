@@ -21,6 +21,7 @@ object: fixed for a reference writer, which makes them one at a time.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -80,15 +81,6 @@ class FaultProfile:
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)} in the script of {self.name!r}; faults: {FAULTS}")
 
-    def rates_for(self, request_class: str) -> Mapping[str, float]:
-        return self.rates.get(request_class, self.rates.get("*", {}))
-
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "rates": {k: dict(v) for k, v in self.rates.items()},
-                "latency_s": self.latency_s, "pause_s": self.pause_s, "description": self.description,
-                "script": {k: {str(n): kind for n, kind in v.items()} for k, v in self.script.items()},
-                "burst": self.burst}
-
 
 _DEFAULT_RATES = {"latency": 0.08, "slowdown": 0.02, "error500": 0.01, "reset": 0.01, "lost-ack": 0.01,
                   "pause": 0.002}
@@ -140,14 +132,11 @@ def _uniform(seed: int, client: int, request_class: str, n: int, salt: str) -> f
 def decide(prof: FaultProfile, seed: int, client: int, request_class: str, n: int) -> Fault:
     """The fault for ``client``'s ``n``-th request of ``request_class`` (pure: same inputs, same answer)."""
     kind = prof.script.get(request_class, {}).get(n)
-    if kind is None:
+    if kind is None:  # the fault whose band (FAULTS laid end to end, each as wide as its rate) holds u
         u = _uniform(seed, client, request_class, n, "fault")
-        edge = 0.0
-        for candidate in FAULTS:
-            edge += prof.rates_for(request_class).get(candidate, 0.0)
-            if u < edge:
-                kind = candidate
-                break
+        rates = prof.rates.get(request_class, prof.rates.get("*", {}))
+        edges = itertools.accumulate(rates.get(f, 0.0) for f in FAULTS)
+        kind = next((f for f, edge in zip(FAULTS, edges, strict=True) if u < edge), None)
     if kind not in ("latency", "pause"):
         return Fault(kind)
     jitter = 0.5 + _uniform(seed, client, request_class, n, "delay")

@@ -24,8 +24,7 @@ COMMITTING_KINDS = frozenset({"append", "delete", "overwrite", "commit-staged", 
 
 
 class OpKey(NamedTuple):
-    """Names an operation: the writer (process) that ran it and its number in that writer's plan
-    (``Op.index``)."""
+    """Names an operation: the writer (process) that ran it and its number in that writer's plan (``Op.index``)."""
 
     writer: int
     number: int
@@ -54,9 +53,7 @@ class Event:
     def line(self, t0: float = 0.0) -> str:
         """One readable line: ``#12 +3.456s w3 ok append ds0 ids=[...] -> version 7``."""
         text = f"#{self.index} +{self.time - t0:.3f}s w{self.process} {self.type:<7} {self.op.describe()}"
-        if self.type == "invoke":
-            return text
-        bits = []
+        bits = []  # what a completion reported (an invocation reports nothing)
         if "version" in self.value:
             bits.append(f"version {self.value['version']}")
         if self.value.get("noop"):
@@ -122,17 +119,14 @@ class History:
 
     def records(self) -> list[OpRecord]:
         """One record per invoked operation, in invocation order."""
-        out: list[OpRecord] = []
         by_key: dict[OpKey, OpRecord] = {}
         for event in self.events:
             key = OpKey(event.op.writer, event.op.index)
             if event.type == "invoke":
-                record = OpRecord(event, None)
-                by_key[key] = record
-                out.append(record)
+                by_key[key] = OpRecord(event, None)
             elif key in by_key and by_key[key].completion is None:
                 by_key[key].completion = event
-        return out
+        return list(by_key.values())
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json(self.t0) for e in self.events]

@@ -23,7 +23,7 @@ from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import split_bucket
 from lancespec.reference.table import build_snapshot
 
-from .attribution import FinalState, VersionState
+from .attribution import FinalState, VersionState, manifest_where
 from .proxy import WireWrite
 
 __all__ = ["observe", "read_versions_of"]
@@ -37,36 +37,21 @@ def observe(bucket: str, storage_options: Mapping[str, str], initial: Iterable[s
             progress: Callable[[int, int], None] | None = None) -> FinalState:
     """Everything the checker needs from the final storage of ``bucket``."""
     storage = open_store(storage_options)
-    keys: dict[str, int] = {}
-    for info in storage.list(f"s3://{bucket}"):
-        keys[_key(info.uri)] = info.size
-    manifests: dict[str, list[tuple[int, str]]] = {}
-    for key in keys:
-        dataset, sep, name = key.partition("/_versions/")
-        if not sep or "/" in name or "/" in dataset:
-            continue
-        parsed = parse_manifest_name(name)
-        if parsed is None or parsed.detached:
-            continue
-        manifests.setdefault(dataset, []).append((parsed.version, key))
+    keys = {_key(info.uri) for info in storage.list(f"s3://{bucket}")}
+    manifests = sorted((where, key) for key in keys
+                       if (where := manifest_where(key)) is not None and "/" not in where.dataset)
     final = FinalState(initial=tuple(initial))
     cache: dict[tuple[Any, ...], tuple[int, ...]] = {}
-    total = sum(len(v) for v in manifests.values())
-    done = 0
-    for dataset, entries in sorted(manifests.items()):
-        root = f"s3://{bucket}/{dataset}"
-        versions: dict[int, VersionState] = {}
-        for version, key in sorted(entries):
-            versions[version] = _read_version(storage, storage_options, root, bucket, key, version, keys, cache)
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        final.versions[dataset] = versions
+    for done, ((dataset, version), key) in enumerate(manifests, 1):
+        state = _read_version(storage, storage_options, f"s3://{bucket}/{dataset}", bucket, key, version, keys, cache)
+        final.versions.setdefault(dataset, {})[version] = state
+        if progress is not None:
+            progress(done, len(manifests))
     return final
 
 
 def _read_version(storage: Storage, options: Mapping[str, str], root: str, bucket: str, key: str, version: int,
-                  keys: Mapping[str, int], cache: dict[tuple[Any, ...], tuple[int, ...]]) -> VersionState:
+                  keys: set[str], cache: dict[tuple[Any, ...], tuple[int, ...]]) -> VersionState:
     uri = f"s3://{bucket}/{key}"
     try:
         data = storage.get(uri)

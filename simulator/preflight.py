@@ -1,7 +1,7 @@
 """Pre-flight: does this endpoint enforce ``If-None-Match: *`` atomically, under contention?
 
 Lance commits on S3 rest on one primitive: of any number of concurrent ``PutObject`` requests with
-``If-None-Match: *`` on one key, exactly one succeeds. Two checks, each with its own boto3 clients:
+``If-None-Match: *`` on one key, exactly one succeeds. Two checks:
 
 1. **Sequential**: a conditional PUT on a key that exists must answer 412. An endpoint that answers 200
    ignores the header (the last writer wins); commits on it can be lost with no error at all.
@@ -25,7 +25,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -47,9 +47,7 @@ class PreflightResult:
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "vouched": self.vouched, "reason": self.reason,
-                "sequential_ok": self.sequential_ok, "rounds": self.rounds, "racers": self.racers,
-                "double_wins": self.double_wins, "no_wins": self.no_wins, "errors": self.errors[:10]}
+        return {**asdict(self), "errors": self.errors[:10]}
 
 
 def probe_config(endpoint: str, options: Mapping[str, str]) -> S3Config:
@@ -104,8 +102,7 @@ def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any, r
     for a failed exchange)."""
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region)
-                for i in range(racers)]
+    requests = [_signed_put(endpoint, bucket, key, _body(i), credentials, region) for i in range(racers)]
     sockets: list[socket.socket] = []
     try:
         for raw in requests:
@@ -131,18 +128,18 @@ def _race(endpoint: str, bucket: str, key: str, racers: int, credentials: Any, r
 
 
 def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *, rounds: int = 100,
-              racers: int = 8, prefix: str = "_lancespec_preflight", stop_after: int = 1) -> PreflightResult:
+              racers: int = 8, prefix: str = "_lancespec_preflight") -> PreflightResult:
     """Run both checks against ``endpoint`` in ``bucket`` (keys under ``prefix/``, left behind). The
-    contention check stops early once ``stop_after`` rounds had double winners (the verdict is known)."""
+    contention check stops at the first round with double winners (the verdict is known)."""
     run = uuid.uuid4().hex[:12]
     config = probe_config(endpoint, storage_options)
-    clients = [config.client() for _ in range(racers)]
+    client = config.client()
     result = PreflightResult(endpoint, False, "", False, rounds, racers)
 
     key = f"{prefix}/{run}/sequential"
-    clients[0].put_object(Bucket=bucket, Key=key, Body=b"first", IfNoneMatch="*")
+    client.put_object(Bucket=bucket, Key=key, Body=b"first", IfNoneMatch="*")
     try:
-        clients[0].put_object(Bucket=bucket, Key=key, Body=b"second", IfNoneMatch="*")
+        client.put_object(Bucket=bucket, Key=key, Body=b"second", IfNoneMatch="*")
         result.reason = ("the endpoint ignores If-None-Match: a conditional PUT on an existing key succeeded "
                          "(the last writer wins; concurrent commits can be silently lost)")
         return result
@@ -157,15 +154,14 @@ def preflight(endpoint: str, bucket: str, storage_options: Mapping[str, str], *,
         key = f"{prefix}/{run}/race-{round_no}"
         statuses = _race(endpoint, bucket, key, racers, credentials, config.region)
         wins = sum(1 for s in statuses if s is not None and 200 <= s < 300)
-        odd = [s for s in statuses if s is None or not (200 <= s < 300 or s in (409, 412))]
-        if odd:
+        if any(s is None or not (200 <= s < 300 or s in (409, 412)) for s in statuses):
             result.errors.append(f"round {round_no}: statuses {statuses}")
         if wins > 1:
             result.double_wins += 1
         elif not wins:
             result.no_wins += 1
         result.rounds = round_no + 1
-        if result.double_wins >= stop_after:
+        if result.double_wins:
             break
     if result.double_wins:
         result.reason = (f"conditional writes are not atomic: {result.double_wins} of {result.rounds} rounds of "

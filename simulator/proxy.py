@@ -60,6 +60,7 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transf
                          "upgrade", "proxy-authorization", "proxy-authenticate"})
 _LIST_PARAMS = frozenset({"list-type", "prefix", "delimiter", "marker", "continuation-token", "start-after",
                           "max-keys"})
+_ON_KEY = {"PUT": "put", "DELETE": "delete", "HEAD": "head", "GET": "get"}  # the class of a request on one object
 _CONTENTS = re.compile(rb"<Contents>.*?</Contents>", re.S)
 _KEY = re.compile(rb"<Key>(.*?)</Key>", re.S)
 _KEY_COUNT = re.compile(rb"<KeyCount>\d+</KeyCount>")
@@ -76,10 +77,6 @@ class InjectedFault:
     method: str
     key: str
     t: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"client": self.client, "class": self.request_class, "n": self.n, "kind": self.kind,
-                "method": self.method, "key": self.key, "t": round(self.t, 6)}
 
 
 @dataclass
@@ -129,22 +126,14 @@ class WireWrite:
 def classify(method: str, key: str, query: str) -> str:
     """The request class of an S3 request (path-style ``/bucket/key``)."""
     method = method.upper()
-    if method == "PUT":
-        if key and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
-            return "manifest-put"
-        return "put" if key else "other"
-    if method == "DELETE":
-        return "delete" if key else "other"
-    if method == "POST":
-        return "delete" if "delete" in parse_qs(query, keep_blank_values=True) else "other"
-    if method == "HEAD":
-        return "head" if key else "other"
-    if method == "GET":
-        if key:
-            return "get"
-        params = set(parse_qs(query, keep_blank_values=True))
-        return "list" if params & _LIST_PARAMS or not params else "other"
-    return "other"
+    params = set(parse_qs(query, keep_blank_values=True))
+    if method == "POST":  # a multi-object delete is a POST on the bucket with ?delete
+        return "delete" if "delete" in params else "other"
+    if not key:
+        return "list" if method == "GET" and (params & _LIST_PARAMS or not params) else "other"
+    if method == "PUT" and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
+        return "manifest-put"
+    return _ON_KEY.get(method, "other")
 
 
 def _error_body(code: str, message: str, key: str) -> bytes:
@@ -200,7 +189,6 @@ class FaultProxy:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the upstream endpoint must be an http:// or https:// URL, not {upstream!r}")
-        self.upstream = upstream.rstrip("/")
         self._upstream_https = parts.scheme == "https"
         self._upstream_host = parts.hostname
         self._upstream_port = parts.port or (443 if self._upstream_https else 80)
@@ -215,12 +203,10 @@ class FaultProxy:
         self.writes: list[WireWrite] = []
         self.requests: Counter[tuple[int, str]] = Counter()
         self.objects_read: dict[int, set[str]] = {}
-        self._counters: Counter[tuple[int, str]] = Counter()
         self._written_at: dict[tuple[str, str], float] = {}
         self._bursts: dict[int, _Burst] = {}
         self._lock = threading.Lock()
         self._servers: list[_PortServer] = []
-        self._threads: list[threading.Thread] = []
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -229,21 +215,16 @@ class FaultProxy:
             return self
         for client in range(self.clients):
             server = _PortServer(self, client)
-            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                                      name=f"sim-proxy-{client}", daemon=True)
-            thread.start()
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name=f"sim-proxy-{client}",
+                             daemon=True).start()
             self._servers.append(server)
-            self._threads.append(thread)
         return self
 
     def stop(self) -> None:
         servers, self._servers = self._servers, []
         for server in servers:
-            server.shutdown()
+            server.shutdown()  # returns once serve_forever has
             server.server_close()
-        for thread in self._threads:
-            thread.join(timeout=5)
-        self._threads = []
 
     def __enter__(self) -> FaultProxy:
         return self.start()
@@ -257,10 +238,8 @@ class FaultProxy:
 
     def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
         """``base`` storage options with the endpoint replaced by ``client``'s port (plain HTTP)."""
-        out = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
-        out["aws_endpoint"] = self.endpoint(client)
-        out["allow_http"] = "true"
-        return out
+        kept = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
+        return {**kept, "aws_endpoint": self.endpoint(client), "allow_http": "true"}
 
     # --- summaries ------------------------------------------------------------------------------------
 
@@ -279,14 +258,12 @@ class FaultProxy:
         arrived = time.monotonic()
         method = handler.command.upper()
         target = urlsplit(handler.path)
-        path, query = target.path, target.query
-        bucket, _, raw_key = path.lstrip("/").partition("/")
+        bucket, _, raw_key = target.path.lstrip("/").partition("/")
         key = unquote(raw_key)
         body = self._read_body(handler)
-        request_class = classify(method, key, query)
+        request_class = classify(method, key, target.query)
         with self._lock:
-            n = self._counters[(client, request_class)]
-            self._counters[(client, request_class)] += 1
+            n = self.requests[(client, request_class)]
             self.requests[(client, request_class)] += 1
             if request_class in ("get", "head"):
                 self.objects_read.setdefault(client, set()).add(f"{bucket}/{key}")
@@ -303,18 +280,29 @@ class FaultProxy:
             with self._lock:
                 self.faults.append(InjectedFault(client, request_class, n, fault.kind, method, f"{bucket}/{key}",
                                                  arrived))
-        headers = [(k, v) for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP]
-        conditional = any(k.lower() == "if-none-match" for k, _ in headers)
+        conditional = "If-None-Match" in handler.headers
+        dropped = _HOP_BY_HOP | {"content-length"}
         if self.personality == "no-conditional":
-            headers = [(k, v) for k, v in headers if k.lower() != "if-none-match"]
-        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            dropped |= {"if-none-match"}
+        headers = [(k, v) for k, v in handler.headers.items() if k.lower() not in dropped]
         headers.append(("Content-Length", str(len(body))))
 
         forwarded = 0.0
 
         def record(status: int) -> None:
-            self._record_writes(client, arrived, request_class, method, bucket, key, body, status, fault.kind,
-                                conditional, forwarded)
+            """Log a manifest PUT or a deletion (a multi-object delete, a POST, names its keys in the body)."""
+            if request_class == "manifest-put":
+                entries = [WireWrite(client, arrived, "manifest-put", bucket, key, status,
+                                     hashlib.md5(body, usedforsecurity=False).hexdigest(),
+                                     body if 200 <= status < 300 else None, fault.kind, conditional, forwarded)]
+            elif request_class == "delete":
+                keys = [key] if method == "DELETE" else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
+                entries = [WireWrite(client, arrived, "delete", bucket, k, status, fault=fault.kind,
+                                     forwarded=forwarded) for k in keys]
+            else:
+                return
+            with self._lock:
+                self.writes.extend(entries)
 
         if fault.kind in ("latency", "pause"):
             time.sleep(fault.delay_s)
@@ -406,24 +394,14 @@ class FaultProxy:
     def _respond(self, handler: _Handler, method: str, status: int, headers: list[tuple[str, str]], body: bytes,
                  reason: str | None = None) -> None:
         """Status line, headers and body in one write (no delayed-ACK stall between them)."""
+        head = method == "HEAD"  # a HEAD answer carries the object's length and no body
         lines = [f"HTTP/1.1 {status} {reason or http.client.responses.get(status, '')}"]
-        length_given = False
-        for name, value in headers:
-            lowered = name.lower()
-            if lowered == "content-length":
-                if method == "HEAD":  # a HEAD answer carries the object's length and no body
-                    lines.append(f"{name}: {value}")
-                    length_given = True
-                continue
-            if lowered in ("server", "date"):
-                continue
-            lines.append(f"{name}: {value}")
-        if not length_given:
+        lines += [f"{name}: {value}" for name, value in headers
+                  if name.lower() not in ("server", "date") and (head or name.lower() != "content-length")]
+        if not (head and any(name.lower() == "content-length" for name, _ in headers)):
             lines.append(f"Content-Length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        if method != "HEAD":
-            payload += body
-        handler.wfile.write(payload)
+        handler.wfile.write(payload if head else payload + body)
         handler.wfile.flush()
 
     @staticmethod
@@ -433,25 +411,6 @@ class FaultProxy:
         with contextlib.suppress(OSError):
             handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             handler.connection.close()
-
-    def _record_writes(self, client: int, arrived: float, request_class: str, method: str, bucket: str, key: str,
-                       body: bytes, status: int, fault: str | None, conditional: bool, forwarded: float) -> None:
-        entries: list[WireWrite] = []
-        if request_class == "manifest-put":
-            applied = 200 <= status < 300
-            entries.append(WireWrite(client, arrived, "manifest-put", bucket, key, status,
-                                     hashlib.md5(body, usedforsecurity=False).hexdigest(),
-                                     body if applied else None, fault, conditional, forwarded))
-        elif request_class == "delete" and method == "DELETE":
-            entries.append(WireWrite(client, arrived, "delete", bucket, key, status, fault=fault,
-                                     forwarded=forwarded))
-        elif request_class == "delete":  # multi-object delete: the keys are in the request body
-            for raw in _KEY.findall(body):
-                entries.append(WireWrite(client, arrived, "delete", bucket, html.unescape(raw.decode()), status,
-                                         fault=fault, forwarded=forwarded))
-        if entries:
-            with self._lock:
-                self.writes.extend(entries)
 
     def _hide_recent(self, bucket: str, body: bytes) -> bytes:
         """Drop ``<Contents>`` entries of keys written less than ``list_lag_s`` ago."""

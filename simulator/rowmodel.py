@@ -55,8 +55,7 @@ def _by_op(rows: Iterable[int]) -> dict[OpKey, list[int]]:
 
 
 def replay(att: Attribution, final: FinalState) -> list[Observation]:
-    """Apply the commits of each dataset in version order, starting from the setup's rows (a clone: from
-    its source version's model), and pair each retained readable version with the model's rows there."""
+    """Every retained readable version beside the model's rows there (see the module docstring)."""
     steps: dict[str, list[Commit]] = defaultdict(list)
     for commit in att.commits:
         steps[commit.where.dataset].append(commit)
@@ -96,7 +95,7 @@ def _clone_sources(att: Attribution) -> dict[str, Where]:
             source_version = record.value.get("source_version")
             if source_version is None:
                 owned = [w.version for w in att.owned.get(record.key, []) if w.dataset == record.op.name]
-                source_version = min(owned) if owned else None
+                source_version = min(owned, default=None)
             if source_version is not None:
                 out[record.op.name] = Where(record.op.dataset, int(source_version))
     return out

@@ -15,10 +15,6 @@ and a server thread inside the test process could then deadlock with its own cli
 
 ``--port 0`` binds a free port. Either way, once the socket is listening the process prints one line
 ``LANCESPEC_S3_LISTENING http://HOST:PORT`` on stdout, then serves (threaded) until killed.
-
-``EmbeddedS3Server`` starts that process bound to 127.0.0.1 only, waits until it answers HTTP, and kills
-it on ``stop()``, on leaving its ``with`` block, at interpreter exit, and (through a pipe on the child's
-stdin) when the parent process dies.
 """
 
 from __future__ import annotations
@@ -36,7 +32,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from lancespec.reference.errors import S3ServerError
@@ -68,15 +63,15 @@ LOOPBACK = "127.0.0.1"
 
 
 class WriteLockMiddleware:
-    """Runs every write request (``WRITE_METHODS``) of the wrapped app under ``lock``, one at a time.
+    """Runs every write request (``WRITE_METHODS``) of the wrapped app under one lock, one at a time.
 
     The lock is held until the response body has been produced in full, so the store's check-then-store
     of a conditional write cannot interleave with any other write. Other methods pass straight through.
     """
 
-    def __init__(self, app: WSGIApplication, lock: threading.Lock | None = None) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
-        self.lock = lock if lock is not None else threading.Lock()
+        self.lock = threading.Lock()
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if str(environ.get("REQUEST_METHOD", "")).upper() not in WRITE_METHODS:
@@ -93,8 +88,7 @@ class WriteLockMiddleware:
 
 
 def make_app(locked: bool = True) -> WSGIApplication:
-    """moto's S3-serving WSGI app (the one ``moto_server`` runs), under the write lock unless ``locked`` is
-    false."""
+    """moto's S3-serving WSGI app (the one ``moto_server`` runs), under the write lock unless ``locked`` is false."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     app: WSGIApplication = DomainDispatcherApplication(create_backend_app)
@@ -125,14 +119,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
     parser.add_argument(
-        "--switch-interval",
-        type=float,
-        default=None,
-        help="set sys.setswitchinterval (a tiny value makes thread races more likely)",
+        "--switch-interval", type=float, help="set sys.setswitchinterval (a tiny value makes thread races more likely)"
     )
-    parser.add_argument(
-        "--exit-with-stdin", action="store_true", help="exit when stdin is closed (the parent is gone)"
-    )
+    parser.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin is closed (the parent is gone)")
     args = parser.parse_args(argv)
 
     from werkzeug.serving import make_server
@@ -162,22 +151,17 @@ class EmbeddedS3Server:
     """An S3-compatible server in a child process on 127.0.0.1 and a free port.
 
     ``start()`` returns once the server answers HTTP, or raises S3ServerError (with the child's stderr)
-    after ``startup_timeout`` seconds. ``stop()`` kills the child; it is also called on leaving a ``with``
-    block and at interpreter exit. ``locked=False`` serves moto without the write lock.
+    after ``startup_timeout`` seconds. ``stop()`` kills the child; so do leaving a ``with`` block,
+    interpreter exit and (the child's stdin is a pipe) the parent's death. ``locked=False`` serves moto
+    without the write lock.
     """
 
     def __init__(
-        self,
-        *,
-        locked: bool = True,
-        startup_timeout: float = 30.0,
-        switch_interval: float | None = None,
-        verbose: bool = False,
+        self, *, locked: bool = True, startup_timeout: float = 30.0, switch_interval: float | None = None
     ) -> None:
         self.locked = locked
         self.startup_timeout = startup_timeout
         self.switch_interval = switch_interval
-        self.verbose = verbose
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._endpoint: str | None = None
@@ -189,10 +173,9 @@ class EmbeddedS3Server:
         """Launch the child process and wait for it to answer; a no-op if already running."""
         if self._proc is not None:
             return self
-        cmd = self.command()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, close_fds=True
+            self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, close_fds=True
         )
         atexit.register(self.stop)
         try:
@@ -209,8 +192,6 @@ class EmbeddedS3Server:
         cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", "0", "--exit-with-stdin"]
         if not self.locked:
             cmd.append("--unlocked")
-        if self.verbose:
-            cmd.append("--verbose")
         if self.switch_interval is not None:
             cmd += ["--switch-interval", repr(self.switch_interval)]
         return cmd
@@ -238,19 +219,15 @@ class EmbeddedS3Server:
     def __enter__(self) -> EmbeddedS3Server:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property
     def running(self) -> bool:
-        """Whether the child process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
     @property
     def pid(self) -> int:
-        """The child's process id."""
         return self._running_proc().pid
 
     # what clients need
@@ -262,19 +239,9 @@ class EmbeddedS3Server:
             raise S3ServerError("the embedded S3 server is not running")
         return self._endpoint
 
-    @property
-    def port(self) -> int:
-        """The port the server listens on."""
-        return int(self.endpoint.rsplit(":", 1)[1])
-
     def storage_options(self) -> dict[str, str]:
         """Storage options that both pylance and ``S3Store`` accept for this endpoint."""
-        return {
-            **TEST_CREDENTIALS,
-            "aws_endpoint": self.endpoint,
-            "aws_region": "us-east-1",
-            "allow_http": "true",
-        }
+        return {**TEST_CREDENTIALS, "aws_endpoint": self.endpoint, "aws_region": "us-east-1", "allow_http": "true"}
 
     def client(self) -> Any:
         """A boto3 S3 client for this endpoint (path-style addressing), as ``S3Store`` makes it."""
@@ -308,8 +275,7 @@ class EmbeddedS3Server:
         proc = self._proc
         code = proc.poll() if proc is not None else None
         status = f"exited with code {code}" if code is not None else "still running"
-        stderr = self._stderr_text()
-        return S3ServerError(f"embedded S3 server {why} (process {status}); its stderr:\n{stderr}")
+        return S3ServerError(f"embedded S3 server {why} (process {status}); its stderr:\n{self._stderr_text()}")
 
     def _await_announcement(self, deadline: float) -> str:
         """Read the child's ``ANNOUNCE_PREFIX`` line, then keep draining its stdout in the background."""
@@ -319,12 +285,10 @@ class EmbeddedS3Server:
         lines: queue.Queue[str | None] = queue.Queue()
 
         def drain() -> None:
-            announced = False
             for raw in stdout:
                 line = raw.decode("utf-8", "replace").strip()
-                if not announced and line.startswith(ANNOUNCE_PREFIX):
-                    announced = True
-                    lines.put(line[len(ANNOUNCE_PREFIX):])
+                if line.startswith(ANNOUNCE_PREFIX):  # printed once; only the first item is taken
+                    lines.put(line[len(ANNOUNCE_PREFIX) :])
             lines.put(None)  # EOF: the process has ended or closed stdout
 
         threading.Thread(target=drain, name="s3-server-stdout", daemon=True).start()
@@ -341,7 +305,7 @@ class EmbeddedS3Server:
 
     def _await_http(self, deadline: float) -> None:
         """Poll ``GET /`` until the server answers with any HTTP status."""
-        port, last_error = self.port, ""
+        port, last_error = int(self.endpoint.rsplit(":", 1)[1]), ""
         while time.monotonic() < deadline:
             if self._running_proc().poll() is not None:
                 raise self._fail("ended during the health check")

@@ -88,8 +88,7 @@ def regression_source(result: ShrinkResult, test_name: str) -> str:
     """A pytest module that replays the shrunk run and requires it clean (it fails until the bug is fixed)."""
     shrunk = result.shrunk
     fields = {f.name: getattr(shrunk, f.name) for f in dataclasses.fields(RunConfig)
-              if getattr(shrunk, f.name) != f.default and f.name not in ("endpoint", "storage_options", "bucket")
-              and not (f.name == "weights" and shrunk.weights is None)}
+              if getattr(shrunk, f.name) != f.default and f.name not in ("endpoint", "storage_options", "bucket")}
     arguments = "".join(f"\n        {name}={value!r}," for name, value in fields.items())
     return f'''"""Shrunk simulator counterexample: {", ".join(result.invariants)}.
 

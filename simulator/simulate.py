@@ -26,10 +26,10 @@ from lancespec.reference.errors import InvalidOption
 from lancespec.reference.store.s3 import CREDENTIAL_OPTIONS
 
 from .checker import CheckResult, FinalState, check
-from .faults import PROFILES, FaultProfile, profile
+from .faults import PROFILES, profile
 from .history import History
 from .observe import observe, read_versions_of
-from .preflight import PreflightResult, preflight
+from .preflight import PreflightResult, preflight, s3_client
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
 from .workload import PLAN_KINDS, Op, initial_ids, plan, writer_kind
 
@@ -85,12 +85,11 @@ class RunConfig:
         if self.faults not in PROFILES:
             raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
         if self.weights is not None:
-            plannable = list(PLAN_KINDS)
-            values = list(self.weights.values())
-            if set(self.weights) - set(plannable) or not all(math.isfinite(w) and w >= 0 for w in values) \
+            values = self.weights.values()
+            if set(self.weights) - set(PLAN_KINDS) or not all(math.isfinite(w) and w >= 0 for w in values) \
                     or not any(w > 0 for w in values):
-                raise InvalidOption(f"--weights gives operations of {', '.join(plannable)} finite weights of at least "
-                                    f"0, one of them above 0; got {self.weights}")
+                raise InvalidOption(f"--weights gives operations of {', '.join(PLAN_KINDS)} finite weights of at "
+                                    f"least 0, one of them above 0; got {self.weights}")
 
     def to_json(self) -> dict[str, Any]:
         return {"writers": self.writers, "ops": self.ops, "seed": self.seed, "writer": self.writer,
@@ -194,8 +193,6 @@ def _default_options() -> dict[str, str]:
 
 
 def _ensure_bucket(endpoint: str, options: dict[str, str], bucket: str) -> None:
-    from .preflight import s3_client
-
     client = s3_client(endpoint, options)
     try:
         client.head_bucket(Bucket=bucket)
@@ -222,8 +219,7 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
     options["allow_http"] = "true" if endpoint.startswith("http://") else options.get("allow_http", "false")
     direct = {**options, "aws_endpoint": endpoint}
     bucket = config.bucket or f"lancespec-sim-{config.seed}-{uuid.uuid4().hex[:8]}"
-    fault_profile: FaultProfile = profile(config.faults)
-    proxy = FaultProxy(endpoint, config.writers + 1, seed=config.seed, faults=fault_profile,
+    proxy = FaultProxy(endpoint, config.writers + 1, seed=config.seed, faults=profile(config.faults),
                        personality=config.personality, list_lag_s=config.list_lag_s,
                        faulty_clients=range(config.writers))
     try:
@@ -264,12 +260,10 @@ def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[s
     """Version 1 of every dataset, written by the reference writer: two fragments of ``INITIAL_ROWS // 2`` rows
     (few, so ``shared-delete`` operations meet on them)."""
     session = registry.get("reference").open(Folder(f"s3://{bucket}", options))
-    names = []
     for i in range(count):
         ids = initial_ids(i)
         session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=len(ids) // 2))
-        names.append(f"ds{i}")
-    return names
+    return [f"ds{i}" for i in range(count)]
 
 
 def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dict[str, str],
@@ -311,12 +305,11 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
             try:
                 message = results.get(timeout=min(1.0, max(0.05, hard_stop - now)))
             except queue_mod.Empty:
-                dead = [w for w, p in enumerate(procs) if not p.is_alive() and w not in done]
-                for w in dead:
-                    done.add(w)
-                    errors.append(f"writer {w} died with exit code {procs[w].exitcode}")
-                    if not released:
-                        start.set()
+                for w, proc in enumerate(procs):
+                    if not proc.is_alive() and w not in done:
+                        done.add(w)
+                        errors.append(f"writer {w} died with exit code {proc.exitcode}")
+                        start.set()  # the others must not wait for it
                 continue
             kind = message[0]
             if kind == "ready":
@@ -338,8 +331,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
                 done.add(message[1])
                 if message[2]:
                     errors.append(f"writer {message[1]}: {message[2]}")
-                if not released:
-                    start.set()
+                start.set()
     except KeyboardInterrupt:
         errors.append("interrupted")  # the writers are killed at once below
         raise

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .preflight import http_status, preflight, s3_client
@@ -39,8 +39,7 @@ class PropertyVerdict:
     commit_critical: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "observed": self.observed,
-                "commit_critical": self.commit_critical}
+        return asdict(self)
 
 
 @dataclass

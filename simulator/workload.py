@@ -37,7 +37,7 @@ object, or pin one; each comes out as an ``Op`` of an existing kind, so nothing 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -113,7 +113,6 @@ class Op:
     ref: int | None = None
     name: str = ""
     arg: int = 0
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"writer": self.writer, "index": self.index, "kind": self.kind, "dataset": self.dataset}
@@ -160,11 +159,9 @@ def plan(seed: int, writers: int, ops: int, datasets: int = 2,
     kinds = [k for k in table if table[k] > 0]
     if any(k not in PLAN_KINDS for k in kinds):
         raise ValueError(f"weights may name only {', '.join(PLAN_KINDS)}")
-    out = []
-    for writer in range(writers):
-        count = ops // writers + (1 if writer < ops % writers else 0)
-        out.append(_plan_writer(seed, writer, count, datasets, kinds, [table[k] for k in kinds]))
-    return out
+    weights_of = [table[k] for k in kinds]
+    return [_plan_writer(seed, w, ops // writers + (1 if w < ops % writers else 0), datasets, kinds, weights_of)
+            for w in range(writers)]
 
 
 def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[str],
@@ -174,7 +171,6 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
     appended: dict[str, list[int]] = {}  # dataset -> plan positions of this writer's appends there
     tags: list[tuple[str, str]] = []  # (dataset, tag) created by this writer and not deleted
     pending: list[tuple[int, int]] = []  # (due position, stage position)
-    clones = 0
     while len(ops) < count:
         i = len(ops)
         due = [p for p in pending if p[0] <= i]
@@ -217,7 +213,6 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
                 tags.append((dataset, name))
                 ops.append(Op(writer, i, "tag", dataset, name=name))
         elif kind == "clone":
-            clones += 1
             ops.append(Op(writer, i, "clone", dataset, name=f"clone-w{writer}-{i}"))
         elif kind == "cleanup":
             ops.append(Op(writer, i, "cleanup", dataset, arg=rng.randint(1, 3)))

@@ -75,14 +75,8 @@ def run_op(session: Session, op: Op) -> dict[str, Any]:
     return results[-1]
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:400]
-
-
 def writer_main(writer: int, kind: str, origin: str, bucket: str, storage_options: dict[str, str],
-                ops: list[dict[str, Any]], start: Any, results: Any, time_limit: float,
-                start_timeout: float = 300.0) -> None:
+                ops: list[dict[str, Any]], start: Any, results: Any, time_limit: float) -> None:
     """A writer process: open a session of implementation ``kind`` (registered by module ``origin``) on the
     bucket, report ``ready``, wait for ``start``, then run every planned operation, reporting ``("event",
     writer, type, time, op index, value)``; start no operation later than ``time_limit`` seconds after the
@@ -98,7 +92,7 @@ def writer_main(writer: int, kind: str, origin: str, bucket: str, storage_option
         import lance  # noqa: F401  (import cost before the start, not inside the first operation)
 
         results.put(("ready", writer))
-        if not start.wait(timeout=start_timeout):
+        if not start.wait(timeout=300):
             raise TimeoutError("the run never started")
         deadline = time.monotonic() + time_limit
         for raw in ops:
@@ -112,7 +106,7 @@ def writer_main(writer: int, kind: str, origin: str, bucket: str, storage_option
                 outcome = "ok"
             except Exception as exc:
                 outcome = "failed" if isinstance(exc, WriterRefusal) and exc.certain else "unknown"
-                value = {"error": _one_line(exc)}
+                value = {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]}
             results.put(("event", writer, outcome, time.monotonic(), op.index, value))
     except BaseException as exc:  # report, then end: the parent must never wait for a dead writer
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
