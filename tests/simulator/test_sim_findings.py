@@ -9,6 +9,13 @@ property of put-if-absent on reusable names, not of one writer). Found by
 
 Here the delay is a proxy pause on writer A's manifest PUT; while it is held, writer B commits v2 and v3
 and a cleanup (``older_than=0, retain_versions=1``) removes v1 and v2; then A's PUT of v2 lands.
+
+F-037: pylance's cleanup deletes a removed version's data files before its manifest, does not resend a
+manifest DELETE whose connection was reset, and reports success (``failed_deletes`` in its stats, no
+error): the version stays listed and names files that are gone. Found by
+``lancespec simulate --writers 3 --ops 36 --seed 12 --writer pylance --faults heavy --preflight-rounds 0``
+(about one run in 15 on a loaded machine: ``unreadable-version`` and ``gc-deleted-reachable`` of ``ds1 v3``).
+Here the proxy resets every delete after the first two (the transaction file and the data file).
 """
 
 from __future__ import annotations
@@ -77,3 +84,25 @@ def test_f026_a_delayed_commit_takes_a_version_cleanup_freed(writer: str, s3_ser
     assert lance.dataset(uri, version=2, storage_options=direct).to_table().column("id").to_pylist() == [1, 100]
     # ... and the latest version does not descend from it: its row is in no later version.
     assert sorted(lance.dataset(uri, storage_options=direct).to_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_f037_a_cleanup_whose_manifest_delete_fails_leaves_an_unreadable_version(s3_server: EmbeddedS3Server,
+                                                                                  bucket: str) -> None:
+    uri = f"s3://{bucket}/ds"
+    direct = s3_server.storage_options()
+    lance.write_dataset(table(1), uri, storage_options=direct)
+    lance.write_dataset(table(2), uri, mode="overwrite", storage_options=direct)  # v1's data file is now old
+    reset = FaultProfile("reset-manifest-deletes", {}, script={"delete": dict.fromkeys(range(2, 64), "reset")})
+    with FaultProxy(s3_server.endpoint, 1, faults=reset) as proxy:
+        ds = lance.dataset(uri, storage_options=proxy.storage_options(0, direct))
+        stats = ds.cleanup_old_versions(older_than=timedelta(0), retain_versions=1, error_if_tagged_old_versions=False)
+        deletes = sorted(proxy.writes, key=lambda w: w.t)
+    # The divergence: the data file went first, the manifest's only DELETE was reset and not sent again ...
+    assert [(w.key.split("/")[1], w.applied) for w in deletes if "/_transactions/" not in w.key] == [
+        ("data", True), ("_versions", False)]
+    # ... and the cleanup reported success, the failure only counted in its stats ...
+    assert stats.data_files_removed == 1 and stats.old_versions == 0 and stats.failed_deletes == 1
+    # ... so version 1 is still listed, and cannot be read.
+    assert [v["version"] for v in lance.dataset(uri, storage_options=direct).versions()] == [1, 2]
+    with pytest.raises(pa.ArrowInvalid, match="Not found"):
+        lance.dataset(uri, version=1, storage_options=direct).to_table()
