@@ -585,11 +585,11 @@ def _stats(candidates: Sequence[CleanupCandidate]) -> CleanupStats:
 def execute_cleanup(dataset: Dataset, plan: CleanupPlan) -> CleanupStats:
     """Delete the plan's candidates and nothing else; manifests last, oldest first.
 
-    Data, sidecar, deletion, index, transaction and staging files go first, so that a crash part-way
-    never leaves a manifest that points at deleted files: the worst case is garbage for the next run.
+    Data, sidecar, deletion, index, transaction and staging files go first, as pylance orders them. A
+    failing delete raises and stops the run; when that happens before the manifests, the removed versions
+    stay listed while some of their files are gone (the state of F-037, which pylance does not report).
     The plan is refused (CleanupError) if it was made for another root or if a version has been
     committed since it was made (a new commit may reference files the plan thought unreferenced).
-    A failing delete raises and stops the run before any manifest is removed.
     """
     if not same_location(plan.root, dataset.uri):
         raise CleanupError(f"the plan was made for {plan.root}, not for this dataset", dataset.uri)
