@@ -316,6 +316,18 @@ def _config_vs_config(mine: Transaction, theirs: Transaction, cell: _Cell) -> Ve
     return cell.compatible("no config key or metadata in common")
 
 
+def _config_vs_overwrite(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
+    """Always INCOMPATIBLE (the matrix); the reason says whether the UpdateConfig touches metadata or a key the
+    Overwrite also sets, or only other config keys (the case pylance 14.0.2 lets land: spec/findings.md F-038)."""
+    config = mine.update_config
+    if _touches_schema_metadata(config) or _touched_field_metadata(config):
+        return cell.incompatible("it changes schema or field metadata")
+    keys = _shared_config_keys(mine, theirs)
+    if keys:
+        return cell.incompatible(f"both set config keys {sorted(keys)}")
+    return cell.incompatible("it changes only config keys the Overwrite does not set")
+
+
 def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:
     clashes = {
         (group.fragment_id, field)
@@ -342,7 +354,7 @@ _WAL = (*_REPLACED, "UpdateMemWalState")
 _INCOMPATIBLE: dict[str, tuple[str, ...]] = {
     "Append": _WAL, "Delete": _WAL, "Update": _REPLACED, "CreateIndex": _WAL, "Rewrite": _REPLACED,
     "Merge": (*_WAL, "Project"), "Project": _WAL, "Restore": ("UpdateMemWalState",), "ReserveFragments": _REPLACED,
-    "UpdateConfig": ("Overwrite",), "DataReplacement": _WAL,
+    "DataReplacement": _WAL,
 }
 """Row -> the columns it is INCOMPATIBLE with whatever the two transactions hold."""
 
@@ -374,7 +386,7 @@ _RULES: dict[tuple[str, str], _Rule] = {
         _replaced_fields(mine) & _new_index_fields(theirs), cell.retryable,
         "the concurrent index covers replaced fields", "no replaced field is indexed"),
     ("CreateIndex", "Rewrite"): _index_rewrite_overlap, ("Rewrite", "CreateIndex"): _rewrite_vs_index,
-    ("UpdateConfig", "UpdateConfig"): _config_vs_config,
+    ("UpdateConfig", "UpdateConfig"): _config_vs_config, ("UpdateConfig", "Overwrite"): _config_vs_overwrite,
     ("DataReplacement", "DataReplacement"): _replacement_vs_replacement,
     ("UpdateBases", "UpdateBases"): _bases_vs_bases,
 }

@@ -46,7 +46,7 @@ def manifests_readable(ctx: DatasetContext) -> None:
             pass  # not there any more, or not readable: HIST-001 above says so
 
 
-def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, bytes | None] | None:
+def transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, bytes | None] | None:
     """The URI and content (None when absent) of the transaction file the manifest names; None when it
     names none."""
     name = snapshot.manifest.transaction_file
@@ -61,13 +61,13 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
         return uri, None
 
 
-def _transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
+def transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
     """The transaction file of every certified version."""
     for snapshot in ctx.snapshots.values():
-        yield ("transaction", snapshot.manifest_uri), functools.partial(_transaction_file, ctx, snapshot)
+        yield ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
 
 
-@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004", prefetch=_transaction_reads)
+@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004", prefetch=transaction_reads)
 def transactions(ctx: DatasetContext) -> None:
     """For every certified version: the transaction file the manifest names, when it exists, decodes as a
     Transaction and equals the inline copy byte for byte when the manifest carries one (HIST-002); the
@@ -79,7 +79,7 @@ def transactions(ctx: DatasetContext) -> None:
         snapshot = ctx.snapshots[version]
         inline = snapshot.manifest_file.transaction_bytes
         txn = snapshot.manifest_file.transaction
-        found = _transaction_file(ctx, snapshot)
+        found = transaction_file(ctx, snapshot)
         uri, content = found if found is not None else ("", None)
         if content is not None:
             try:

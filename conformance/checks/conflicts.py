@@ -1,0 +1,100 @@
+"""The conflict rules judged on a root's history, from storage alone (COMMIT-002; docs/lance-format.md §7.2, §7.3).
+
+A writer builds its transaction on ``read_version`` and, before its manifest may land as version ``v``, judges it
+against the transaction of every version committed in between (``read_version < w < v``). A transaction that
+the conflict matrix calls *incompatible* with one of them must fail; one it calls *retryable* must be rebuilt on
+the newer version, which gives it a newer ``read_version``. So a committed transaction whose ``read_version``
+still lies before a version it is incompatible with, or must be retried after, shows a commit that should have
+been refused: the writer skipped judging what landed since it read (Table Format spec, "Transactions").
+
+The matrix is the reference writer's own (:func:`lancespec.reference.conflicts.judge`), so the judge and the
+oracle cannot disagree. Rebases are accounted for as Lance performs them: a rebased Delete or Update is written
+with ``read_version`` set to the version it was rebased on (rust/lance/src/io/commit/conflict_resolver.rs,
+``finish_delete_update``), so nothing lies in between; a REBASE verdict found in a history is compatible.
+
+What cannot be judged is left alone, never guessed: a Clone (the first commit of a new root; its
+``read_version`` is the source's version), a non-strict Overwrite with ``read_version`` 0 (pylance does not
+load a read version for it, §7.2 step 2, so what it saw is not recorded), a version whose transaction is gone
+(no inline copy, no ``_transactions/`` file, or its manifest removed by a cleanup), and versions more than
+:data:`MAX_IN_BETWEEN` before the committing one (a bound on the work a dataset can ask for).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from lancespec.reference.codec import decode_transaction
+from lancespec.reference.conflicts import Resolution, judge
+from lancespec.reference.errors import FormatError
+from lancespec.reference.proto import transaction_pb2
+from lancespec.reference.table import Snapshot
+
+from . import DatasetContext, dataset_check
+from .history import transaction_file, transaction_reads
+
+#: The most versions in between that one committed transaction is judged against (the nearest ones).
+MAX_IN_BETWEEN = 1000
+
+#: Verdicts under which a transaction must not commit as it was built.
+_REFUSED = {Resolution.INCOMPATIBLE: "incompatible with", Resolution.RETRYABLE: "had to be retried after"}
+
+
+def _transaction(ctx: DatasetContext, snapshot: Snapshot) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``snapshot``: its manifest's inline copy, else its ``_transactions/`` file;
+    None when neither is there or it does not decode (HIST-002 says so)."""
+    inline = snapshot.manifest_file.transaction
+    if inline is not None:
+        return inline
+    found = transaction_file(ctx, snapshot)
+    if found is None or found[1] is None:
+        return None
+    try:
+        return decode_transaction(found[1], found[0])
+    except FormatError:
+        return None
+
+
+def _judged_read_version(txn: transaction_pb2.Transaction, version: int) -> int | None:
+    """The version the transaction was built on, when the history can judge what landed since; else None."""
+    operation = txn.WhichOneof("operation")
+    if operation is None or operation == "clone":
+        return None
+    if operation == "overwrite" and txn.read_version == 0:
+        return None
+    if txn.read_version >= version:  # HIST-003's finding
+        return None
+    return txn.read_version
+
+
+@dataset_check("history.conflicts", "COMMIT-002", prefetch=transaction_reads)
+def committed_despite_conflict(ctx: DatasetContext) -> None:
+    """MUST: no certified version was committed on top of a version its transaction is incompatible with or
+    must be retried after, according to the conflict matrix (COMMIT-002; docs/lance-format.md §7.3)."""
+    history = {snapshot.version: snapshot for snapshot in ctx.history()}
+    order = sorted(history)
+    transactions: dict[int, transaction_pb2.Transaction | None] = {}
+
+    def transaction_of(version: int) -> transaction_pb2.Transaction | None:
+        if version not in transactions:
+            transactions[version] = _transaction(ctx, history[version])
+        return transactions[version]
+
+    for version in sorted(ctx.snapshots):
+        if version not in history:
+            continue
+        committing = transaction_of(version)
+        read = None if committing is None else _judged_read_version(committing, version)
+        if committing is None or read is None:
+            continue
+        start = bisect.bisect_right(order, read)
+        end = bisect.bisect_left(order, version)
+        for other in order[max(start, end - MAX_IN_BETWEEN):end]:
+            concurrent = transaction_of(other)
+            if concurrent is None or concurrent.WhichOneof("operation") is None:
+                continue
+            verdict = judge(committing, concurrent, concurrent_version=other)
+            if verdict.resolution in _REFUSED:
+                ctx.finding_at(version, "COMMIT-002", ctx.snapshots[version].manifest_uri,
+                               f"version {version} was built on version {read} and committed after version "
+                               f"{other}, which it is {_REFUSED[verdict.resolution]}: {verdict.reason}",
+                               detail=f"read_version {read}; concurrent version {other}")
