@@ -26,8 +26,8 @@ from lancespec.reference.layout import parse_manifest_name
 from .history import COMMITTING_KINDS, History, OpKey, OpRecord
 from .proxy import WireWrite
 
-__all__ = ["SETUP", "Attribution", "Commit", "FinalState", "Reuse", "Sent", "VersionAttribution", "VersionState",
-           "Where", "attribute", "manifest_where"]
+__all__ = ["SETUP", "Attribution", "Breach", "Commit", "FinalState", "Reuse", "Sent", "VersionAttribution",
+           "VersionState", "Where", "attribute", "manifest_where"]
 
 SETUP = OpKey(-1, -1)
 """The owner of version 1 of the initial datasets (written by the setup, not through the proxy)."""
@@ -61,6 +61,17 @@ class FinalState:
     versions: dict[str, dict[int, VersionState]] = field(default_factory=dict)
     initial: tuple[str, ...] = ()
     read_versions: dict[str, int] = field(default_factory=dict)
+    breaches: dict[str, list[Breach]] = field(default_factory=dict)
+    """Per dataset, what certify reports at MUST on its retained versions that no known divergence explains."""
+
+
+class Breach(NamedTuple):
+    """A MUST finding of certify on a retained version (``branch`` None for the dataset's main root)."""
+
+    requirement: str
+    version: int | None
+    branch: str | None
+    message: str
 
 
 class Sent(NamedTuple):

@@ -22,7 +22,8 @@ from .rowmodel import Observation, replay
 
 __all__ = [
     "ANOMALY_CLASSES", "INVARIANTS", "Anomaly", "CheckResult", "FinalState", "check",
-    "duplicate_commits", "duplicate_rows", "duplicate_versions", "failed_but_committed", "gc_deleted_reachable",
+    "duplicate_commits", "duplicate_rows", "duplicate_versions", "failed_but_committed", "format_breaches",
+    "gc_deleted_reachable",
     "lost_commits", "lost_rows", "phantom_rows", "reused_versions", "tags_overwritten", "unattributed_versions",
     "unknown_both_ways", "unreadable_versions", "vanished_versions", "version_gaps",
 ]  # FinalState (defined in attribution): the type of check's last argument
@@ -36,6 +37,7 @@ INVARIANTS: dict[str, str] = {
     "gc-safe": "garbage collection never deleted a file reachable from a retained version",
     "outcomes-consistent": "each unknown outcome resolves to committed or not, never both; failures commit nothing",
     "tags-exclusive": "a tag is created only where none exists: no two creates of a name without a delete between",
+    "format-conformant": "every retained version certifies: no MUST finding that no known divergence explains",
 }
 
 ANOMALY_CLASSES: dict[str, str] = {
@@ -54,6 +56,7 @@ ANOMALY_CLASSES: dict[str, str] = {
     "failed-but-committed": "outcomes-consistent",
     "unattributed-version": "outcomes-consistent",
     "tag-overwritten": "tags-exclusive",
+    "format-breach": "format-conformant",
 }
 """Each anomaly class and the invariant it breaks, in the order reports list them. One function below
 reports each class and says when (``lost_commits`` for ``lost-commit``, and so on)."""
@@ -261,6 +264,23 @@ def tags_overwritten(att: Attribution) -> list[Anomaly]:
     return out
 
 
+def format_breaches(att: Attribution, final: FinalState) -> list[Anomaly]:
+    """``format-breach``: certify reports a MUST finding on a retained version (of the dataset or of one of its
+    branches) that no known divergence explains; the anomaly names the requirement and the operation that wrote
+    the version (a branch's versions are not attributed: their operation is the branch's)."""
+    out: list[Anomaly] = []
+    for dataset, breaches in sorted(final.breaches.items()):
+        for breach in breaches:
+            where = Where(dataset, breach.version) if breach.version is not None and breach.branch is None else None
+            owner = att.owner(where) if where is not None else None
+            at = f" v{breach.version}" if breach.version is not None else ""
+            on = f" (branch {breach.branch})" if breach.branch is not None else ""
+            out.append(Anomaly("format-breach", f"{dataset}{at}{on}: MUST {breach.requirement}: {breach.message} "
+                               f"(written by {_name(owner)})", dataset, breach.version,
+                               att.events(owner)))
+    return out
+
+
 def lost_rows(att: Attribution, observed: Iterable[Observation]) -> list[Anomaly]:
     """``lost-rows``: a retained version lacks rows the model holds."""
     return _first_per_cause(a for a in _row_differences(att, observed) if a.kind == "lost-rows")
@@ -330,7 +350,7 @@ def check(history: History, wire: Iterable[WireWrite], final: FinalState) -> Che
         *version_gaps(att), *unreadable_versions(att), *lost_rows(att, observed), *duplicate_rows(att, observed),
         *phantom_rows(att, observed), *duplicate_commits(att), *gc_deleted_reachable(att),
         *unknown_both_ways(att, observed), *failed_but_committed(att), *unattributed_versions(att),
-        *tags_overwritten(att),
+        *tags_overwritten(att), *format_breaches(att, final),
     ]
     rank = {kind: i for i, kind in enumerate(ANOMALY_CLASSES)}
     anomalies.sort(key=lambda a: (rank[a.kind], a.dataset or "", a.version or 0))

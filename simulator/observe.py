@@ -23,10 +23,10 @@ from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import split_bucket
 from lancespec.reference.table import build_snapshot
 
-from .attribution import FinalState, VersionState, manifest_where
+from .attribution import Breach, FinalState, VersionState, manifest_where
 from .proxy import WireWrite
 
-__all__ = ["observe", "read_versions_of"]
+__all__ = ["judge_format", "observe", "read_versions_of"]
 
 
 def _key(uri: str) -> str:
@@ -48,6 +48,27 @@ def observe(bucket: str, storage_options: Mapping[str, str], initial: Iterable[s
         if progress is not None:
             progress(done, len(manifests))
     return final
+
+
+def judge_format(bucket: str, storage_options: Mapping[str, str], datasets: Iterable[str]) -> dict[str, list[Breach]]:
+    """Per dataset root of ``bucket``: certify's MUST findings on every retained version of it and of its
+    branches that no documented divergence of a real writer explains (spec/divergences.toml). A root certify
+    cannot read at all is one breach of HIST-001 saying why."""
+    from lancespec.conformance.certify import certify  # the judge, only once the run is over
+    from lancespec.reference.errors import LanceSpecError
+
+    out: dict[str, list[Breach]] = {}
+    for dataset in sorted(datasets):
+        try:
+            report = certify(f"s3://{bucket}/{dataset}", all_versions=True, storage_options=storage_options)
+        except LanceSpecError as exc:
+            out[dataset] = [Breach("HIST-001", None, None, exc.message)]
+            continue
+        found = [Breach(f.requirement, f.version, f.branch, f.message)
+                 for f in report.findings if f.severity == "MUST" and f.known is None]
+        if found:
+            out[dataset] = found
+    return out
 
 
 def _read_version(storage: Storage, options: Mapping[str, str], root: str, bucket: str, key: str, version: int,

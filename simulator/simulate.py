@@ -28,7 +28,7 @@ from lancespec.reference.store.s3 import CREDENTIAL_OPTIONS
 from .checker import CheckResult, FinalState, check
 from .faults import PROFILES, profile
 from .history import History
-from .observe import observe, read_versions_of
+from .observe import judge_format, observe, read_versions_of
 from .preflight import PreflightResult, preflight, s3_client
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
 from .workload import PLAN_KINDS, Op, initial_ids, plan, writer_kind
@@ -241,6 +241,8 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
         final = observe(bucket, direct, initial,
                         lambda done, total: note(done, total, "reading every retained version"))
         final.read_versions = read_versions_of(wire)
+        note(0, 0, "certifying every retained version")
+        final.breaches = judge_format(bucket, direct, final.versions)
         note(0, 0, "checking")
         result = check(history, wire, final)
         checking = time.monotonic() - checking_started

@@ -121,6 +121,20 @@ MUTANTS = (
               "        main.storage.put(uri, record.encode())\n    except ObjectAlreadyExists:\n"
               "        raise RefAlreadyExists(f\"tag {name!r} already exists\", uri) from None\n",
               "a tag is created by plain PUT over any existing tag of that name"),
+    SimMutant("append-skips-judging", "commit.py",
+              "    checked = txn.read_version  # versions up to this one",
+              "    checked = dataset.latest_version() if txn.WhichOneof(\"operation\") == \"append\" "
+              "else txn.read_version  # versions up to this one",
+              "an append is taken to conflict with nothing, so the versions committed since its read_version are "
+              "never judged: an append lands on top of an overwrite it never saw (the rows replay as a serial "
+              "history; only the history's transactions show it: COMMIT-002)"),
+    SimMutant("overwrite-renumbers-fragments", "apply.py",
+              "        _assign_ids(manifest, op.fragments, next_fragment_id(previous))\n"
+              "    elif operation == \"append\":",
+              "        _assign_ids(manifest, op.fragments, 0)\n"
+              "    elif operation == \"append\":",
+              "an overwrite numbers its fragments from 0 again: fragment ids are reused and max_fragment_id goes "
+              "down (the rows are right; only the format is broken)"),
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"

@@ -11,7 +11,7 @@ import pytest
 
 from lancespec.reference.layout import ManifestNaming, manifest_name
 from lancespec.simulator import checker
-from lancespec.simulator.attribution import SETUP, FinalState, VersionState, Where, attribute
+from lancespec.simulator.attribution import SETUP, Breach, FinalState, VersionState, Where, attribute
 from lancespec.simulator.checker import ANOMALY_CLASSES, Anomaly, check
 from lancespec.simulator.history import History, OpKey
 from lancespec.simulator.proxy import WireWrite
@@ -344,6 +344,23 @@ def test_tag_overwritten_and_what_excuses_it() -> None:
     assert run.check()[0] == []
 
 
+def format_breach() -> Run:
+    """certify found a MUST breach at v3 (w1#0's version) and one on a branch's version (not attributed)."""
+    run = clean()
+    run.final.breaches = {"ds0": [Breach("COMMIT-002", 3, None, "version 3 was built on version 1 and ..."),
+                                  Breach("MAN-002", 5, "feat", "fragment id 0 is used twice")]}
+    return run
+
+
+def test_format_breach_names_the_requirement_and_the_writer() -> None:
+    kinds, result, history = format_breach().check()
+    assert kinds == ["format-breach", "format-breach"]
+    first, second = result.anomalies
+    assert "ds0 v3: MUST COMMIT-002" in first.message and "written by w1#0" in first.message
+    assert "(branch feat)" in second.message and "written by no operation" in second.message
+    assert any("w1 ok" in line for line in first.excerpt(history))
+
+
 @pytest.mark.parametrize("kind", sorted(ANOMALY_CLASSES))
 def test_every_anomaly_class_has_a_test(kind: str) -> None:
     """Each class in ANOMALY_CLASSES is produced by one of the hand-built histories above."""
@@ -351,7 +368,7 @@ def test_every_anomaly_class_has_a_test(kind: str) -> None:
         "lost-commit", "vanished-version", "duplicate-version", "version-reused", "version-gap",
         "unreadable-version", "lost-rows",
         "duplicate-rows", "phantom-rows", "duplicate-commit", "gc-deleted-reachable", "unknown-both-ways",
-        "failed-but-committed", "unattributed-version", "tag-overwritten",
+        "failed-but-committed", "unattributed-version", "tag-overwritten", "format-breach",
     }
     assert kind in produced
 
@@ -370,6 +387,8 @@ def detect(function: Callable[..., list[Anomaly]], run: Run) -> tuple[list[Anoma
     """``function``'s anomalies on ``run``, from the attribution (and the row model for the row classes)."""
     history = History.build(run.raw)
     att = attribute(history, run.wire, run.final)
+    if function is checker.format_breaches:
+        return function(att, run.final), history
     return (function(att, replay(att, run.final)) if function in ROW_FUNCTIONS else function(att)), history
 
 
@@ -407,6 +426,8 @@ CASES: list[tuple[str, Callable[..., list[Anomaly]], Callable[[], Run], list[tup
     ("unattributed-version", checker.unattributed_versions, unattributed, [("ds0", 4, set())]),
     # the two creates told ok; not the delete that ended before both
     ("tag-overwritten", checker.tags_overwritten, tag_overwritten, [("ds0", 3, {"w0#1", "w1#1"})]),
+    # the owner of the version certify found in breach; a branch's version names no operation
+    ("format-breach", checker.format_breaches, format_breach, [("ds0", 3, {"w1#0"}), ("ds0", 5, set())]),
 ]
 
 
