@@ -46,8 +46,9 @@ def test_reference_writers_under_faults_lose_nothing() -> None:
 
 def is_f037(report: RunReport, anomaly: Anomaly) -> bool:
     """Whether ``anomaly`` is F-037 (spec/findings.md): its version's manifest was sent DELETE requests (by a
-    cleanup) and none took effect, so the version is still listed though its data files were deleted."""
-    if anomaly.kind not in ("unreadable-version", "gc-deleted-reachable") or anomaly.dataset is None \
+    cleanup) and none took effect, so the version is still listed though its data files were deleted (certify
+    reports the missing files of that version too: a ``format-breach`` of the same version)."""
+    if anomaly.kind not in ("unreadable-version", "gc-deleted-reachable", "format-breach") or anomaly.dataset is None \
             or anomaly.version is None:
         return False
     where = Where(anomaly.dataset, anomaly.version)
