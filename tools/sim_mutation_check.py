@@ -155,12 +155,18 @@ class Verdict:
     seconds: float
 
 
+#: The seed of a battery run in round ``k`` (``--seeds``): round 0 is the battery as listed.
+SEED_STRIDE = 100
+
+
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None, keep: Path | None = None) -> tuple[str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
     the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
-    folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``."""
-    for faults, seed, mix in BATTERY:
+    folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``.
+    ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds)."""
+    for faults, first_seed, mix in BATTERY:
+        seed = first_seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
         named = "contended" if mix == CONTENDED else mix
         label = f"faults={faults} seed={seed}" + (f" mix={named}" if mix else "")
@@ -190,12 +196,20 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
 
 
 def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
-        keep: Path | None = None) -> Verdict:
+        keep: Path | None = None, rounds: int = 1) -> Verdict:
+    """The battery against ``mutant`` (None: the unmutated copy), ``rounds`` times with moved seeds. The status
+    is the first round's; with several rounds the detail starts with the kill rate ``killed k/n``."""
     src, pkg = prepare(where)
     for patch in mutant.patches() if mutant is not None else []:
         apply(src, patch)
     start = time.monotonic()
-    status, detail = _battery(src, environment(pkg), where, timeout, shrink, keep)
+    outcomes = [_battery(src, environment(pkg), where, timeout, shrink, keep, k) for k in range(rounds)]
+    status, detail = outcomes[0]
+    if rounds > 1:
+        kills = sum(s == "killed" for s, _ in outcomes)
+        errors = sum(s == "error" for s, _ in outcomes)
+        status = "killed" if kills else ("error" if errors else "survived")
+        detail = f"killed {kills}/{rounds}" + (f" ({errors} errors)" if errors else "") + f"; first: {detail}"
     return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
 
 
@@ -207,6 +221,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--keep-reports", metavar="DIR", type=Path,
                         help="copy the report of every run that kills a mutant (or fails) here, to read later")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help=f"run the battery N times per mutant, seeds moved by {SEED_STRIDE} each time, and print "
+                        "the kill rate (default %(default)s)")
     parser.add_argument("--shrink", metavar="FILE",
                         help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
@@ -239,8 +256,9 @@ def main(argv: list[str]) -> int:
             print("the unmutated copy must come through the battery clean first")
             return 2
 
-        verdicts = run_each(base, chosen,
-                            lambda where, mutant: run(where, mutant, args.timeout, keep=args.keep_reports), args.jobs)
+        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
+                                                                    keep=args.keep_reports, rounds=args.seeds),
+                            args.jobs)
     by_name = {m.name: m for m in MUTANTS}
     width = max(len(v.name) for v in verdicts)
     print()
