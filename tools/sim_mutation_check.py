@@ -250,7 +250,7 @@ def main(argv: list[str]) -> int:
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
-        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
+        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports, rounds=args.seeds)
         print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
         if baseline.status != "survived":
             print("the unmutated copy must come through the battery clean first")
