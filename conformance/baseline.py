@@ -10,7 +10,7 @@ where in the dataset (``location``: the path relative to the certified root, and
 names, as ``REQ[/code]@location[#detail]``). It leaves out the version, so the same fact seen in several
 versions (a data file that versions 3 to 9 reference and that is missing) is one entry; a finding about a
 version's manifest as a whole (no element named) is a fact of that version, and its location is that
-version's manifest. The file is TOML (docs/reports.md, "Baselines")::
+version's manifest. The file is TOML (docs/baselines.md)::
 
     format = "lancespec.baseline/2"
     [[finding]]

@@ -107,15 +107,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _settings(config: pytest.Config) -> Settings:
     """The session's settings, checked: InvalidOption names the first mistake."""
-    from lancespec.cli.options import check_areas, parse_storage_options
-
     from .baseline import set_aside_ids
+    from .checks import all_checks
 
     here = config.inipath.parent if config.inipath is not None else config.rootpath
-    options = parse_storage_options([*config.getini("lance_certify_storage_options"),
-                                     *config.getoption("--lance-certify-option")])
+    options = {}
+    for pair in [*config.getini("lance_certify_storage_options"), *config.getoption("--lance-certify-option")]:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidOption(f"a storage option is KEY=VALUE, not {pair!r}")
+        options[key] = value
     areas = list(config.getini("lance_certify_areas")) or None
-    check_areas(areas)
+    known = sorted({c.area for c in all_checks().values()})
+    if unknown := sorted(set(areas or ()) - set(known)):
+        raise InvalidOption(f"unknown area(s) {', '.join(unknown)} in lance_certify_areas; choose from "
+                            f"{', '.join(known)}")
     baseline = [str(here / b) for b in config.getini("lance_certify_baseline")]
     baseline += [os.path.abspath(b) for b in config.getoption("--lance-certify-baseline")]
     ignore = [*config.getini("lance_certify_ignore"), *config.getoption("--lance-certify-ignore")]
