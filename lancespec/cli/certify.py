@@ -93,5 +93,6 @@ def run(args: argparse.Namespace) -> int:
     emit_report(report, chosen, args.format, args.output)
     if args.write_baseline:
         entries = write_baseline(report, args.write_baseline, __version__)
-        sys.stderr.write(f"wrote {entries} baseline entries to {args.write_baseline}\n")
+        sys.stderr.write(f"wrote {entries} baseline {'entry' if entries == 1 else 'entries'} to "
+                         f"{args.write_baseline}\n")
     return report.exit_code

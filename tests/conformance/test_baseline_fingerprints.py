@@ -49,7 +49,7 @@ def test_a_second_missing_data_file_fails_after_baselining_the_first(
     baseline = tmp_path / "baseline.toml"
     assert main(["certify", three_versions, "--all-versions", "--write-baseline", str(baseline)]) == 1
     err = capsys.readouterr().err
-    assert f"wrote 1 baseline entries to {baseline}\n" in err  # one line saying how many and where
+    assert f"wrote 1 baseline entry to {baseline}\n" in err  # one line saying how many and where
     [entry] = _entries(baseline)
     assert entry.startswith("BASE-004/data_file_missing@data/") and entry.endswith(f"{first.name}#fragment 0")
 
