@@ -153,7 +153,8 @@ def entries(ctx: VersionContext) -> None:
     for name, n in sorted(names.items()):
         if n > 1:
             ids_named = ", ".join(str(b.id) for b in bases if b.HasField("name") and b.name == name)
-            ctx.finding("BASE-006", where, f"base name {name!r} is used by {n} bases (ids {ids_named})")
+            ctx.finding("BASE-006", where, f"base name {name!r} is used by {n} bases (ids {ids_named})",
+                        f"bases {ids_named}")
 
 
 @version_check("bases.references", "BASE-003", "BASE-005")

@@ -24,7 +24,8 @@ def fragment_ids(ctx: VersionContext) -> None:
     counts = Counter(f.id for f in manifest.fragments)
     for fragment_id, n in sorted(counts.items()):
         if n > 1:
-            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments")
+            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments",
+                        f"fragment {fragment_id}")
     if manifest.fragments:
         highest = max(counts)
         if not manifest.HasField("max_fragment_id"):
@@ -36,7 +37,7 @@ def fragment_ids(ctx: VersionContext) -> None:
     for fragment in ctx.snap.fragments:
         if fragment.deletion is not None and fragment.physical_rows and fragment.num_rows <= 0:
             ctx.finding("DEL-006", where, f"fragment {fragment.id} has all {fragment.physical_rows} rows deleted "
-                        "but is still listed")
+                        "but is still listed", f"fragment {fragment.id}")
 
 
 @version_check("manifest.version_matches_name", "MAN-003")
@@ -86,14 +87,16 @@ def schema(ctx: VersionContext) -> None:
     ids = Counter(f.id for f in fields)
     for field_id, n in sorted(ids.items()):
         if n > 1:
-            ctx.finding("MAN-005", where, f"field id {field_id} is used by {n} fields", code="field_id_duplicate")
+            ctx.finding("MAN-005", where, f"field id {field_id} is used by {n} fields", f"field {field_id}",
+                        code="field_id_duplicate")
     mistyped = []
     for field in fields:
         if field.parent_id != -1 and field.parent_id not in ids:
             ctx.finding("MAN-005", where, f"field {field.name!r} (id {field.id}) has parent_id {field.parent_id}, "
-                        "which is no field", code="parent_id_unknown")
+                        "which is no field", f"field {field.id}", code="parent_id_unknown")
         if not known_logical_type(field.logical_type):
-            ctx.finding("MAN-014", where, f"field {field.name!r} has unknown logical type {field.logical_type!r}")
+            ctx.finding("MAN-014", where, f"field {field.name!r} has unknown logical type {field.logical_type!r}",
+                        f"field {field.id}")
         if field.type != _expected_type(field):
             mistyped.append(field.name)
     if not mistyped:
