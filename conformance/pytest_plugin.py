@@ -45,10 +45,13 @@ class CertificationFailed(AssertionError):
     """A dataset breaches MUST requirements (or cannot be read or judged); the message is the certify report."""
 
 
+#: One baseline file, or several.
+Baselines = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
 def certify_or_fail(uri: str, *, version: int | None = None, all_versions: bool = True,
                     storage_options: Mapping[str, str] | None = None, areas: Iterable[str] | None = None,
-                    ignore: Iterable[str] = (), baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-                    = ()) -> Report:
+                    ignore: Iterable[str] = (), baseline: Baselines = ()) -> Report:
     """Certify ``uri``; raise CertificationFailed (an AssertionError) unless it is conformant. ``ignore``:
     requirement or known divergence ids to set aside (``--ignore``); ``baseline``: baseline files
     (``--baseline``), one or several (``conformance.baseline``). InvalidOption for an unknown id or a
