@@ -60,7 +60,8 @@ def _run(check: Check, ctx: VersionContext | DatasetContext) -> bool:
         check.func(ctx)
     except LanceSpecError as exc:
         # The check met something it could not read: that is itself a breach of what it checks.
-        ctx.finding(check.requirements[0], exc.where or ctx.dataset.uri, f"unreadable: {exc.message}")
+        ctx.finding(check.requirements[0], exc.where or ctx.dataset.uri, f"unreadable: {exc.message}",
+                    code="unreadable")
         return False
     except Exception as exc:
         at = f" v{ctx.version}" if ctx.version is not None else ""
@@ -270,7 +271,8 @@ def order_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Findings without duplicates, in the order reports list them: a total order over every field, so that
     the same findings found in any order (threads, Spark tasks) give the same list."""
     return sorted(set(findings), key=lambda f: (f.requirement, f.version or 0, f.path, f.message, f.branch or "",
-                                                  f.detail or "", f.severity, f.known or "", f.set_aside or ""))
+                                                  f.detail or "", f.severity, f.known or "", f.set_aside or "",
+                                                  f.code))
 
 
 __all__ = ["CertifyError", "Offload", "Progress", "bug_site", "certify", "order_findings"]

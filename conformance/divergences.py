@@ -1,9 +1,11 @@
 """Known divergences as data: which findings a documented divergence of a real writer explains.
 
 spec/divergences.toml lists, per divergence of spec/findings.md that certify can see, the requirement it
-breaches and a predicate on the finding (a regular expression on the message or the path, the kind of
-root). ``annotate`` marks every finding that matches an entry with the entry's finding id
-(``Finding.known``). No check knows about divergences: the knowledge lives in the data file alone.
+breaches, the code of the findings it shows as (``Finding.code``: what is wrong, in a word that does not
+change when a message is reworded) and optional predicates on where (a regular expression on the path, the
+element named by the detail, the kind of root). Messages are never matched. ``annotate`` marks every
+finding that matches an entry with the entry's finding id (``Finding.known``). No check knows about
+divergences: the knowledge lives in the data file alone.
 """
 
 from __future__ import annotations
@@ -22,30 +24,34 @@ from .catalogue import load_catalogue
 from .findings import Finding
 
 _FINDING_ID = re.compile(r"^F-\d{3}$")
-_PREDICATES = ("message", "path", "branch")
+_CODE = re.compile(r"^([a-z][a-z0-9_]*|[A-Z]+-\d{3})$")  # a word, or the requirement id (its one kind)
+_PREDICATES = ("path", "detail", "branch")
 
 
 @dataclass(frozen=True)
 class Divergence:
     """One entry: finding ``finding`` (an F-id of spec/findings.md) shows as findings of ``requirement``
-    whose message and path match the expressions (``{root}`` standing for the certified root) and, when
-    ``branch`` is set, that are (True) or are not (False) about a branch root."""
+    with code ``code`` whose path matches the expression ``path`` (``{root}`` standing for the certified
+    root), whose detail is ``detail`` and, when ``branch`` is set, that are (True) or are not (False) about a
+    branch root; each predicate holds when not given."""
 
     finding: str
     requirement: str
+    code: str
     summary: str
-    message: str | None = None
     path: str | None = None
+    detail: str | None = None
     branch: bool | None = None
 
     def matches(self, finding: Finding, root: str) -> bool:
         """Whether ``finding``, made certifying the dataset at ``root``, is this divergence."""
-        if finding.requirement != self.requirement:
+        if finding.requirement != self.requirement or finding.code != self.code:
             return False
         if self.branch is not None and (finding.branch is not None) != self.branch:
             return False
-        return all(pattern is None or _compile(pattern, root).search(value) is not None
-                   for pattern, value in ((self.message, finding.message), (self.path, finding.path)))
+        if self.detail is not None and finding.detail != self.detail:
+            return False
+        return self.path is None or _compile(self.path, root).search(finding.path) is not None
 
 
 @cache
@@ -55,12 +61,12 @@ def _compile(pattern: str, root: str) -> re.Pattern[str]:
 
 def parse_divergences(text: str) -> tuple[Divergence, ...]:
     """Parse and validate the divergence file: known keys, F-ids well-formed, requirements in the catalogue,
-    at least one predicate per entry, expressions that compile."""
+    a code per entry, path expressions that compile."""
     catalogue = load_catalogue()
     out = []
     for entry in tomllib.loads(text).get("divergence", []):
         label = f"{entry.get('finding')}/{entry.get('requirement')}"
-        unknown = set(entry) - {"finding", "requirement", "summary", *_PREDICATES}
+        unknown = set(entry) - {"finding", "requirement", "code", "summary", *_PREDICATES}
         if unknown:
             raise DivergenceFileError(f"{label}: unknown keys {sorted(unknown)}")
         if not _FINDING_ID.match(str(entry.get("finding", ""))):
@@ -69,15 +75,14 @@ def parse_divergences(text: str) -> tuple[Divergence, ...]:
             raise DivergenceFileError(f"{label}: requirement is not in the catalogue")
         if not str(entry.get("summary", "")).strip():
             raise DivergenceFileError(f"{label}: no summary")
-        if not any(key in entry for key in _PREDICATES):
-            raise DivergenceFileError(f"{label}: no predicate ({', '.join(_PREDICATES)}): it would claim every "
-                                      "finding of the requirement")
-        for key in ("message", "path"):
-            if key in entry:
-                try:
-                    re.compile(entry[key].replace("{root}", "/r"))
-                except re.error as exc:
-                    raise DivergenceFileError(f"{label}: {key} is no regular expression: {exc}") from exc
+        if not _CODE.match(str(entry.get("code", ""))):
+            raise DivergenceFileError(f"{label}: code must name the findings' code (Finding.code, such as "
+                                      "field_type_all_parent)")
+        if "path" in entry:
+            try:
+                re.compile(entry["path"].replace("{root}", "/r"))
+            except re.error as exc:
+                raise DivergenceFileError(f"{label}: path is no regular expression: {exc}") from exc
         out.append(Divergence(**entry))
     return tuple(out)
 

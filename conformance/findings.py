@@ -23,11 +23,17 @@ class Finding:
     detail: str | None = None
     known: str | None = None
     set_aside: str | None = None
+    code: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.code:
+            object.__setattr__(self, "code", self.requirement)
 
     def to_json(self) -> dict[str, object]:
         return {"requirement": self.requirement, "severity": self.severity, "version": self.version,
                 "branch": self.branch, "path": self.path, "detail": self.detail, "message": self.message,
-                "known_divergence": self.known, "set_aside_by": self.set_aside}
+                "known_divergence": self.known, "set_aside_by": self.set_aside,
+                "code": self.code}
 
 
 @dataclass

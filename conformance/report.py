@@ -14,7 +14,7 @@ from typing import Any
 from lancespec.reference import __version__
 from lancespec.reference.printable import printable
 
-from .baseline import known_divergences_seen, set_aside_counts
+from .baseline import is_fingerprint, known_divergences_seen, set_aside_counts
 from .catalogue import load_catalogue
 from .findings import Finding, Report
 
@@ -135,6 +135,22 @@ def _versions_line(report: Report) -> str:
     return "; ".join(parts)
 
 
+def _set_aside_parts(report: Report) -> list[str]:
+    """What the run set aside, per id (``F-004 (--ignore): 2 finding(s)``), and the fingerprints of each
+    baseline file as one part (``baseline b.toml: 3 finding(s) by 2 of 3 entries``)."""
+    parts = []
+    entries: dict[str, list[int]] = {}
+    for rid, n in set_aside_counts(report).items():
+        if is_fingerprint(rid):
+            entries.setdefault(report.set_aside[rid], []).append(n)
+        else:
+            parts.append(f"{rid} ({report.set_aside[rid]}): {n if n else 'matched no'} finding(s)")
+    for source, counts in entries.items():
+        matched = sum(1 for n in counts if n)
+        parts.append(f"{source}: {sum(counts)} finding(s) by {matched} of {len(counts)} entries")
+    return parts
+
+
 def render_text(report: Report) -> str:
     """A short summary, then one line per requirement with findings (``_group_lines``): what counts first,
     then what the run set aside. Every value the dataset controls is escaped and cut (``printable``), so no
@@ -153,9 +169,7 @@ def render_text(report: Report) -> str:
         + (f" ({known} of them known divergences)" if known else ""),
     ]
     if report.set_aside:
-        counts = set_aside_counts(report)
-        lines.append("  set aside: " + ", ".join(
-            f"{rid} ({report.set_aside[rid]}): {n if n else 'matched no'} finding(s)" for rid, n in counts.items()))
+        lines.append("  set aside: " + ", ".join(_set_aside_parts(report)))
     lines += [f"  {printable(reason)}" for reason in report.cannot_judge]
     if report.internal_error is not None:
         lines.append(f"  a lancespec bug stopped certification (the findings are those made before it): "

@@ -408,6 +408,14 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
 # (spec/findings.md). Certify must keep reporting them (tests/conformance/expected_failures.toml); they are
 # kept apart from SHAPES, whose datasets every reader must read.
 
+def _config_over_overwrite(workdir: Path) -> None:
+    """A handle opened at v1; another overwrites (v2); the stale handle's update_config lands as v3, built on v1."""
+    uri = str(workdir / "ds")
+    stale = lance.dataset(uri)
+    lance.write_dataset(stale.to_table(), uri, mode="overwrite")
+    stale.update_config({"owner": "stale"})
+
+
 DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
     # F-012: pylance accepts a relative base path and writes the data file relative to the working directory; the
     # manifest records the relative path (breaches BASE-002).
@@ -420,5 +428,8 @@ DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
                                       "removed original (F-010)", Create("old", 0, 4),
                                       Branch("old", "feat", None, None), Append("old/tree/feat", 4, 2),
                                       _move("old", "new")),
+    # F-038: an UpdateConfig that sets only config keys lands after a concurrent Overwrite (breaches COMMIT-002).
+    "config_over_overwrite": _shape("config_over_overwrite", "ds", "an update_config committed over a concurrent "
+                                    "overwrite it never saw (F-038)", Create("ds", 0, 4), _config_over_overwrite),
 }
 

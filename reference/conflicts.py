@@ -63,10 +63,12 @@ class Resolution(enum.Enum):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one check: a resolution and a sentence naming both operations (and the fragments)."""
+    """The outcome of one check: a resolution, a sentence naming both operations (and the fragments), and, where
+    one cell of the matrix has a case a writer is known to judge otherwise, a word naming that case (``code``)."""
 
     resolution: Resolution
     reason: str
+    code: str = ""
 
 
 OPERATIONS: dict[str, str] = {
@@ -238,9 +240,9 @@ class _Cell:
         self.column = column
         self.at = f" (version {version})" if version is not None else ""
 
-    def _say(self, resolution: Resolution, verb: str, why: str, after: str = "") -> Verdict:
+    def _say(self, resolution: Resolution, verb: str, why: str, after: str = "", code: str = "") -> Verdict:
         tail = f": {why}" if why else ""
-        return Verdict(resolution, f"{self.row} {verb} a concurrent {self.column}{self.at}{after}{tail}")
+        return Verdict(resolution, f"{self.row} {verb} a concurrent {self.column}{self.at}{after}{tail}", code)
 
     def compatible(self, why: str = "") -> Verdict:
         return self._say(Resolution.COMPATIBLE, "is compatible with", why)
@@ -251,8 +253,8 @@ class _Cell:
     def retryable(self, why: str = "") -> Verdict:
         return self._say(Resolution.RETRYABLE, "must be retried after", why)
 
-    def incompatible(self, why: str = "") -> Verdict:
-        return self._say(Resolution.INCOMPATIBLE, "is incompatible with", why)
+    def incompatible(self, why: str = "", code: str = "") -> Verdict:
+        return self._say(Resolution.INCOMPATIBLE, "is incompatible with", why, code=code)
 
     def when(self, found: set[Any], then: Callable[[str], Verdict], why: str, otherwise: str = "") -> Verdict:
         """``then`` saying ``why`` and ``found`` (sorted) when ``found`` is non-empty, else compatible (``otherwise``
@@ -325,7 +327,7 @@ def _config_vs_overwrite(mine: Transaction, theirs: Transaction, cell: _Cell) ->
     keys = _shared_config_keys(mine, theirs)
     if keys:
         return cell.incompatible(f"both set config keys {sorted(keys)}")
-    return cell.incompatible("it changes only config keys the Overwrite does not set")
+    return cell.incompatible("it changes only config keys the Overwrite does not set", "config_keys_over_overwrite")
 
 
 def _replacement_vs_replacement(mine: Transaction, theirs: Transaction, cell: _Cell) -> Verdict:

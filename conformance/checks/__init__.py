@@ -6,7 +6,8 @@ harness its fragment-local checks (``spark.distributed.fragment_checks``).
 A *version* check receives a ``VersionContext`` (one snapshot of one root) and runs once per certified
 version; a *dataset* check receives a ``DatasetContext`` and runs once per certified root (refs, history,
 orphans). Checks only read; they never write. A check reports a breach with ``ctx.finding(requirement,
-path, message)``; the requirement must be one the check declared.
+path, message, detail, code=...)``; the requirement must be one the check declared, and the code (a word
+for what is wrong, ``Finding.code``) is given where one requirement has several kinds of breach.
 """
 
 from __future__ import annotations
@@ -36,19 +37,22 @@ class _Context:
     def storage(self) -> Storage:
         return self.dataset.storage
 
-    def finding(self, requirement: str, path: str, message: str, detail: str | None = None) -> None:
+    def finding(self, requirement: str, path: str, message: str, detail: str | None = None, *,
+                code: str = "") -> None:
         """Record a breach of ``requirement`` (one of the running check's declared ids) at ``path`` (a URI or
-        file, nothing else), ``detail`` naming the element inside it (``Finding``)."""
-        self.finding_at(self.version, requirement, path, message, detail)
+        file, nothing else), ``detail`` naming the element inside it, ``code`` what is wrong (``Finding``:
+        given where the requirement's checks report more than one kind of breach; the requirement id
+        otherwise)."""
+        self.finding_at(self.version, requirement, path, message, detail, code=code)
 
     def finding_at(self, version: int | None, requirement: str, path: str, message: str,
-                   detail: str | None = None) -> None:
+                   detail: str | None = None, *, code: str = "") -> None:
         """``finding``, about ``version`` (a dataset check's findings otherwise carry none)."""
         if requirement not in self.declared:
             raise AssertionError(f"check reported {requirement}, which it does not declare ({self.declared})")
         severity = load_catalogue()[requirement].severity
         self.findings.append(Finding(requirement, severity, version, path, message, self.dataset.branch_name,
-                                     detail))
+                                     detail, code=code))
 
 
 @dataclass

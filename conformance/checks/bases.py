@@ -148,12 +148,13 @@ def entries(ctx: VersionContext) -> None:
     for base in bases:
         if not base.path or not is_absolute(base.path):
             ctx.finding("BASE-002", where, f"base {base.id} has path {base.path!r}, which is not an absolute path or "
-                        "URI", f"base {base.id}")
+                        "URI", f"base {base.id}", code="base_path_relative" if base.path else "base_path_empty")
     names = Counter(b.name for b in bases if b.HasField("name"))
     for name, n in sorted(names.items()):
         if n > 1:
             ids_named = ", ".join(str(b.id) for b in bases if b.HasField("name") and b.name == name)
-            ctx.finding("BASE-006", where, f"base name {name!r} is used by {n} bases (ids {ids_named})")
+            ctx.finding("BASE-006", where, f"base name {name!r} is used by {n} bases (ids {ids_named})",
+                        f"bases {ids_named}")
 
 
 @version_check("bases.references", "BASE-003", "BASE-005")
@@ -171,13 +172,14 @@ def references(ctx: VersionContext) -> None:
         for data_file in fragment.files:
             if data_file.HasField("base_id") and data_file.base_id not in by_id:
                 ctx.finding("BASE-003", where, f"data file records base_id {data_file.base_id}, which names no base "
-                            f"(defined: {known})", f"fragment {fragment.id} file {data_file.path}")
+                            f"(defined: {known})", f"fragment {fragment.id} file {data_file.path}",
+                            code="data_file_base_unknown")
         if fragment.HasField("deletion_file") and fragment.deletion_file.HasField("base_id"):
             base_id = fragment.deletion_file.base_id
             spot = f"fragment {fragment.id} deletion file"
             if base_id not in by_id:
                 ctx.finding("BASE-003", where, f"deletion file records base_id {base_id}, which names no base "
-                            f"(defined: {known})", spot)
+                            f"(defined: {known})", spot, code="deletion_file_base_unknown")
             elif not any(b.is_dataset_root for b in by_id[base_id]):
                 ctx.finding("BASE-005", where, f"deletion file lives in {_describe(by_id[base_id][0])}, which is not "
                             "a dataset root (is_dataset_root = false): the Lance readers refuse deletion files "
@@ -186,7 +188,7 @@ def references(ctx: VersionContext) -> None:
     for index in index_section.indices if index_section is not None else ():
         if index.HasField("base_id") and index.base_id not in by_id:
             ctx.finding("BASE-003", where, f"index records base_id {index.base_id}, which names no base "
-                        f"(defined: {known})", f"index {index.name or '(unnamed)'}")
+                        f"(defined: {known})", f"index {index.name or '(unnamed)'}", code="index_base_unknown")
 
 
 @version_check("bases.overlap", "BASE-007")
@@ -214,11 +216,13 @@ def overlap(ctx: VersionContext) -> None:
     for i, base in enumerate(bases):
         rel = relation(base.path, own)
         if rel is not None and not family(base.path, base.is_dataset_root, own, True):
-            ctx.finding("BASE-007", where, f"{_describe(base)} {rel} the dataset root {own}", f"base {base.id}")
+            ctx.finding("BASE-007", where, f"{_describe(base)} {rel} the dataset root {own}", f"base {base.id}",
+                        code="base_overlaps_root")
         for other in bases[i + 1:]:
             rel = relation(base.path, other.path)
             if rel is not None and not family(base.path, base.is_dataset_root, other.path, other.is_dataset_root):
-                ctx.finding("BASE-007", where, f"{_describe(base)} {rel} {_describe(other)}", f"base {base.id}")
+                ctx.finding("BASE-007", where, f"{_describe(base)} {rel} {_describe(other)}", f"base {base.id}",
+                            code="bases_overlap")
 
 
 def _holds_manifest(storage: Storage, path: str) -> bool:

@@ -78,7 +78,8 @@ def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
                 continue  # a missing data file: the file checks report it
             except LanceSpecError as exc:
                 ctx.finding(requirement, where.data_file_uri,
-                            f"the descriptors of blob column {field.name!r} cannot be decoded: {exc.message}")
+                            f"the descriptors of blob column {field.name!r} cannot be decoded: {exc.message}",
+                            code="descriptors_undecodable")
                 continue
             yield _File(where.data_file_uri, where.file_size, field, found)
 
@@ -103,7 +104,7 @@ def descriptors(ctx: VersionContext) -> None:
     managed_allowed = bool(manifest.reader_feature_flags & manifest.writer_feature_flags & MANAGED_BLOB_FLAG)
     bases = {b.id: b for b in ctx.snap.bases}
     for file in _blob_files(ctx, "BLOB-001"):
-        problems: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+        problems: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
         data_size = file.size or _object_size(ctx, file.uri)
         for row, d in enumerate(file.descriptors):
             if d is None:
@@ -111,39 +112,41 @@ def descriptors(ctx: VersionContext) -> None:
             if d.kind == BlobKind.INLINE:
                 if data_size is not None and d.position + d.size > data_size:
                     problems[("BLOB-002", file.uri, f"inline blob [{d.position}, {d.position + d.size}) lies "
-                              f"past the end of the {data_size}-byte data file")].append(row)
+                              f"past the end of the {data_size}-byte data file", "inline_blob_past_end")].append(row)
             elif d.kind in (BlobKind.PACKED, BlobKind.DEDICATED):
                 if not 0 < d.blob_id < 2**32:
                     problems[("BLOB-003", file.uri, f"{BlobKind(d.kind).name.lower()} blob has sidecar id "
-                              f"{d.blob_id}; sidecar ids start at 1")].append(row)
+                              f"{d.blob_id}; sidecar ids start at 1", "sidecar_id_invalid")].append(row)
                     continue
                 sidecar = sidecar_uri(file.uri, d.blob_id)
                 size = _object_size(ctx, sidecar)
                 if size is None:
-                    problems[("BLOB-003", sidecar, f"the sidecar of blob id {d.blob_id} does not exist")].append(row)
+                    problems[("BLOB-003", sidecar, f"the sidecar of blob id {d.blob_id} does not exist",
+                              "sidecar_missing")].append(row)
                 elif d.position + d.size > size:
                     problems[("BLOB-003", sidecar, f"blob [{d.position}, {d.position + d.size}) lies past the end "
-                              f"of the {size}-byte sidecar")].append(row)
+                              f"of the {size}-byte sidecar", "blob_past_sidecar_end")].append(row)
             elif d.kind == BlobKind.EXTERNAL:
                 if d.blob_id:
                     base = bases.get(d.blob_id)
                     if base is None:
                         problems[("BLOB-004", file.uri, f"external blob names base {d.blob_id}, which the "
-                                  "manifest does not register")].append(row)
+                                  "manifest does not register", "external_base_unregistered")].append(row)
                     elif base.is_dataset_root:
                         problems[("BLOB-004", file.uri, f"external blob names base {d.blob_id}, a dataset root; "
-                                  "external blobs are relative to non-root bases")].append(row)
+                                  "external blobs are relative to non-root bases", "external_base_is_root")].append(row)
                     if not d.blob_uri or is_absolute(d.blob_uri) or "://" in d.blob_uri:
                         problems[("BLOB-004", file.uri, f"external blob of base {d.blob_id} stores "
-                                  f"{d.blob_uri!r}, not a path relative to the base")].append(row)
+                                  f"{d.blob_uri!r}, not a path relative to the base",
+                                  "external_path_not_relative")].append(row)
                 elif not is_absolute(d.blob_uri):
                     problems[("BLOB-004", file.uri, f"external blob outside every base (blob_id 0) stores "
-                              f"{d.blob_uri!r}, not an absolute URI")].append(row)
+                              f"{d.blob_uri!r}, not an absolute URI", "external_uri_not_absolute")].append(row)
             elif not (d.kind == BlobKind.MANAGED and managed_allowed):
                 problems[("BLOB-001", file.uri, f"blob kind {d.kind} is not one the format defines (0 inline, "
-                          "1 packed, 2 dedicated, 3 external)")].append(row)
-        for (requirement, path, message), rows in problems.items():
-            ctx.finding(requirement, path, f"column {file.field.name!r} {_rows(rows)}: {message}")
+                          "1 packed, 2 dedicated, 3 external)", "blob_kind_unknown")].append(row)
+        for (requirement, path, message, code), rows in problems.items():
+            ctx.finding(requirement, path, f"column {file.field.name!r} {_rows(rows)}: {message}", code=code)
 
 
 @version_check("blobs.routing", "BLOB-005", "BLOB-006", fragment_local=True)
@@ -154,7 +157,8 @@ def routing(ctx: VersionContext) -> None:
         try:
             thresholds = thresholds_of(file.field)
         except LanceSpecError as exc:
-            ctx.finding("BLOB-005", ctx.snap.manifest_uri, f"blob column {file.field.name!r}: {exc.message}")
+            ctx.finding("BLOB-005", ctx.snap.manifest_uri, f"blob column {file.field.name!r}: {exc.message}",
+                        code="thresholds_invalid")
             thresholds = Thresholds()
         wrong: dict[tuple[int, BlobKind], list[int]] = defaultdict(list)
         packs: dict[int, list[BlobDescriptor]] = defaultdict(list)
@@ -170,7 +174,7 @@ def routing(ctx: VersionContext) -> None:
             ctx.finding("BLOB-005", file.uri,
                         f"column {file.field.name!r} {_rows(rows)}: stored {BlobKind(kind).name.lower()}, but its "
                         f"size calls for {should.name.lower()} (inline <= {thresholds.inline} B, dedicated > "
-                        f"{thresholds.dedicated} B)")
+                        f"{thresholds.dedicated} B)", code="blob_kind_for_size")
         for blob_id, members in sorted(packs.items()):
             if len(members) < 2:
                 continue

@@ -104,7 +104,7 @@ def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
     source = _current_source_path(ctx, found)
     if source and not _holds_dataset(ctx.storage, source):
         ctx.finding("CLONE-001", source, f"the shallow clone's source {source} holds no dataset "
-                    "(no manifest in _versions/): the files the clone inherits are gone")
+                    "(no manifest in _versions/): the files the clone inherits are gone", code="clone_source_missing")
     inherited: dict[int, ResolvedFile] = {}
     for resolved in first.files():
         if resolved.base_id is not None and resolved.uri is not None:
@@ -116,7 +116,8 @@ def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
         directory = sample.uri.rsplit("/", 1)[0]
         if next(iter(ctx.storage.list(directory, recursive=False)), None) is None:
             ctx.finding("CLONE-001", base.path, f"base {base.id} ({base.name or base.path}), which inherited files "
-                        f"such as {sample.path} resolve through, holds nothing at {directory}")
+                        f"such as {sample.path} resolve through, holds nothing at {directory}",
+                        code="inherited_base_empty")
 
 
 def _current_source_path(ctx: DatasetContext, found: _Lineage) -> str:

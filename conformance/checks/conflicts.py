@@ -35,8 +35,10 @@ from .history import transaction_file, transaction_reads
 #: The most versions in between that one committed transaction is judged against (the nearest ones).
 MAX_IN_BETWEEN = 1000
 
-#: Verdicts under which a transaction must not commit as it was built.
-_REFUSED = {Resolution.INCOMPATIBLE: "incompatible with", Resolution.RETRYABLE: "had to be retried after"}
+#: Verdicts under which a transaction must not commit as it was built: how the finding says it, and its code
+#: (``Finding.code``; a verdict's own code, naming a case of the matrix, comes first).
+_REFUSED = {Resolution.INCOMPATIBLE: ("incompatible with", "committed_incompatible"),
+            Resolution.RETRYABLE: ("had to be retried after", "committed_without_retry")}
 
 
 def _transaction(ctx: DatasetContext, snapshot: Snapshot) -> transaction_pb2.Transaction | None:
@@ -94,7 +96,8 @@ def committed_despite_conflict(ctx: DatasetContext) -> None:
                 continue
             verdict = judge(committing, concurrent, concurrent_version=other)
             if verdict.resolution in _REFUSED:
+                said, code = _REFUSED[verdict.resolution]
                 ctx.finding_at(version, "COMMIT-002", ctx.snapshots[version].manifest_uri,
                                f"version {version} was built on version {read} and committed after version "
-                               f"{other}, which it is {_REFUSED[verdict.resolution]}: {verdict.reason}",
-                               detail=f"read_version {read}; concurrent version {other}")
+                               f"{other}, which it is {said}: {verdict.reason}",
+                               detail=f"read_version {read}; concurrent version {other}", code=verdict.code or code)

@@ -27,11 +27,11 @@ def field_ids(ctx: DatasetContext) -> None:
             if fid in seen and seen[fid] != fields[fid]:
                 ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
                                f"field {fields[fid][0]!r} has id {fid}, which an earlier version used for the "
-                               f"since dropped field {seen[fid][0]!r}")
+                               f"since dropped field {seen[fid][0]!r}", code="field_id_reused")
             elif fid not in seen and highest is not None and fid <= highest:
                 ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
                                f"new field {fields[fid][0]!r} has id {fid}, not above the highest id used before "
-                               f"({highest})")
+                               f"({highest})", code="field_id_not_above_highest")
         seen.update(fields)
         current = set(fields)
 

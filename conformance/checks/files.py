@@ -45,12 +45,13 @@ from .portability import is_relative_path
 class _DataFileState:
     """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
     (None for a legacy file or one without a footer; a sentence when it cannot be read) and, when something
-    is wrong with the file itself, a sentence saying what."""
+    is wrong with the file itself, a sentence saying what and a word for it (``Finding.code``)."""
 
     size: int | None
     footer: DataFileFooter | None
     problem: str | None
     rows: int | str | None = None
+    code: str = ""
 
 
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
@@ -61,13 +62,13 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
         try:
             obj = TailedObject.fetch(storage, uri)
         except ObjectNotFound:
-            return _DataFileState(None, None, "does not exist")
+            return _DataFileState(None, None, "does not exist", code="missing")
         except StorageError as exc:
-            return _DataFileState(None, None, f"cannot be read: {exc.message}")
+            return _DataFileState(None, None, f"cannot be read: {exc.message}", code="unreadable")
         try:
             footer = read_footer(obj)
         except FormatError as exc:
-            return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}")
+            return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}", code="footer_invalid")
         if footer.is_legacy:
             return _DataFileState(obj.size, footer, None)
         try:
@@ -138,24 +139,26 @@ def data_files_exist(ctx: VersionContext) -> None:
     inherited: frozenset[tuple[str, int | None]] | None = None
     for fragment, resolved, data_file, uri in _followed_data_files(ctx.snap):
         state = _data_file_state(ctx.storage, uri)
-        problem = state.problem
+        problem, code = state.problem, state.code
         if problem is None and resolved.size is not None and state.size != resolved.size:
-            problem = f"is {state.size} bytes, but the manifest records {resolved.size}"
+            problem, code = f"is {state.size} bytes, but the manifest records {resolved.size}", "size_mismatch"
         if problem is None and state.footer is not None:
             allowed = _expected_footer_versions(data_file.file_major_version, data_file.file_minor_version)
             found = (state.footer.major, state.footer.minor)
             if allowed is not None and found not in allowed:
                 problem = (f"has a footer of file version {found[0]}.{found[1]}, but the manifest records "
                            f"{data_file.file_major_version}.{data_file.file_minor_version}")
+                code = "footer_version_mismatch"
         if problem is None:
             continue
         if inherited is None:
             inherited = _inherited(ctx)
         where = f"fragment {fragment.id}"
         if (resolved.path, resolved.base_id) in inherited:
-            ctx.finding("CLONE-001", uri, f"inherited data file {uri} {problem}", where)
+            ctx.finding("CLONE-001", uri, f"inherited data file {uri} {problem}", where,
+                        code=f"inherited_data_file_{code}")
         else:
-            ctx.finding("BASE-004", uri, f"data file {uri} {problem}", where)
+            ctx.finding("BASE-004", uri, f"data file {uri} {problem}", where, code=f"data_file_{code}")
 
 
 @version_check("files.physical_rows", "MAN-004", prefetch=_data_file_reads, fragment_local=True)
@@ -168,10 +171,11 @@ def physical_rows(ctx: VersionContext) -> None:
         rows = _data_file_state(ctx.storage, uri).rows
         where = f"fragment {fragment.id}"
         if isinstance(rows, str):
-            ctx.finding("MAN-004", uri, f"the row count of {uri} cannot be read: {rows}", where)
+            ctx.finding("MAN-004", uri, f"the row count of {uri} cannot be read: {rows}", where,
+                        code="row_count_unreadable")
         elif rows is not None and rows != fragment.physical_rows:
             ctx.finding("MAN-004", uri, f"data file {uri} holds {rows} rows, the fragment's physical_rows is "
-                        f"{fragment.physical_rows}", where)
+                        f"{fragment.physical_rows}", where, code="row_count_mismatch")
 
 
 # --- deletion files -------------------------------------------------------------------------------------
@@ -286,7 +290,8 @@ def deletion_files(ctx: VersionContext) -> None:
         deletion = fragment.deletion
         if deletion is not None and deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
             ctx.finding("DEL-002", ctx.snap.manifest_uri, f"deletion file type {deletion.file_type} is neither "
-                        "ARROW_ARRAY (0) nor BITMAP (1)", f"fragment {fragment.id}")
+                        "ARROW_ARRAY (0) nor BITMAP (1)", f"fragment {fragment.id}",
+                        code="deletion_file_type_unknown")
     for fragment, deletion, file_uri in _followed_deletions(ctx.snap):
         where = f"fragment {fragment.id}"
         found = _deletions(ctx.storage, file_uri, deletion.file_type, fragment.physical_rows)
@@ -294,7 +299,8 @@ def deletion_files(ctx: VersionContext) -> None:
             ctx.finding("DEL-001", file_uri, f"deletion file {file_uri} does not exist", where)
             continue
         if found.problem is not None:
-            ctx.finding("DEL-002", file_uri, f"deletion file {file_uri} {found.problem}", where)
+            ctx.finding("DEL-002", file_uri, f"deletion file {file_uri} {found.problem}", where,
+                        code="deletion_file_invalid")
             continue
         if found.distinct != deletion.num_deleted_rows:
             ctx.finding("DEL-003", file_uri, f"deletion file holds {found.distinct} distinct offsets, the manifest "

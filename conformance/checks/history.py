@@ -85,13 +85,14 @@ def transactions(ctx: DatasetContext) -> None:
             try:
                 from_file = decode_transaction(content, uri)
             except FormatError as exc:
-                ctx.finding_at(version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}")
+                ctx.finding_at(version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}",
+                               code="transaction_undecodable")
             else:
                 txn = txn if txn is not None else from_file
                 if inline is not None and inline != content:
                     ctx.finding_at(version, "HIST-002", uri,
                                    f"the transaction file ({len(content)} bytes) differs from the manifest's inline "
-                                   f"copy ({len(inline)} bytes)")
+                                   f"copy ({len(inline)} bytes)", code="transaction_differs_from_inline")
         if txn is not None:
             _read_version(ctx, snapshot, txn)
         if version == latest:
@@ -104,19 +105,21 @@ def _read_version(ctx: DatasetContext, snapshot: Snapshot, txn: transaction_pb2.
         if read != txn.clone.ref_version:
             ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
                            f"the clone transaction has read_version {read}, not the source version "
-                           f"{txn.clone.ref_version} it was cloned from")
+                           f"{txn.clone.ref_version} it was cloned from", code="clone_read_version")
     elif read >= version:
         ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
-                       f"the transaction that made version {version} has read_version {read}: not an earlier version")
+                       f"the transaction that made version {version} has read_version {read}: not an earlier version",
+                       code="read_version_not_earlier")
 
 
 def _latest_file(ctx: DatasetContext, snapshot: Snapshot, found: tuple[str, bytes | None] | None) -> None:
     if found is None:
         if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
             ctx.finding_at(snapshot.version, "HIST-004", snapshot.manifest_uri,
-                           "the latest version names no transaction file")
+                           "the latest version names no transaction file", code="transaction_not_named")
     elif found[1] is None:
-        ctx.finding_at(snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing")
+        ctx.finding_at(snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing",
+                       code="transaction_missing")
 
 
 @dataset_check("history.timestamps", "HIST-005")

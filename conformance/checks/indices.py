@@ -42,15 +42,15 @@ def files_exist(ctx: VersionContext) -> None:
         if not listed:
             files = ", ".join(join(directory, f.path) for f in index.files[:3]) + (" …" if len(index.files) > 3 else "")
             ctx.finding("IDX-001", directory, f"the index directory {directory}/ holds nothing"
-                        + (f"; missing: {files}" if files else ""), where)
+                        + (f"; missing: {files}" if files else ""), where, code="index_directory_empty")
             continue
         for index_file in index.files:
             uri = join(directory, index_file.path)
             try:
                 size = listed[uri] if uri in listed else ctx.storage.head(uri).size
             except ObjectNotFound:
-                ctx.finding("IDX-001", uri, f"index file {uri} does not exist", where)
+                ctx.finding("IDX-001", uri, f"index file {uri} does not exist", where, code="index_file_missing")
                 continue
             if index_file.size_bytes and size != index_file.size_bytes:
                 ctx.finding("IDX-001", uri, f"index file {uri} is {size} bytes, the metadata records "
-                            f"{index_file.size_bytes}", where)
+                            f"{index_file.size_bytes}", where, code="index_file_size_mismatch")

@@ -53,17 +53,19 @@ def manifest_names(ctx: DatasetContext) -> None:
         parsed = parse_manifest_name(name)
         if parsed is None:
             ctx.finding("LAYOUT-001", info.uri, f"{name!r} is named like a manifest but follows neither the V1 "
-                        "({version}.manifest) nor the V2 (20-digit u64::MAX - version) scheme: it is no version")
+                        "({version}.manifest) nor the V2 (20-digit u64::MAX - version) scheme: it is no version",
+                        code="manifest_name_unknown_scheme")
             continue
         if parsed.detached:
             if not parsed.version & DETACHED_BIT:
                 ctx.finding("LAYOUT-001", info.uri, f"{name!r} is named as a detached version, but {parsed.version} "
-                            "does not have the top (detached) bit set")
+                            "does not have the top (detached) bit set", code="manifest_name_detached_bit")
             continue
         canonical = manifest_name(parsed.version, parsed.naming)
         if name != canonical:
             ctx.finding("LAYOUT-001", info.uri, f"{name!r} is not the canonical {parsed.naming.name} name of version "
-                        f"{parsed.version} ({canonical!r}): one version may then have several files")
+                        f"{parsed.version} ({canonical!r}): one version may then have several files",
+                        code="manifest_name_not_canonical")
             continue
         namings[parsed.naming] += 1
         examples.setdefault(parsed.naming, name)
@@ -112,7 +114,8 @@ def transaction_file_names(ctx: VersionContext) -> None:
     if match is None:
         escape = bare_name_escape(name)
         hint = f" (it {escape}, so it is not read; a file in {TRANSACTIONS_DIR}/ is meant)" if escape else ""
-        ctx.finding("LAYOUT-004", where, f"transaction file {name!r} is not named {{read_version}}-{{uuid}}.txn{hint}")
+        ctx.finding("LAYOUT-004", where, f"transaction file {name!r} is not named {{read_version}}-{{uuid}}.txn{hint}",
+                    code="transaction_name_malformed")
         return
     txn = ctx.snap.manifest_file.transaction
     if txn is None:
@@ -120,7 +123,7 @@ def transaction_file_names(ctx: VersionContext) -> None:
     read_version, txn_uuid = int(match.group(1)), match.group(2)
     if read_version != txn.read_version or txn_uuid != txn.uuid:
         ctx.finding("LAYOUT-004", where, f"transaction file {name!r} does not name the manifest's transaction "
-                    f"(read_version {txn.read_version}, uuid {txn.uuid!r})")
+                    f"(read_version {txn.read_version}, uuid {txn.uuid!r})", code="transaction_name_mismatch")
 
 
 def _nested_branch_dirs(ctx: DatasetContext) -> set[str]:
@@ -173,7 +176,7 @@ def standard_directories(ctx: DatasetContext) -> None:
             stray_dirs.pop(nested, None)
     for name in stray_files:
         ctx.finding("LAYOUT-005", join(root, name), f"file {name!r} lies at the top of the dataset root, where only "
-                    "the standard directories belong")
+                    "the standard directories belong", code="stray_file")
     for name, n in sorted(stray_dirs.items()):
         ctx.finding("LAYOUT-005", join(root, name), f"directory {name + '/'!r} ({n} object(s)) is not a standard "
-                    "directory of a dataset root")
+                    "directory of a dataset root", code="stray_directory")

@@ -24,17 +24,20 @@ def fragment_ids(ctx: VersionContext) -> None:
     counts = Counter(f.id for f in manifest.fragments)
     for fragment_id, n in sorted(counts.items()):
         if n > 1:
-            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments")
+            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments",
+                        f"fragment {fragment_id}")
     if manifest.fragments:
         highest = max(counts)
         if not manifest.HasField("max_fragment_id"):
-            ctx.finding("MAN-002", where, f"max_fragment_id is absent but fragment {highest} exists")
+            ctx.finding("MAN-002", where, f"max_fragment_id is absent but fragment {highest} exists",
+                        code="max_fragment_id_absent")
         elif manifest.max_fragment_id < highest:
-            ctx.finding("MAN-002", where, f"max_fragment_id is {manifest.max_fragment_id}, below fragment id {highest}")
+            ctx.finding("MAN-002", where, f"max_fragment_id is {manifest.max_fragment_id}, below fragment id {highest}",
+                        code="max_fragment_id_below")
     for fragment in ctx.snap.fragments:
         if fragment.deletion is not None and fragment.physical_rows and fragment.num_rows <= 0:
             ctx.finding("DEL-006", where, f"fragment {fragment.id} has all {fragment.physical_rows} rows deleted "
-                        "but is still listed")
+                        "but is still listed", f"fragment {fragment.id}")
 
 
 @version_check("manifest.version_matches_name", "MAN-003")
@@ -84,14 +87,16 @@ def schema(ctx: VersionContext) -> None:
     ids = Counter(f.id for f in fields)
     for field_id, n in sorted(ids.items()):
         if n > 1:
-            ctx.finding("MAN-005", where, f"field id {field_id} is used by {n} fields")
+            ctx.finding("MAN-005", where, f"field id {field_id} is used by {n} fields", f"field {field_id}",
+                        code="field_id_duplicate")
     mistyped = []
     for field in fields:
         if field.parent_id != -1 and field.parent_id not in ids:
             ctx.finding("MAN-005", where, f"field {field.name!r} (id {field.id}) has parent_id {field.parent_id}, "
-                        "which is no field")
+                        "which is no field", f"field {field.id}", code="parent_id_unknown")
         if not known_logical_type(field.logical_type):
-            ctx.finding("MAN-014", where, f"field {field.name!r} has unknown logical type {field.logical_type!r}")
+            ctx.finding("MAN-014", where, f"field {field.name!r} has unknown logical type {field.logical_type!r}",
+                        f"field {field.id}")
         if field.type != _expected_type(field):
             mistyped.append(field.name)
     if not mistyped:
@@ -99,10 +104,10 @@ def schema(ctx: VersionContext) -> None:
     shown = f"{', '.join(mistyped[:5])}{' …' if len(mistyped) > 5 else ''}"
     if all(f.type == file_pb2.Field.PARENT for f in fields):
         ctx.finding("MAN-013", where, f"Field.type is PARENT (0) for every field, {len(mistyped)} of which are no "
-                    f"struct: {shown}")
+                    f"struct: {shown}", code="field_type_all_parent")
     else:
         ctx.finding("MAN-013", where, f"Field.type does not match the logical type for {len(mistyped)} field(s): "
-                    f"{shown}")
+                    f"{shown}", code="field_type_mismatch")
 
 
 @version_check("manifest.fragment_files", "MAN-019", fragment_local=True)
@@ -140,18 +145,20 @@ def data_file_fields(ctx: VersionContext) -> None:
             indices = data_file.column_indices
             if data_file.file_major_version == 0:
                 if indices:
-                    ctx.finding("MAN-008", manifest, "a legacy (0.x) data file lists column_indices", where)
+                    ctx.finding("MAN-008", manifest, "a legacy (0.x) data file lists column_indices", where,
+                                code="legacy_column_indices")
                 if list(data_file.fields) != sorted(data_file.fields):
                     ctx.finding("MAN-008", manifest, f"a legacy (0.x) data file lists its field ids unsorted: "
-                                f"{list(data_file.fields)}", where)
+                                f"{list(data_file.fields)}", where, code="legacy_field_ids_unsorted")
                 continue
             if len(indices) != len(data_file.fields):
                 ctx.finding("MAN-008", manifest, f"{len(indices)} column_indices for {len(data_file.fields)} fields",
-                            where)
+                            where, code="column_indices_count")
             if len(set(indices)) != len(indices):
                 dupes = sorted(i for i, n in Counter(indices).items() if n > 1 and i != -1)
                 if dupes:
-                    ctx.finding("MAN-008", manifest, f"column_indices {dupes} appear more than once", where)
+                    ctx.finding("MAN-008", manifest, f"column_indices {dupes} appear more than once", where,
+                                code="column_indices_duplicate")
 
 
 #: The data_format versions this suite knows, with the data file versions each allows. A version outside

@@ -40,14 +40,16 @@ def relative_paths(ctx: VersionContext) -> None:
         for data_file in fragment.files:
             if not is_relative_path(data_file.path):
                 ctx.finding("PORT-001", where, f"data file path {data_file.path!r} is not relative to its data "
-                            f"directory{_escape_note(data_file.path)}", f"fragment {fragment.id} file {data_file.path}")
+                            f"directory{_escape_note(data_file.path)}", f"fragment {fragment.id} file {data_file.path}",
+                            code="data_file_path_not_relative")
     index_section = ctx.snap.manifest_file.index_section
     for index in index_section.indices if index_section is not None else ():
         for index_file in index.files:
             if not is_relative_path(index_file.path):
                 ctx.finding("PORT-001", where, f"index file path {index_file.path!r} is not relative to its index "
                             f"directory{_escape_note(index_file.path)}",
-                            f"index {index.name or '(unnamed)'} file {index_file.path}")
+                            f"index {index.name or '(unnamed)'} file {index_file.path}",
+                            code="index_file_path_not_relative")
 
 
 @version_check("portability.self_reference", "PORT-002")

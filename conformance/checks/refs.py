@@ -81,18 +81,20 @@ def tags(ctx: DatasetContext) -> None:
         try:
             entry = roots.entries(record.branch).get(record.version)
         except InvalidRefName as exc:
-            ctx.finding("REF-002", uri, f"tag {name!r} names branch {record.branch!r}: {exc.message}")
+            ctx.finding("REF-002", uri, f"tag {name!r} names branch {record.branch!r}: {exc.message}",
+                        code="tag_branch_invalid")
             continue
         if entry is None:
             ctx.finding("REF-002", uri, f"tag {name!r} names version {record.version} of "
-                        f"{_branch_label(record.branch)}, which has no manifest")
+                        f"{_branch_label(record.branch)}, which has no manifest", code="tag_version_missing")
             continue
         if record.manifest_size is None:
             ctx.finding("REF-005", uri, f"tag {name!r} records no manifestSize (the manifest of version "
-                        f"{record.version} is {entry.size} bytes)")
+                        f"{record.version} is {entry.size} bytes)", code="tag_manifest_size_absent")
         elif record.manifest_size != entry.size:
             ctx.finding("REF-005", uri, f"tag {name!r} records manifestSize {record.manifest_size}, but the "
-                        f"manifest of version {record.version} is {entry.size} bytes")
+                        f"manifest of version {record.version} is {entry.size} bytes",
+                        code="tag_manifest_size_mismatch")
 
 
 @dataset_check("refs.branches", "REF-003", "REF-004", "REF-005")
@@ -110,12 +112,13 @@ def branches(ctx: DatasetContext) -> None:
         try:
             branch_root(ctx.dataset.main_root, name)
         except InvalidRefName as exc:
-            ctx.finding("REF-003", uri, f"{exc.message}; it is not followed")
+            ctx.finding("REF-003", uri, f"{exc.message}; it is not followed", code="branch_name_invalid")
             continue
         try:
             record = decode_branch(ctx.storage.get(uri), uri)
         except LanceSpecError as exc:  # a format error, or a file that is no regular file or too large
-            ctx.finding("REF-003", uri, f"branch {name!r} does not parse: {exc.message}")
+            ctx.finding("REF-003", uri, f"branch {name!r} does not parse: {exc.message}",
+                        code="branch_file_undecodable")
         else:
             _fork_point(ctx, roots, name, uri, record.parent_branch, record.parent_version, record.manifest_size)
         _branch_root(ctx, roots, name)
@@ -126,25 +129,28 @@ def _fork_point(ctx: DatasetContext, roots: _Roots, name: str, uri: str, parent:
     try:
         entry = roots.entries(parent).get(version)
     except InvalidRefName as exc:
-        ctx.finding("REF-004", uri, f"branch {name!r} names parent branch {parent!r}: {exc.message}")
+        ctx.finding("REF-004", uri, f"branch {name!r} names parent branch {parent!r}: {exc.message}",
+                    code="branch_parent_invalid")
         return
     if entry is None:
         ctx.finding("REF-004", uri, f"branch {name!r} was forked from version {version} of "
-                    f"{_branch_label(parent)}, which has no manifest")
+                    f"{_branch_label(parent)}, which has no manifest", code="branch_fork_version_missing")
         return
     if manifest_size is None:
         ctx.finding("REF-005", uri, f"branch {name!r} records no manifestSize (the fork manifest, version "
-                    f"{version} of {_branch_label(parent)}, is {entry.size} bytes)")
+                    f"{version} of {_branch_label(parent)}, is {entry.size} bytes)", code="branch_manifest_size_absent")
     elif manifest_size != entry.size:
         ctx.finding("REF-005", uri, f"branch {name!r} records manifestSize {manifest_size}, but the fork "
-                    f"manifest (version {version} of {_branch_label(parent)}) is {entry.size} bytes")
+                    f"manifest (version {version} of {_branch_label(parent)}) is {entry.size} bytes",
+                    code="branch_manifest_size_mismatch")
 
 
 def _branch_root(ctx: DatasetContext, roots: _Roots, name: str) -> None:
     root = roots.root(name)
     entries = roots.entries(name)
     if not entries:
-        ctx.finding("REF-003", root.uri, f"branch {name!r} has no dataset: tree/{name}/_versions holds no manifest")
+        ctx.finding("REF-003", root.uri, f"branch {name!r} has no dataset: tree/{name}/_versions holds no manifest",
+                    code="branch_root_empty")
         return
     for version, entry in sorted(entries.items()):
         try:
@@ -155,4 +161,5 @@ def _branch_root(ctx: DatasetContext, roots: _Roots, name: str) -> None:
         recorded = manifest.branch if manifest.HasField("branch") else None
         if recorded != name:
             shown = "no branch" if recorded is None else f"branch {recorded!r}"
-            ctx.finding("REF-003", entry.uri, f"version {version} in tree/{name} records {shown}, not {name!r}")
+            ctx.finding("REF-003", entry.uri, f"version {version} in tree/{name} records {shown}, not {name!r}",
+                        code="branch_name_mismatch")

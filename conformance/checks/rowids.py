@@ -86,19 +86,19 @@ def sequences(ctx: VersionContext) -> None:
         kind = fragment.WhichOneof("row_id_sequence")
         if kind is None:
             ctx.finding("ROW-001", where, f"fragment {fragment.id} stores no row-id sequence, but the version uses "
-                        "stable row ids", spot)
+                        "stable row ids", spot, code="row_id_sequence_missing")
             continue
         if kind != "inline_row_ids":
             continue
         try:
             sequence = decode(rowids_pb2.RowIdSequence, fragment.inline_row_ids, where, "the inline row-id sequence")
         except FormatError as exc:
-            ctx.finding("ROW-001", where, exc.message, spot)
+            ctx.finding("ROW-001", where, exc.message, spot, code="row_id_sequence_unreadable")
             continue
         count = sum(_count(s) for s in sequence.segments)
         if count != fragment.physical_rows:
             ctx.finding("ROW-001", where, f"the row-id sequence holds {count} ids for {fragment.physical_rows} "
-                        "physical rows", spot)
+                        "physical rows", spot, code="row_id_count_mismatch")
             continue
         decoded.append((fragment.id, sequence))
     if sum(_count(s) for _, seq in decoded for s in seq.segments) > MAX_COMPARED_IDS:
@@ -110,7 +110,7 @@ def sequences(ctx: VersionContext) -> None:
             for row_id in _ids(segment):
                 if row_id >= manifest.next_row_id:
                     ctx.finding("ROW-001", where, f"row id {row_id} is not below next_row_id {manifest.next_row_id}",
-                                detail=f"fragment {fragment_id}")
+                                detail=f"fragment {fragment_id}", code="row_id_not_below_next")
                     return
                 holders.setdefault(row_id, []).append((fragment_id, offset))
                 offset += 1
@@ -122,7 +122,7 @@ def sequences(ctx: VersionContext) -> None:
         live = [fragment_id for fragment_id, offset in rows if offset not in deleted.get(fragment_id, ())]
         if len(live) > 1:
             ctx.finding("ROW-001", where, f"row id {row_id} is held by live rows of fragments "
-                        f"{', '.join(map(str, live))}", detail=f"fragment {live[-1]}")
+                        f"{', '.join(map(str, live))}", detail=f"fragment {live[-1]}", code="row_id_shared")
             return
 
 

@@ -50,7 +50,7 @@ __all__ = ["FINDINGS_SCHEMA", "SparkCertification", "certify_with_spark", "findi
 
 #: The schema of the findings DataFrame (one row per finding, as in certify's JSON report).
 FINDINGS_SCHEMA = ("requirement string, severity string, version long, branch string, path string, detail string, "
-                   "message string, known_divergence string, set_aside_by string")
+                   "message string, known_divergence string, set_aside_by string, code string")
 
 #: Tasks per core when the caller does not fix ``fragments_per_task``: enough to even out slow tasks.
 TASKS_PER_CORE = 4

@@ -7,6 +7,7 @@ report of what was checked still comes; ``lancespec.cli.main`` writes it), 130 i
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +55,11 @@ def register(sub: Any) -> None:
                         help="set aside the findings of a requirement (MAN-013) or a known divergence (F-004): "
                         "reported, not counted in the exit status; repeat")
     parser.add_argument("--baseline", action="append", default=[], metavar="FILE",
-                        help="set aside every id a baseline file lists (written by --write-baseline); repeat")
+                        help="set aside the findings a baseline file lists (written by --write-baseline): "
+                        "any other finding still counts; repeat")
     parser.add_argument("--write-baseline", metavar="FILE",
-                        help="write a baseline setting aside every finding of this run")
+                        help="write a baseline setting aside every finding of this run, one entry per finding "
+                        "(a known divergence: one entry by its id)")
     add_storage_options(parser)
     add_limit_options(parser)
     parser.set_defaults(func=run)
@@ -89,5 +92,7 @@ def run(args: argparse.Namespace) -> int:
                          io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
     emit_report(report, chosen, args.format, args.output)
     if args.write_baseline:
-        write_baseline(report, args.write_baseline, __version__)
+        entries = write_baseline(report, args.write_baseline, __version__)
+        sys.stderr.write(f"wrote {entries} baseline {'entry' if entries == 1 else 'entries'} to "
+                         f"{args.write_baseline}\n")
     return report.exit_code

@@ -4,8 +4,10 @@ the published schema) and JUnit, and the exit status follows what was not set as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import tomllib
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
@@ -50,25 +52,39 @@ def test_divergence_file_names_findings_that_exist() -> None:
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\n', "no predicate"),
-    ('[[divergence]]\nfinding = "F-4"\nrequirement = "MAN-013"\nsummary = "s"\nmessage = "x"\n', "F-NNN"),
-    ('[[divergence]]\nfinding = "F-004"\nrequirement = "NOPE-001"\nsummary = "s"\nmessage = "x"\n', "catalogue"),
-    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\nmessage = "("\n', "regular"),
-    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\nwhere = "x"\n', "unknown keys"),
+    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\n', "code must"),
+    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\ncode = "Field type"\n', "code must"),
+    ('[[divergence]]\nfinding = "F-4"\nrequirement = "MAN-013"\nsummary = "s"\ncode = "x"\n', "F-NNN"),
+    ('[[divergence]]\nfinding = "F-004"\nrequirement = "NOPE-001"\nsummary = "s"\ncode = "x"\n', "catalogue"),
+    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\ncode = "x"\npath = "("\n',
+     "regular"),
+    ('[[divergence]]\nfinding = "F-004"\nrequirement = "MAN-013"\nsummary = "s"\ncode = "x"\nmessage = "x"\n',
+     "unknown keys"),  # messages are never matched
 ])
 def test_divergence_file_rules(text: str, why: str) -> None:
     with pytest.raises(DivergenceFileError, match=why):
         parse_divergences(text)
 
 
-def test_predicates_match_requirement_message_path_and_root() -> None:
+def test_predicates_match_requirement_code_path_and_root() -> None:
     [entry] = parse_divergences('[[divergence]]\nfinding = "F-010"\nrequirement = "CLONE-001"\nbranch = true\n'
-                                'summary = "s"\npath = \'^(?!{root}(/|$))\'\n')
-    outside = Finding("CLONE-001", "MUST", 1, "/old/data/x.lance", "gone", branch="feat")
+                                'code = "gone"\nsummary = "s"\npath = \'^(?!{root}(/|$))\'\n')
+    outside = Finding("CLONE-001", "MUST", 1, "/old/data/x.lance", "gone", branch="feat", code="gone")
     assert entry.matches(outside, "/new")
+    assert entry.matches(dataclasses.replace(outside, message="reworded entirely"), "/new")  # the code decides
+    assert not entry.matches(dataclasses.replace(outside, code="other"), "/new")
     assert not entry.matches(outside, "/old")  # {root} is the certified root
-    assert not entry.matches(Finding("CLONE-001", "MUST", 1, "/old/data/x.lance", "gone"), "/new")  # main root
-    assert not entry.matches(Finding("BASE-004", "MUST", 1, "/old/data/x.lance", "gone", branch="f"), "/new")
+    assert not entry.matches(dataclasses.replace(outside, branch=None), "/new")  # main root
+    assert not entry.matches(dataclasses.replace(outside, requirement="BASE-004"), "/new")
+
+
+def test_detail_predicate_is_exact() -> None:
+    [entry] = parse_divergences('[[divergence]]\nfinding = "F-010"\nrequirement = "BASE-008"\ncode = "BASE-008"\n'
+                                'detail = "base 0"\nsummary = "s"\n')
+    base0 = Finding("BASE-008", "SHOULD", 1, "/r/_versions/1.manifest", "m", detail="base 0")
+    assert base0.code == "BASE-008"  # a finding without a code carries its requirement id
+    assert entry.matches(base0, "/r")
+    assert not entry.matches(dataclasses.replace(base0, detail="base 10"), "/r")
 
 
 def test_ignore_sets_a_requirement_aside(breached: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,18 +117,26 @@ def test_write_baseline_then_certify_with_it(breached: str, tmp_path: Path,
     assert main(["certify", breached, "--all-versions", "--write-baseline", str(baseline)]) == 1
     capsys.readouterr()
     text = baseline.read_text()
-    assert 'format = "lancespec.baseline/1"' in text and 'id = "MAN-001"' in text
+    # MAN-001 about fragment 0 of the manifests of versions 2 and 3: one fact, one entry
+    entries = tomllib.loads(text)["finding"]
+    man001 = sorted(e["fingerprint"] for e in entries if e["fingerprint"].startswith("MAN-001"))
+    assert text.startswith("# lancespec certify baseline") and 'format = "lancespec.baseline/2"' in text
+    assert man001 == ["MAN-001@_versions/*.manifest#fragment 0"]
     assert main(["certify", breached, "--all-versions", "--baseline", str(baseline), "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     jsonschema.validate(document, SCHEMA)
-    assert document["set_aside"] == [{"id": "MAN-001", "by": f"baseline {baseline}", "findings": 2}]
+    assert sorted(e["id"] for e in document["set_aside"] if e["id"].startswith("MAN-001")) == man001
+    assert [(e["by"], e["findings"]) for e in document["set_aside"] if e["id"] in man001] == \
+        [(f"baseline {baseline}", 2)]
     assert document["summary"]["must"] == 0 and document["summary"]["set_aside"] >= 2
-    assert {f["set_aside_by"] for f in document["findings"] if f["requirement"] == "MAN-001"} == {"MAN-001"}
+    assert {f["set_aside_by"] for f in document["findings"] if f["requirement"] == "MAN-001"} == set(man001)
     assert document["conformant"] is True and document["exit_code"] == 0
 
 
-@pytest.mark.parametrize("content", ['format = "other/1"\n', "not toml [", 'format = "lancespec.baseline/1"\n'
-                                     '[[ignore]]\nid = "NOPE-001"\n'])
+@pytest.mark.parametrize("content", ['format = "other/1"\n', "not toml [", 'format = "lancespec.baseline/2"\n'
+                                     '[[ignore]]\nid = "NOPE-001"\n', 'format = "lancespec.baseline/2"\n'
+                                     '[[finding]]\nfingerprint = "NOPE-001@data/x.lance"\n',
+                                     'format = "lancespec.baseline/2"\n[[finding]]\nnote = "no fingerprint"\n'])
 def test_a_bad_baseline_is_a_usage_error(breached: str, tmp_path: Path, content: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     baseline = tmp_path / "b.toml"

@@ -25,6 +25,7 @@ import pytest
 from interop.test_conflicts_pylance import AGREEING, INCOMPATIBLE, LANDS, RETRYABLE, Action, classify, make_plain
 
 from lancespec.conformance.certify import certify
+from lancespec.conformance.shapes import DIVERGENCE_SHAPES
 from lancespec.conformance.findings import Report
 from lancespec.reference.codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
 from lancespec.reference.layout import TRANSACTIONS_DIR, parse_manifest_name, transaction_file_name
@@ -165,12 +166,8 @@ def test_finding_config_update_after_overwrite_is_reported(tmp_path: Path) -> No
     """F-038: pylance 14.0.2 lands an UpdateConfig that only sets config keys after a concurrent Overwrite; the
     matrix calls the pair incompatible, so certify reports the history pylance wrote as COMMIT-002, marked as
     the known divergence."""
-    root = tmp_path / "ds"
-    make_plain(str(root))
-    stale = lance.dataset(str(root))
-    lance.write_dataset(stale.to_table(), str(root), mode="overwrite")
-    stale.update_config({"k": "1"})
-    report = certify(str(root), all_versions=True)
+    shape = DIVERGENCE_SHAPES["config_over_overwrite"](tmp_path / "work")
+    report = certify(shape.uri, all_versions=True)
     found = [f for f in report.findings if f.requirement == "COMMIT-002"]
-    assert [(f.version, f.known) for f in found] == [(3, "F-038")]
+    assert [(f.version, f.known, f.code) for f in found] == [(3, "F-038", "config_keys_over_overwrite")]
     assert "UpdateConfig is incompatible with a concurrent Overwrite (version 2)" in found[0].message
