@@ -25,8 +25,8 @@ import pytest
 from interop.test_conflicts_pylance import AGREEING, INCOMPATIBLE, LANDS, RETRYABLE, Action, classify, make_plain
 
 from lancespec.conformance.certify import certify
-from lancespec.conformance.shapes import DIVERGENCE_SHAPES
 from lancespec.conformance.findings import Report
+from lancespec.conformance.shapes import DIVERGENCE_SHAPES
 from lancespec.reference.codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
 from lancespec.reference.layout import TRANSACTIONS_DIR, parse_manifest_name, transaction_file_name
 
