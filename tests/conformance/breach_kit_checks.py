@@ -1,0 +1,81 @@
+"""Breach builders for the checks fixed by issue 26 (item 3): each ``breach_<name>(root)`` writes a dataset
+under the directory ``root`` with a real writer (pylance 14.0.2 or the reference writer), then breaks
+exactly one statement the way an outside auditor would (an edited manifest, a deleted or truncated
+object, a copied directory), and returns a ``Breach``: the URI to certify and the requirement certify
+must report at MUST (nothing else at MUST). ``BREACHES`` lists them by name for the tests
+(test_breaches_checks.py) and for anyone who wires them into a corpus.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+from conformance_kit import build_reference_dataset, rewrite_manifest
+
+
+@dataclass(frozen=True)
+class Breach:
+    """A dataset that breaks one statement: certify ``uri`` (every version of every root) and expect
+    ``requirement`` at MUST, and no other MUST."""
+
+    uri: str
+    requirement: str
+    how: str
+
+
+def _blob_table(values: list[object]) -> pa.Table:
+    field = lance.blob_field("blob")
+    return pa.Table.from_arrays([pa.array(range(len(values)), pa.int64()), lance.blob_array(values)],
+                                schema=pa.schema([pa.field("id", pa.int64()), field]))
+
+
+def _external_blobs(root: Path) -> tuple[str, Path]:
+    """A pylance dataset with one blob v2 column of two external blobs under the registered non-root base
+    ``external``: ``whole.bin`` (the whole 100-byte object) and ``ranged.bin`` bytes [10, 40) of 64."""
+    external = root / "external"
+    external.mkdir(parents=True)
+    (external / "whole.bin").write_bytes(bytes(range(100)))
+    (external / "ranged.bin").write_bytes(bytes(range(64)))
+    uri = str(root / "ds")
+    values = [str(external / "whole.bin"), lance.Blob.from_uri(str(external / "ranged.bin"), position=10, size=30)]
+    lance.write_dataset(_blob_table(values), uri, data_storage_version="2.2",
+                        initial_bases=[lance.DatasetBasePath(str(external), name="external")])
+    return uri, external
+
+
+def breach_external_blob_missing(root: Path) -> Breach:
+    """BLOB-004: an external blob names an object that does not exist (deleted after pylance wrote it)."""
+    uri, external = _external_blobs(root)
+    (external / "whole.bin").unlink()
+    return Breach(uri, "BLOB-004", "pylance 14.0.2 wrote an external blob; its object was deleted")
+
+
+def breach_external_blob_range_past_end(root: Path) -> Breach:
+    """BLOB-004: an external blob's range [10, 40) lies past the end of its object (truncated to 20 bytes)."""
+    uri, external = _external_blobs(root)
+    (external / "ranged.bin").write_bytes(bytes(range(20)))
+    return Breach(uri, "BLOB-004", "pylance 14.0.2 wrote an external range blob; its object was truncated")
+
+
+def breach_manifest_version_mismatch(root: Path) -> Breach:
+    """MAN-003: the manifest of version 1 records version 7 (the reference writer's dataset, edited)."""
+    uri = build_reference_dataset(root)
+    rewrite_manifest(uri, 1, lambda manifest: setattr(manifest, "version", 7))
+    return Breach(uri, "MAN-003", "the reference writer's version-1 manifest re-encoded with version = 7")
+
+
+BREACHES: dict[str, Callable[[Path], Breach]] = {
+    "external-blob-missing": breach_external_blob_missing,
+    "external-blob-range-past-end": breach_external_blob_range_past_end,
+    "manifest-version-mismatch": breach_manifest_version_mismatch,
+}
+
+
+def copy_root(source: Path, target: Path) -> None:
+    """``cp -r source target``."""
+    shutil.copytree(source, target, symlinks=True)
