@@ -17,6 +17,8 @@ import lance
 import pyarrow as pa
 from conformance_kit import build_reference_dataset, rewrite_manifest
 
+from lancespec.reference.proto import rowids_pb2, table_pb2
+
 
 @dataclass(frozen=True)
 class Breach:
@@ -69,7 +71,60 @@ def breach_manifest_version_mismatch(root: Path) -> Breach:
     return Breach(uri, "MAN-003", "the reference writer's version-1 manifest re-encoded with version = 7")
 
 
+def stable_row_ids(root: Path, external: bytes | None = None) -> str:
+    """A pylance dataset with stable row ids (two fragments of 4 rows, ids 0..7). With ``external``, the
+    latest manifest stores fragment 1's row-id sequence in the file ``row_ids/seq.bin`` of the root (the
+    given bytes, then the sequence at offset 8) instead of inline: a valid external sequence."""
+    uri = str(root / "stable")
+    table = pa.table({"id": pa.array(range(4), pa.int64())})
+    lance.write_dataset(table, uri, enable_stable_row_ids=True)
+    lance.write_dataset(pa.table({"id": pa.array(range(4, 8), pa.int64())}), uri, mode="append")
+    if external is not None:
+        def move(manifest: table_pb2.Manifest) -> None:
+            fragment = manifest.fragments[1]
+            encoded = fragment.inline_row_ids
+            (root / "stable" / "row_ids").mkdir()
+            (root / "stable" / "row_ids" / "seq.bin").write_bytes(external[:8].ljust(8, b"\0") + encoded + external[8:])
+            fragment.external_row_ids.CopyFrom(table_pb2.ExternalFile(path="row_ids/seq.bin", offset=8,
+                                                                      size=len(encoded)))
+
+        rewrite_manifest(uri, 2, move)
+    return uri
+
+
+def breach_external_row_ids_missing(root: Path) -> Breach:
+    """ROW-001: fragment 1's row-id sequence is stored in an external file that does not exist."""
+    uri = stable_row_ids(root, external=b"")
+    (root / "stable" / "row_ids" / "seq.bin").unlink()
+    return Breach(uri, "ROW-001", "pylance 14.0.2 wrote stable row ids; fragment 1's sequence moved to an "
+                  "external file, which was then deleted")
+
+
+def breach_external_row_ids_past_end(root: Path) -> Breach:
+    """ROW-001: fragment 1's external row-id sequence range lies past the end of its file."""
+    uri = stable_row_ids(root, external=b"")
+    seq = root / "stable" / "row_ids" / "seq.bin"
+    seq.write_bytes(seq.read_bytes()[:9])
+    return Breach(uri, "ROW-001", "pylance 14.0.2 wrote stable row ids; fragment 1's sequence moved to an "
+                  "external file, which was then truncated")
+
+
+def breach_external_row_ids_wrong(root: Path) -> Breach:
+    """ROW-001: fragment 1's external row-id sequence (ids 0..3) duplicates fragment 0's live ids."""
+    uri = stable_row_ids(root, external=b"")
+    seq = rowids_pb2.RowIdSequence()
+    seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=0, end=4))
+    encoded = seq.SerializeToString()
+    (root / "stable" / "row_ids" / "seq.bin").write_bytes(bytes(8) + encoded)
+    rewrite_manifest(uri, 2, lambda m: setattr(m.fragments[1].external_row_ids, "size", len(encoded)))
+    return Breach(uri, "ROW-001", "pylance 14.0.2 wrote stable row ids; fragment 1's sequence moved to an "
+                  "external file holding ids another fragment's live rows hold")
+
+
 BREACHES: dict[str, Callable[[Path], Breach]] = {
+    "external-row-ids-missing": breach_external_row_ids_missing,
+    "external-row-ids-past-end": breach_external_row_ids_past_end,
+    "external-row-ids-wrong": breach_external_row_ids_wrong,
     "external-blob-missing": breach_external_blob_missing,
     "external-blob-range-past-end": breach_external_blob_range_past_end,
     "manifest-version-mismatch": breach_manifest_version_mismatch,
