@@ -121,7 +121,24 @@ def breach_external_row_ids_wrong(root: Path) -> Breach:
                   "external file holding ids another fragment's live rows hold")
 
 
+def branched(root: Path) -> Path:
+    """A pylance root ``root/old`` with branch ``feat`` forked from version 1 and appended to."""
+    table = pa.table({"id": pa.array(range(4), pa.int64())})
+    lance.write_dataset(table, str(root / "old")).create_branch("feat")
+    lance.write_dataset(table, str(root / "old" / "tree" / "feat"), mode="append")
+    return root / "old"
+
+
+def breach_copied_root_with_branch(root: Path) -> Breach:
+    """PORT-002: a root with a branch copied with ``cp -r``; the copy's branch still reads the original root
+    (F-010)."""
+    copy_root(branched(root), root / "new")
+    return Breach(str(root / "new"), "PORT-002", "pylance 14.0.2 wrote a root with a branch; cp -r to another "
+                  "directory, the original kept")
+
+
 BREACHES: dict[str, Callable[[Path], Breach]] = {
+    "copied-root-with-branch": breach_copied_root_with_branch,
     "external-row-ids-missing": breach_external_row_ids_missing,
     "external-row-ids-past-end": breach_external_row_ids_past_end,
     "external-row-ids-wrong": breach_external_row_ids_wrong,

@@ -6,10 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from breach_kit_checks import BREACHES, stable_row_ids
+import lance
+import pyarrow as pa
+from breach_kit_checks import BREACHES, branched, copy_root, stable_row_ids
 from conformance_kit import assert_clean, assert_only, certify_findings
 
 from lancespec.cli.main import main
+from lancespec.reference import relocate
+from lancespec.reference.table import Dataset
 
 
 @pytest.mark.parametrize("name", sorted(BREACHES))
@@ -31,3 +35,26 @@ def test_a_valid_external_row_id_sequence_is_judged_like_an_inline_one(tmp_path:
     findings = certify_findings(stable_row_ids(tmp_path, external=b"header!!trailer"))
     assert_clean(findings)
     assert not [f for f in findings if f.requirement == "ROW-001"]
+
+
+def test_branches_of_a_family_and_of_a_clone_are_no_copies(tmp_path: Path) -> None:
+    """A branch reading its main root, and a branch of a shallow clone reading the clone's source (which the
+    clone registers too), breach no PORT-002."""
+    source = branched(tmp_path)
+    clone = lance.dataset(str(source)).shallow_clone(str(tmp_path / "clone"), 1)
+    clone.create_branch("sub")
+    lance.write_dataset(pa.table({"id": pa.array([9], pa.int64())}), str(tmp_path / "clone" / "tree" / "sub"),
+                        mode="append")
+    for uri in (str(source), str(tmp_path / "clone")):
+        findings = certify_findings(uri)
+        assert_clean(findings)
+        assert not [f for f in findings if f.requirement == "PORT-002"], uri
+
+
+def test_a_copied_root_adopted_by_relocate_is_no_copy(tmp_path: Path) -> None:
+    """After ``relocate`` adopted the copy (one new version of the branch naming the copy), the branch reads
+    its own family: no PORT-002 (the versions before still name the original; only the latest is judged)."""
+    copy_root(branched(tmp_path), tmp_path / "new")
+    relocate.relocate(Dataset(str(tmp_path / "new")).branch("feat"), adopt_from=str(tmp_path / "old"))
+    findings = certify_findings(str(tmp_path / "new"))
+    assert not [f for f in findings if f.requirement == "PORT-002"]
