@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import lance
 import pyarrow as pa
+import pytest
 from breach_kit_checks import BREACHES, branched, copy_root, stable_row_ids
 from conformance_kit import assert_clean, assert_only, certify_findings
 
