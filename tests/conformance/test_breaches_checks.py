@@ -58,3 +58,12 @@ def test_a_copied_root_adopted_by_relocate_is_no_copy(tmp_path: Path) -> None:
     relocate.relocate(Dataset(str(tmp_path / "new")).branch("feat"), adopt_from=str(tmp_path / "old"))
     findings = certify_findings(str(tmp_path / "new"))
     assert not [f for f in findings if f.requirement == "PORT-002"]
+
+
+@pytest.mark.interop
+def test_f045_pylance_cannot_open_an_external_row_id_sequence(tmp_path: Path) -> None:
+    """F-045: the valid external sequence above; pylance 14.0.2 refuses the version, opens the one before."""
+    uri = stable_row_ids(tmp_path, external=b"header!!trailer")
+    with pytest.raises(ValueError, match="All fragments must have row ids"):
+        lance.dataset(uri)
+    assert lance.dataset(uri, version=1).count_rows() == 4
