@@ -12,7 +12,9 @@ from breach_kit_checks import BREACHES, branched, copy_root, stable_row_ids
 from conformance_kit import assert_clean, assert_only, certify_findings
 
 from lancespec.cli.main import main
+from lancespec.conformance.certify import certify
 from lancespec.reference import relocate
+from lancespec.reference.store.local import LocalStore
 from lancespec.reference.table import Dataset
 
 
@@ -67,3 +69,36 @@ def test_f045_pylance_cannot_open_an_external_row_id_sequence(tmp_path: Path) ->
     with pytest.raises(ValueError, match="All fragments must have row ids"):
         lance.dataset(uri)
     assert lance.dataset(uri, version=1).count_rows() == 4
+
+
+def test_an_external_object_is_asked_about_once_and_never_read(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through certify's I/O plan, each external object costs one HEAD for the whole run (three versions,
+    the same objects named by several rows of each), and no byte of it is read (BLOB-004's I/O bound)."""
+    external = tmp_path / "external"
+    external.mkdir()
+    objects = [external / f"o{i}.bin" for i in range(3)]
+    for i, path in enumerate(objects):
+        path.write_bytes(bytes(50 + i))
+    uri = str(tmp_path / "ds")
+    values = [str(p) for p in objects] * 2
+    table = pa.Table.from_arrays([pa.array(range(6), pa.int64()), lance.blob_array(values)],
+                                 schema=pa.schema([pa.field("id", pa.int64()), lance.blob_field("blob")]))
+    lance.write_dataset(table, uri, data_storage_version="2.2",
+                        initial_bases=[lance.DatasetBasePath(str(external), name="external")])
+    lance.write_dataset(table, uri, mode="append")
+    lance.write_dataset(table, uri, mode="append")
+    asked: list[tuple[str, str]] = []
+    for method in ("head", "get", "get_range", "get_tail"):
+        original = getattr(LocalStore, method)
+
+        def counted(self: LocalStore, target: str, *args: object, _name: str = method,
+                    _original: object = original) -> object:
+            asked.append((_name, target))
+            return _original(self, target, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(LocalStore, method, counted)
+    report = certify(uri, all_versions=True)
+    assert not report.must_findings
+    about = [(name, target) for name, target in asked if target.startswith(str(external))]
+    assert sorted(about) == sorted(("head", str(p)) for p in objects)
