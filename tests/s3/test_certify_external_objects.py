@@ -1,5 +1,5 @@
 """BLOB-004 on an object store: certify asks about an external blob's object with one HEAD (or a listing that
-with one HEAD (or a listing that answers it) and never reads it, and reports a missing one, through the
+answers it) and never reads it, and reports a missing one, through the
 simulator's proxy as straight to the server (the lazy path, the second source of truth)."""
 
 from __future__ import annotations
