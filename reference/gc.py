@@ -10,6 +10,11 @@ with ``data/{stem}.lance``). Where those documents leave a detail open, the beha
 ``plan_cleanup`` reads and deletes nothing; ``execute_cleanup`` deletes exactly the planned candidates,
 manifests last; ``cleanup`` does both.
 
+Bases (GC-002, GC-004): only the cleaned root is listed, never a registered base. A base may be reached by
+another dataset (a shallow clone inherits its source's storage-only bases, a branch its parent's), and
+GC-002 forbids deleting in such a base; reclaiming the bases no other known dataset reaches (GC-004, a
+SHOULD) is not done, as pylance 14.0.2 does not do it either (F-007).
+
 Vocabulary used throughout:
 
 * *old*: a version the policy selects (``older_than`` and/or ``retain_versions``, both must agree).

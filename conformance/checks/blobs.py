@@ -6,10 +6,16 @@ certify run. A version whose schema has no blob column costs nothing. The datase
 ``data/`` directory for sidecars whose data file no attached version references, or whose id no
 descriptor of their (live) data file references; it reads manifests and descriptors only when ``data/``
 holds a ``.blob`` file.
+
+An external blob's object is asked about once per certify run with one HEAD (answered from a listing
+already made when there is one), never read: its existence and size are all BLOB-004 needs. The reads are
+declared (``prefetch``), so certify makes them for every file at once before the checks run.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,13 +25,14 @@ from lancespec.reference.blob.read import BlobDescriptor, BlobLocation, BlobRead
 from lancespec.reference.blob.routing import MANAGED_KINDS, BlobKind, Thresholds, route, sidecar_uri, thresholds_of
 from lancespec.reference.codec import decode_manifest_file
 from lancespec.reference.errors import LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import DATA_DIR, branch_root, reversed_blob_id
+from lancespec.reference.layout import DATA_DIR, Base, branch_root, path_escape, reversed_blob_id
 from lancespec.reference.proto import file_pb2
+from lancespec.reference.store import Storage
 from lancespec.reference.store.base import ObjectInfo
 from lancespec.reference.store.uri import is_absolute, join, relative_to
 from lancespec.reference.table import Dataset
 
-from . import DatasetContext, VersionContext, dataset_check, version_check
+from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .bases import run_cached
 
 MANAGED_BLOB_FLAG = 16384
@@ -49,10 +56,9 @@ class _File:
     descriptors: list[BlobDescriptor | None]
 
 
-def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
-    """Every (data file, blob column) of the version with its descriptors. Data files that cannot be
-    resolved or do not exist are left to the file checks; descriptors that cannot be decoded are
-    reported as ``requirement``."""
+def _blob_locations(ctx: VersionContext) -> Iterator[tuple[file_pb2.Field, BlobLocation]]:
+    """Every (blob column, data file holding it) of the version, without reading anything. Data files
+    that cannot be resolved are left to the file checks."""
     snap = ctx.snap
     fields = blob_field_ids(snap.manifest.fields)
     if not fields:
@@ -64,24 +70,35 @@ def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
                 where = reader.location(fragment, field.name)
             except LanceSpecError:
                 continue  # unresolvable data file: the file checks report it
-            if where is None:
-                continue
-            key = ("blob-descriptors", where.data_file_uri, str(where.column_index))
+            if where is not None:
+                yield field, where
 
-            def read(w: BlobLocation = where, name: str = field.name) -> list[BlobDescriptor | None]:
-                return read_descriptor_columns(ctx.storage, w.data_file_uri, {name: w.column_index},
-                                                    w.file_size)[name]
 
-            try:
-                found = run_cached(ctx.storage, key, read)
-            except ObjectNotFound:
-                continue  # a missing data file: the file checks report it
-            except LanceSpecError as exc:
-                ctx.finding(requirement, where.data_file_uri,
-                            f"the descriptors of blob column {field.name!r} cannot be decoded: {exc.message}",
-                            code="descriptors_undecodable")
-                continue
-            yield _File(where.data_file_uri, where.file_size, field, found)
+def _descriptors_of(storage: Storage, field: file_pb2.Field, where: BlobLocation) -> list[BlobDescriptor | None]:
+    """The descriptors of one blob column of one data file, read once per run (a partial read of the file)."""
+
+    def read() -> list[BlobDescriptor | None]:
+        return read_descriptor_columns(storage, where.data_file_uri, {field.name: where.column_index},
+                                       where.file_size)[field.name]
+
+    return run_cached(storage, ("blob-descriptors", where.data_file_uri, str(where.column_index)), read)
+
+
+def _blob_files(ctx: VersionContext, requirement: str) -> Iterator[_File]:
+    """Every (data file, blob column) of the version with its descriptors. Data files that cannot be
+    resolved or do not exist are left to the file checks; descriptors that cannot be decoded are
+    reported as ``requirement``."""
+    for field, where in _blob_locations(ctx):
+        try:
+            found = _descriptors_of(ctx.storage, field, where)
+        except ObjectNotFound:
+            continue  # a missing data file: the file checks report it
+        except LanceSpecError as exc:
+            ctx.finding(requirement, where.data_file_uri,
+                        f"the descriptors of blob column {field.name!r} cannot be decoded: {exc.message}",
+                        code="descriptors_undecodable")
+            continue
+        yield _File(where.data_file_uri, where.file_size, field, found)
 
 
 def _object_size(ctx: VersionContext, uri: str) -> int | None:
@@ -94,12 +111,71 @@ def _object_size(ctx: VersionContext, uri: str) -> int | None:
     return run_cached(ctx.storage, ("blob-head", uri), head)
 
 
-@version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004", fragment_local=True)
+#: What one HEAD of an external blob's object answered: its size, ``ABSENT``, or ``UNKNOWN`` (the store
+#: could not be asked: an unsupported scheme, no permission, a network fault; nothing can be judged).
+ABSENT = "absent"
+UNKNOWN = "unknown"
+_HEAD_LOCK = threading.Lock()
+
+
+def external_uri(descriptor: BlobDescriptor, bases: dict[int, Base]) -> str | None:
+    """The URI an external descriptor names (``base path / blob_uri`` for a non-zero blob_id, the stored
+    absolute URI for id 0), or None when it names none that may be followed: an unregistered or
+    dataset-root base, a path that is not relative to its base or could leave it (BLOB-004 reports those)."""
+    if not descriptor.blob_id:
+        return descriptor.blob_uri if is_absolute(descriptor.blob_uri) else None
+    base = bases.get(descriptor.blob_id)
+    uri = descriptor.blob_uri
+    if (base is None or base.is_dataset_root or not uri or is_absolute(uri) or "://" in uri
+            or path_escape(uri) is not None):
+        return None
+    return join(base.path, uri)
+
+
+def external_object_size(storage: Storage, uri: str) -> int | str:
+    """The size of the object at ``uri`` from one HEAD, remembered for the run; ``ABSENT`` or ``UNKNOWN``.
+    Concurrent callers for one URI wait for the first one's answer, so each object is asked about once."""
+
+    def head() -> int | str:
+        try:
+            return storage.head(uri).size
+        except ObjectNotFound:
+            return ABSENT
+        except LanceSpecError:
+            return UNKNOWN
+
+    with _HEAD_LOCK:
+        lock = run_cached(storage, ("blob-external-lock", uri), threading.Lock)
+    with lock:
+        return run_cached(storage, ("blob-external-head", uri), head)
+
+
+def _external_reads(ctx: VersionContext) -> Iterator[Prefetch]:
+    """Per blob column of each data file: its descriptors (one partial read of the file), then one HEAD per
+    external object they name that no other job asked about."""
+    bases = {b.id: b for b in ctx.snap.bases}
+    storage = ctx.storage
+
+    def job(field: file_pb2.Field, where: BlobLocation) -> None:
+        for d in _descriptors_of(storage, field, where):
+            if d is not None and d.kind == BlobKind.EXTERNAL:
+                uri = external_uri(d, bases)
+                if uri is not None:
+                    external_object_size(storage, uri)
+
+    for field, where in _blob_locations(ctx):
+        yield ("blob-externals", where.data_file_uri, str(where.column_index)), functools.partial(job, field, where)
+
+
+@version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004", prefetch=_external_reads,
+               fragment_local=True)
 def descriptors(ctx: VersionContext) -> None:
     """Kinds are 0-3 (4 only with the managed-blob flag) (BLOB-001); inline ranges lie inside their data
     file (BLOB-002); packed and dedicated blobs lie inside a sidecar that exists at the reversed-binary
     path next to their data file (BLOB-003); external blobs with a base id name a registered non-root
-    base and a relative path, those with id 0 an absolute URI (BLOB-004)."""
+    base and a relative path that stays in it, those with id 0 an absolute URI, and the object named
+    exists and holds [position, position + size) (position 0 and size 0: the whole object) (BLOB-004).
+    An object the store cannot be asked about (an unsupported scheme, no permission) is not judged."""
     manifest = ctx.snap.manifest
     managed_allowed = bool(manifest.reader_feature_flags & manifest.writer_feature_flags & MANAGED_BLOB_FLAG)
     bases = {b.id: b for b in ctx.snap.bases}
@@ -139,14 +215,35 @@ def descriptors(ctx: VersionContext) -> None:
                         problems[("BLOB-004", file.uri, f"external blob of base {d.blob_id} stores "
                                   f"{d.blob_uri!r}, not a path relative to the base",
                                   "external_path_not_relative")].append(row)
+                    elif d.blob_uri and path_escape(d.blob_uri) is not None:
+                        problems[("BLOB-004", file.uri, f"external blob of base {d.blob_id} stores {d.blob_uri!r}, "
+                                  f"which {path_escape(d.blob_uri)} (it is not followed)",
+                                  "external_path_escapes")].append(row)
                 elif not is_absolute(d.blob_uri):
                     problems[("BLOB-004", file.uri, f"external blob outside every base (blob_id 0) stores "
                               f"{d.blob_uri!r}, not an absolute URI", "external_uri_not_absolute")].append(row)
+                target = external_uri(d, bases)
+                if target is not None:
+                    problem = _external_problem(ctx.storage, target, d)
+                    if problem is not None:
+                        problems[("BLOB-004", target, problem[0], problem[1])].append(row)
             elif not (d.kind == BlobKind.MANAGED and managed_allowed):
                 problems[("BLOB-001", file.uri, f"blob kind {d.kind} is not one the format defines (0 inline, "
                           "1 packed, 2 dedicated, 3 external)", "blob_kind_unknown")].append(row)
         for (requirement, path, message, code), rows in problems.items():
             ctx.finding(requirement, path, f"column {file.field.name!r} {_rows(rows)}: {message}", code=code)
+
+
+def _external_problem(storage: Storage, uri: str, d: BlobDescriptor) -> tuple[str, str] | None:
+    """What is wrong with the object an external descriptor names, and its code: it does not exist, or the
+    range lies past its end; None when it holds the range or cannot be asked about."""
+    size = external_object_size(storage, uri)
+    if size == ABSENT:
+        return "the external object does not exist", "external_object_missing"
+    if isinstance(size, int) and (d.position or d.size) and d.position + d.size > size:
+        return (f"external blob [{d.position}, {d.position + d.size}) lies past the end of the {size}-byte object",
+                "external_range_past_end")
+    return None
 
 
 @version_check("blobs.routing", "BLOB-005", "BLOB-006", fragment_local=True)

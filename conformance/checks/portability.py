@@ -1,16 +1,20 @@
-"""Checks that a dataset can be copied: relative file paths, and no absolute base naming the dataset's
-own root (catalogue area PORT; Storage Layout spec "Dataset Portability"; multi-base post "Strict Portability";
-docs/lance-format.md §10.4)."""
+"""Checks that a dataset can be copied: relative file paths, no absolute base naming the dataset's own
+root, and no branch reading a root outside its family, as the branches of a root copied with ``cp -r``
+do (catalogue area PORT; Storage Layout spec "Dataset Portability"; multi-base post "Strict Portability";
+docs/lance-format.md §10.4; spec/findings.md F-010)."""
 
 from __future__ import annotations
 
 import functools
 from urllib.parse import urlparse
 
-from lancespec.reference.layout import path_escape
-from lancespec.reference.store.uri import is_absolute
+from lancespec.reference.codec import decode_branch, decode_manifest_file
+from lancespec.reference.errors import InvalidRefName, LanceSpecError
+from lancespec.reference.layout import BRANCHES_DIR, TREE_DIR, Base, branch_root, path_escape, ref_name_from_file
+from lancespec.reference.store.uri import is_absolute, join
+from lancespec.reference.table import Dataset, bases_of
 
-from . import VersionContext, version_check
+from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import branch_family, dataset_root_locations, relation
 
 
@@ -54,7 +58,7 @@ def relative_paths(ctx: VersionContext) -> None:
 
 @version_check("portability.self_reference", "PORT-002")
 def self_reference(ctx: VersionContext) -> None:
-    """SHOULD: no absolute base path names the dataset's own root or a location inside it (PORT-002): a
+    """No absolute base path names the dataset's own root or a location inside it (PORT-002): a
     copy of the root would keep pointing at the original.
 
     A branch root (``{main}/tree/{name}``) registers the main root, and for a branch of a branch the
@@ -74,3 +78,67 @@ def self_reference(ctx: VersionContext) -> None:
         ctx.finding("PORT-002", ctx.snap.manifest_uri,
                     f"base {base.id} path {base.path} {'is' if rel == 'equals' else 'lies inside'} the dataset's own "
                     f"root {own}: a copy of the root would keep using the original location", f"base {base.id}")
+
+
+def _latest_bases(ctx: DatasetContext, root: str, versions: tuple[int, ...] = ()) -> list[Base] | None:
+    """The bases the latest manifest of ``root`` (and those of ``versions`` of it that exist) register;
+    None when the root holds no readable manifest."""
+    try:
+        entries = {e.version: e for e in Dataset(root, ctx.storage).version_entries(allow_mixed=True)}
+    except LanceSpecError:
+        return None
+    if not entries:
+        return None
+    found: list[Base] = []
+    for version in {max(entries), *(v for v in versions if v in entries)}:
+        uri = entries[version].uri
+        try:
+            decoded = decode_manifest_file(ctx.storage.get(uri), uri, ctx.storage.limits.max_fragments)
+            found += bases_of(decoded.manifest)
+        except LanceSpecError:
+            if version == max(entries):
+                return None
+    return found
+
+
+def _in_family(path: str, main: str) -> bool:
+    """Whether ``path`` is the main root ``main`` or lies below its ``tree/`` (a branch root of the family)."""
+    return relation(path, main) == "equals" or relation(path, join(main, TREE_DIR)) == "lies inside"
+
+
+@dataset_check("portability.branch_family", "PORT-002")
+def copied_branches(ctx: DatasetContext) -> None:
+    """A branch reads its family, not a copy's original (PORT-002): every dataset-root base the latest
+    manifest of a branch registers is the main root or a branch root below its ``tree/``, or a root its
+    parent registers too (a shallow clone's source, which a branch of the clone inherits). The branches
+    of a root copied with ``cp -r`` keep the original's root as their parent base: the copy's branches
+    read the original, and lose their data when it is cleaned up or removed (F-010).
+
+    Runs on the main root (branch records live there) and judges each branch's latest version, what the
+    branch reads now: ``relocate`` adopting a copy rewrites the bases in a new version. A branch or parent
+    whose manifests cannot be read is not judged (HIST-001 and REF-003 report it)."""
+    dataset = ctx.dataset
+    if dataset.branch_name is not None or dataset.uri != dataset.main_root:
+        return
+    main = dataset.uri
+    for info in ctx.storage.list(join(main, BRANCHES_DIR), recursive=False):
+        if not info.uri.endswith(".json"):
+            continue
+        name = ref_name_from_file(info.uri.rsplit("/", 1)[-1])
+        try:
+            root = branch_root(main, name)
+            record = decode_branch(ctx.storage.get(info.uri), info.uri)
+            parent = main if record.parent_branch in (None, "main") else branch_root(main, record.parent_branch)
+        except (InvalidRefName, LanceSpecError):
+            continue  # REF-003 and REF-004 report it
+        own = _latest_bases(ctx, root)
+        inherited = _latest_bases(ctx, parent, (record.parent_version,))
+        if own is None or inherited is None:
+            continue
+        for base in own:
+            if (not base.is_dataset_root or not base.path or not is_absolute(base.path) or _in_family(base.path, main)
+                    or any(relation(base.path, b.path) == "equals" for b in inherited if b.is_dataset_root)):
+                continue
+            ctx.finding("PORT-002", root, f"branch {name!r} reads base {base.id} at {base.path}, a dataset root "
+                        f"outside its family (the main root {main} and its {TREE_DIR}/) that its parent does not "
+                        "register: the branch still reads the root it was copied from", f"base {base.id}")

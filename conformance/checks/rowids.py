@@ -3,22 +3,29 @@
 docs/lance-format.md §3.6 for the RowIdSequence encoding, except that pylance 14.0.2 writes a
 RangeWithBitmap's bits least significant first: after deleting the second of rows 0..3 the bitmap is 0x0d).
 
-Only inline sequences are decoded; a fragment whose sequence is stored in an external file is counted
-as having one and not decoded further.
+A sequence stored in an external file (``ExternalFile``: a byte range of a file whose path is relative to
+the dataset root) is read with one ranged GET per fragment, declared as a prefetch, and judged as an
+inline one; a range larger than ``--max-object-bytes`` is only checked to exist (one HEAD).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 
 from lancespec.reference import flags as feature_flags
 from lancespec.reference.codec.wire import decode
-from lancespec.reference.errors import FormatError, LanceSpecError
-from lancespec.reference.proto import rowids_pb2
+from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
+from lancespec.reference.layout import path_escape
+from lancespec.reference.proto import rowids_pb2, table_pb2
+from lancespec.reference.store import Storage
+from lancespec.reference.store.uri import join
 from lancespec.reference.table import deleted_offsets
 
-from . import VersionContext, version_check
+from . import Prefetch, VersionContext, version_check
+from .bases import run_cached
+from .portability import is_relative_path
 
 #: Beyond this many row ids in one version, ids are counted but not compared for duplicates.
 MAX_COMPARED_IDS = 10_000_000
@@ -70,9 +77,68 @@ def _ids(segment: rowids_pb2.U64Segment) -> Iterator[int]:
         yield from _array(getattr(segment, kind))
 
 
-@version_check("rowids.sequences", "ROW-001")
+def _external_uri(root: str, external: table_pb2.ExternalFile) -> str | None:
+    """The object of an external row-id sequence (its path is relative to the dataset root), or None when
+    the path is not relative or could leave the root (then it is never opened)."""
+    return join(root, external.path) if is_relative_path(external.path) else None
+
+
+def _external_slice(storage: Storage, uri: str, offset: int, size: int) -> bytes | None:
+    """The bytes [offset, offset + size) of ``uri`` from one ranged GET, remembered for the run (fewer at
+    the end of the object; None when the slice is above the limit of objects read whole: then only its
+    existence is asked, with one HEAD). ObjectNotFound when the object does not exist."""
+
+    def read() -> bytes | None:
+        if size > storage.limits.max_object_bytes:
+            storage.head(uri)
+            return None
+        return storage.get_range(uri, offset, size) if size else b""
+
+    return run_cached(storage, ("row-id-sequence", uri, str(offset), str(size)), read)
+
+
+def _external_reads(ctx: VersionContext) -> Iterator[Prefetch]:
+    """One ranged GET per external row-id sequence of the version."""
+    if not ctx.snap.manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
+        return
+    for fragment in ctx.snap.manifest.fragments:
+        if fragment.WhichOneof("row_id_sequence") == "external_row_ids":
+            external = fragment.external_row_ids
+            uri = _external_uri(ctx.dataset.uri, external)
+            if uri is not None:
+                yield (("row-id-sequence", uri, str(external.offset), str(external.size)),
+                       functools.partial(_external_slice, ctx.storage, uri, external.offset, external.size))
+
+
+def _sequence_bytes(ctx: VersionContext, fragment: table_pb2.DataFragment) -> bytes | None:
+    """The encoded row-id sequence of a fragment: inline, or read from its external file. None (after
+    reporting ROW-001 where the external file is at fault) when there is none to decode."""
+    where, spot = ctx.snap.manifest_uri, f"fragment {fragment.id}"
+    if fragment.WhichOneof("row_id_sequence") == "inline_row_ids":
+        return fragment.inline_row_ids
+    external = fragment.external_row_ids
+    uri = _external_uri(ctx.dataset.uri, external)
+    if uri is None:
+        reason = path_escape(external.path) or "is not relative to the dataset root"
+        ctx.finding("ROW-001", where, f"the external row-id sequence path {external.path!r} {reason} (it is not "
+                    "followed)", spot)
+        return None
+    try:
+        data = _external_slice(ctx.storage, uri, external.offset, external.size)
+    except ObjectNotFound:
+        ctx.finding("ROW-001", uri, f"fragment {fragment.id}'s external row-id sequence file does not exist", spot)
+        return None
+    if data is not None and len(data) < external.size:
+        ctx.finding("ROW-001", uri, f"fragment {fragment.id}'s external row-id sequence [{external.offset}, "
+                    f"{external.offset + external.size}) lies past the end of its file", spot)
+        return None
+    return data
+
+
+@version_check("rowids.sequences", "ROW-001", prefetch=_external_reads)
 def sequences(ctx: VersionContext) -> None:
-    """With stable row ids (reader flag 2): every fragment stores a row-id sequence of physical_rows ids,
+    """With stable row ids (reader flag 2): every fragment stores a row-id sequence of physical_rows ids
+    (inline, or in an external file that exists and holds the recorded range),
     every id is below next_row_id, and no id is held by two live rows of the version (ROW-001). A deleted
     row keeps its id in its fragment's sequence, so an id may appear twice when all but one of its rows
     are deleted: an update moves a row to a new fragment under the same id. Deletion files are read only
@@ -88,10 +154,11 @@ def sequences(ctx: VersionContext) -> None:
             ctx.finding("ROW-001", where, f"fragment {fragment.id} stores no row-id sequence, but the version uses "
                         "stable row ids", spot, code="row_id_sequence_missing")
             continue
-        if kind != "inline_row_ids":
+        encoded = _sequence_bytes(ctx, fragment)
+        if encoded is None:
             continue
         try:
-            sequence = decode(rowids_pb2.RowIdSequence, fragment.inline_row_ids, where, "the inline row-id sequence")
+            sequence = decode(rowids_pb2.RowIdSequence, encoded, where, f"the {kind.split('_')[0]} row-id sequence")
         except FormatError as exc:
             ctx.finding("ROW-001", where, exc.message, spot, code="row_id_sequence_unreadable")
             continue

@@ -82,7 +82,8 @@ def sidecar(root: Path, blob_id: int, fragment: int = 0) -> Path:
 
 
 def forged(tmp_path: Path, rows: list[tuple[int, int, int, int, str]], *, root_like: bool = False) -> str:
-    """A dataset whose single data file stores exactly ``rows`` as blob descriptors (see module doc)."""
+    """A dataset whose single data file stores exactly ``rows`` as blob descriptors (see module doc); its
+    base ``external`` holds a 400-byte ``a.bin``."""
     root = tmp_path / "forged"
     external = tmp_path / "forged-external"
     fields = arrow_to_fields(blob_table([b"x"]).schema)
@@ -92,6 +93,8 @@ def forged(tmp_path: Path, rows: list[tuple[int, int, int, int, str]], *, root_l
         [pa.field("id", pa.int64()), pa.field("blob", DESCRIPTOR, metadata={"lance-encoding:packed": "true"})]))
     data = encode_data_file(table, "2.2")
     name = new_data_file_name()
+    external.mkdir(exist_ok=True)
+    (external / "a.bin").write_bytes(payload(400, 9))  # the object external rows name (BLOB-004)
     (root / "data").mkdir(parents=True)
     (root / "data" / name).write_bytes(data)
     txn = new_transaction(0)
