@@ -141,4 +141,5 @@ def copied_branches(ctx: DatasetContext) -> None:
                 continue
             ctx.finding("PORT-002", root, f"branch {name!r} reads base {base.id} at {base.path}, a dataset root "
                         f"outside its family (the main root {main} and its {TREE_DIR}/) that its parent does not "
-                        "register: the branch still reads the root it was copied from", f"base {base.id}")
+                        "register: the branch still reads the root it was copied from", f"base {base.id}",
+                        code="branch_reads_foreign_root")
