@@ -78,19 +78,20 @@ def check_copied(dataset: Dataset, snapshot: Snapshot, plan: Mapping[int, str]) 
     missing: dict[int, list[str]] = {}
     held: dict[int, int] = {}
     for file in snapshot.files():
-        if file.base_id not in plan or file.uri is None:
+        base_id = file.base_id
+        if base_id is None or base_id not in plan or file.uri is None:
             continue
-        below = relative_to(file.uri, bases[file.base_id].path)
-        assert below is not None, (file.uri, bases[file.base_id].path)  # resolved through that base
-        target = join(plan[file.base_id], below)
-        held[file.base_id] = held.get(file.base_id, 0) + 1
+        below = relative_to(file.uri, bases[base_id].path)
+        assert below is not None, (file.uri, bases[base_id].path)  # resolved through that base
+        target = join(plan[base_id], below)
+        held[base_id] = held.get(base_id, 0) + 1
         try:
             size = dataset.storage.head(target).size
         except ObjectNotFound:
-            missing.setdefault(file.base_id, []).append(f"{target} (absent)")
+            missing.setdefault(base_id, []).append(f"{target} (absent)")
             continue
         if file.size and size != file.size:
-            missing.setdefault(file.base_id, []).append(f"{target} ({size} bytes, the manifest records {file.size})")
+            missing.setdefault(base_id, []).append(f"{target} ({size} bytes, the manifest records {file.size})")
     for base_id, problems in sorted(missing.items()):
         base = bases[base_id]
         name = f" ({base.name!r})" if base.HasField("name") else ""
