@@ -197,6 +197,11 @@ class DuplicateBase(InvalidBasePath, kind="duplicate_base"):
     """A base repeats another base's id, name or path."""
 
 
+class BaseNotCopied(InvalidBasePath):
+    """A relocation names a location that does not hold the base's files (with their recorded sizes):
+    the new version would reference files that are not there."""
+
+
 class UnknownTargetBase(ValidationError, kind="unknown_target_base"):
     """A write targets a base that is not registered."""
 

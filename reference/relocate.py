@@ -7,6 +7,8 @@ Its transaction is an UpdateBases carrying the rewritten entries under their exi
 the transaction property ``lancespec.operation = relocate`` (Lance has no operation of its own for it).
 Adoption covers a copied dataset root: bases that point into the root's *old* location (a branch's or a
 clone chain's reference to itself, say) are rewritten to the same place under the new root.
+The files come first: a relocation whose new location does not hold every file the latest version resolves
+through the moved base, with its recorded size, is refused before anything is written (BaseNotCopied).
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .commit import CommitResult, commit, new_transaction
-from .errors import DuplicateBase, EmptyOperation, InvalidBasePath, ValidationError
+from .errors import BaseNotCopied, DuplicateBase, EmptyOperation, InvalidBasePath, ObjectNotFound, ValidationError
 from .proto import table_pb2, transaction_pb2
 from .store.uri import is_absolute, join, normalize, relative_to, same_location
-from .table import Dataset
+from .table import Dataset, Snapshot
 
 RELOCATE_PROPERTY = "lancespec.operation"
 
@@ -66,11 +68,46 @@ def relocation_plan(dataset: Dataset, moves: Mapping[int | str, str] | None = No
     return plan
 
 
+def check_copied(dataset: Dataset, snapshot: Snapshot, plan: Mapping[int, str]) -> None:
+    """Refuse (BaseNotCopied, naming the base and the new location) a move to a location that lacks a file
+    ``snapshot`` resolves through the moved base, or holds it with another size than the manifest records
+    (a size of 0 or none: present is enough). The Storage Layout spec's "Dataset Portability" copies the
+    bases first and then rewrites their paths (PORT-003); a version whose base names an empty location
+    breaks BASE-004 for every file in it. A base the version holds no file in may move anywhere."""
+    bases = {b.id: b for b in snapshot.manifest.base_paths}
+    missing: dict[int, list[str]] = {}
+    held: dict[int, int] = {}
+    for file in snapshot.files():
+        base_id = file.base_id
+        if base_id is None or base_id not in plan or file.uri is None:
+            continue
+        below = relative_to(file.uri, bases[base_id].path)
+        assert below is not None, (file.uri, bases[base_id].path)  # resolved through that base
+        target = join(plan[base_id], below)
+        held[base_id] = held.get(base_id, 0) + 1
+        try:
+            size = dataset.storage.head(target).size
+        except ObjectNotFound:
+            missing.setdefault(base_id, []).append(f"{target} (absent)")
+            continue
+        if file.size and size != file.size:
+            missing.setdefault(base_id, []).append(f"{target} ({size} bytes, the manifest records {file.size})")
+    for base_id, problems in sorted(missing.items()):
+        base = bases[base_id]
+        name = f" ({base.name!r})" if base.HasField("name") else ""
+        raise BaseNotCopied(
+            f"base {base_id}{name} cannot move to {plan[base_id]!r}: {len(problems)} of the {held[base_id]} files "
+            f"version {snapshot.version} holds in it are not there, first {problems[0]}; copy the base's files to "
+            "the new location before relocating", dataset.uri)
+
+
 def relocate(dataset: Dataset, moves: Mapping[int | str, str] | None = None,
              adopt_from: str | None = None) -> CommitResult:
-    """Commit a version whose bases are moved as ``relocation_plan`` says; nothing else changes."""
+    """Commit a version whose bases are moved as ``relocation_plan`` says, once ``check_copied`` finds the
+    files at the new locations; nothing else changes."""
     plan = relocation_plan(dataset, moves, adopt_from)
     snapshot = dataset.snapshot()
+    check_copied(dataset, snapshot, plan)
     txn = new_transaction(snapshot.version)
     txn.transaction_properties[RELOCATE_PROPERTY] = "relocate"
     for base in snapshot.manifest.base_paths:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from process_kit import interruptible
 
 from lancespec.cli import main
 from lancespec.conformance.checks import REGISTRY, all_checks
@@ -48,8 +49,9 @@ def breached(tmp_path: Path) -> str:
 
 
 def lancespec(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lancespec", *argv], capture_output=True, text=True, check=False,
-                          timeout=600)
+    """The command line in a child process that Ctrl-C reaches even when this test runs in the background."""
+    return subprocess.run(interruptible([sys.executable, "-m", "lancespec", *argv]), capture_output=True, text=True,
+                          check=False, timeout=600)
 
 
 def one_line(text: str) -> str:

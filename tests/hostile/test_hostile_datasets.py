@@ -22,6 +22,7 @@ import lance
 import pyarrow as pa
 import pytest
 from conformance_kit import build_reference_dataset, latest_version, rewrite_manifest, snapshot
+from process_kit import interruptible
 from pyroaring import BitMap
 
 from lancespec.fuzz import Worker, build_pristine
@@ -312,8 +313,9 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, command: str) -> None:
     body = table_pb2.Manifest(version=1).SerializeToString() + b"\x12\x00" * 10_000_000
     (versions / "18446744073709551614.manifest").write_bytes(
         struct.pack("<I", len(body)) + body + struct.pack("<QHH4s", 0, 0, 2, b"LANC"))
-    proc = subprocess.Popen([sys.executable, "-m", "lancespec", command, str(tmp_path / "ds"),
-                             "--max-fragments", "20000000"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(interruptible([sys.executable, "-m", "lancespec", command, str(tmp_path / "ds"),
+                                           "--max-fragments", "20000000"]),
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     time.sleep(2.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

@@ -26,6 +26,7 @@ from lancespec.conformance.payload import rows
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops, refs
 from lancespec.reference.errors import (
+    BaseNotCopied,
     DatasetAlreadyExists,
     InvalidBasePath,
     InvalidRefName,
@@ -272,6 +273,11 @@ CASES: dict[str, Case] = {
     "relocate-two-bases-to-one-path": Case(
         lambda e: relocate(e.ds, {"b1": f"{e.tmp}/same", "b2": f"{e.tmp}/same"}), InvalidBasePath,
         lambda e: [f"{e.tmp}/same"], _root),
+    "relocate-to-a-location-that-does-not-exist": Case(
+        lambda e: relocate(e.ds, {"b1": f"{e.tmp}/moved/b1"}), BaseNotCopied,
+        lambda e: ["base 1 ('b1')", f"'{e.tmp}/moved/b1'", "absent", "copy the base's files"], _root),
+    "relocate-to-a-location-without-the-base-files": Case(  # the root holds data files, none of b2's
+        lambda e: relocate(e.ds, {"b2": e.root}), BaseNotCopied, lambda e: ["('b2')", f"'{e.root}'", "absent"], _root),
     "relocate-nothing-adopted": Case(
         lambda e: relocate(e.ds, adopt_from=f"{e.tmp}/elsewhere"), ValidationError,
         lambda e: ["nothing to relocate"], _root),

@@ -33,7 +33,7 @@ from conformance_kit import file_digests, local_manifest_file, without_stamps_an
 from lancespec.conformance.payload import expected_rows, rows
 from lancespec.reference import ops, refs
 from lancespec.reference.commit import load_transaction
-from lancespec.reference.errors import ValidationError
+from lancespec.reference.errors import BaseNotCopied, ValidationError
 from lancespec.reference.layout import manifest_name
 from lancespec.reference.ops import DatasetBasePath
 from lancespec.reference.read import read_snapshot
@@ -204,6 +204,38 @@ def test_relocate_some_bases_keeps_the_others(tmp_path: Path) -> None:
                      "p3": str(tmp_path / "old" / "p3"), "pr": f"file://{tmp_path}/new/pr"}
     shutil.rmtree(tmp_path / "old" / "p1")
     shutil.rmtree(tmp_path / "old" / "pr")
+    check_reads(str(tmp_path / "old" / "ds"), {result.version: model[max(model)]})
+
+
+def test_relocate_refuses_an_incomplete_copy_and_writes_nothing(tmp_path: Path) -> None:
+    """A relocation commits only once the new location holds every file the latest version resolves through
+    the moved base with its recorded size (PORT-003: copy, then rewrite the path): a copy with a file cut
+    short, and one with a file missing, are refused (BaseNotCopied, naming the base and the location) and
+    storage is unchanged; completed, the copy is adopted and every row reads."""
+    model = build_with_reference(tmp_path / "old")
+    dataset = Dataset(str(tmp_path / "old" / "ds"))
+    moved = tmp_path / "new" / "p3"
+    shutil.copytree(tmp_path / "old" / "p3", moved)
+    copied = sorted(moved.rglob("*.lance"))
+    assert len(copied) >= 2
+    copied[0].write_bytes(copied[0].read_bytes()[:-1])
+    before = file_digests(tmp_path)
+    with pytest.raises(BaseNotCopied) as cut_short:
+        relocate(dataset, {"p3": str(moved)})
+    assert f"first {copied[0]} (" in cut_short.value.message
+    assert "bytes, the manifest records" in cut_short.value.message
+    copied[1].unlink()
+    before = file_digests(tmp_path)
+    with pytest.raises(BaseNotCopied) as refused:
+        relocate(dataset, {"p3": str(moved)})
+    message = refused.value.message
+    assert "('p3')" in message and repr(str(moved)) in message and refused.value.where == dataset.uri
+    assert "2 of the" in message and "copy the base's files" in message
+    assert file_digests(tmp_path) == before
+    shutil.rmtree(moved)
+    shutil.copytree(tmp_path / "old" / "p3", moved)
+    result = relocate(dataset, {"p3": str(moved)})
+    shutil.rmtree(tmp_path / "old" / "p3")
     check_reads(str(tmp_path / "old" / "ds"), {result.version: model[max(model)]})
 
 
