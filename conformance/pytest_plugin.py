@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from lancespec.reference.errors import InvalidOption
+from lancespec.reference.store.option_keys import parse_storage_options
+
 from .certify import certify
 from .findings import Report
 from .report import render_text
@@ -77,10 +80,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     uris: list[str] = config.getoption("--lance-certify")
     if not uris:
         return
-    options = {}
-    for pair in config.getoption("--lance-certify-option"):
-        key, _, value = pair.partition("=")
-        options[key] = value
+    try:
+        options = parse_storage_options(config.getoption("--lance-certify-option"), "--lance-certify-option")
+    except InvalidOption as exc:
+        raise pytest.UsageError(str(exc)) from None
     for uri in uris:
         items.append(CertifyItem.from_parent(session, name=f"lance-certify[{uri}]", uri=uri,
                                              storage_options=options))
