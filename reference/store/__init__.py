@@ -15,7 +15,6 @@ from ..errors import CannotRead, UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .local import LocalStore
-from .option_keys import check_storage_options
 from .uri import scheme_of
 
 __all__ = ["ObjectInfo", "ObjectStore", "Storage", "Tail", "open_store"]
@@ -29,6 +28,8 @@ class Storage(ObjectStore):
     limits: Limits = DEFAULT_LIMITS
 
     def __init__(self, storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+        from .option_keys import check_storage_options  # imported here: `python -m` runs that module
+
         check_storage_options(storage_options or {})  # an unknown key is refused (InvalidOption), never ignored
         self.storage_options: dict[str, str] = dict(storage_options or {})
         self.limits = limits
