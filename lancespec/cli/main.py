@@ -19,14 +19,14 @@ from collections.abc import Callable, Sequence
 from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
-from . import certify, fixtures, inspect, scenarios, simulate, spark, store
+from . import certify, fixtures, inspect, scenarios, serve, simulate, spark, store
 from .options import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNREADABLE, Parser, emit_report
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for family in (inspect, certify, fixtures, scenarios, spark, simulate, store):
+    for family in (inspect, certify, fixtures, scenarios, spark, simulate, store, serve):
         family.register(sub)
     return parser
 

@@ -136,7 +136,7 @@ def test_inspect_0_and_2(clean: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["inspect", clean, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == 1
     assert main(["inspect", str(tmp_path / "nothing")]) == 2
-    assert one_line(capsys.readouterr().err).startswith(f"lancespec: error: {tmp_path / 'nothing'}")
+    assert one_line(capsys.readouterr().err).startswith(f"lancespec: cannot read: {tmp_path / 'nothing'}")
     with pytest.raises(SystemExit) as wrong:
         main(["inspect", clean, "--storage-option", "x"])
     assert wrong.value.code == 2 and "--storage-option" in one_line(capsys.readouterr().err)
