@@ -37,7 +37,8 @@ class Report:
     ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
     ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
     know: MAN-011); ``cannot_read`` why the run stopped for the reader's setup (``errors.CannotRead``: no
-    finding then); in all three cases certify exits 2. ``outcome`` names the one that holds. ``internal_error`` says which check failed by a
+    finding then); in all three cases certify exits 2. ``outcome`` names the one that holds.
+    ``internal_error`` says which check failed by a
     lancespec bug, and where in the code (exit 3; the findings are those of everything checked before).
     ``checks_run`` lists the checks that ran; ``requirements_checked`` the requirement ids they cover (the
     basis of the JUnit report: a requirement passes when it was checked and has no finding).

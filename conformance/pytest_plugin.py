@@ -4,7 +4,9 @@ Installed with lancespec (entry point ``pytest11``). It offers:
 
 - the ``lance_certify`` fixture: ``lance_certify(uri, version=None, all_versions=True, storage_options=None,
   areas=None)`` certifies a dataset and fails the test with a readable list when a MUST requirement is
-  breached (or the dataset cannot be read); it returns the ``Report`` otherwise;
+  breached (or a version cannot be read); it returns the ``Report`` otherwise. A setup that keeps it from
+  reading (``errors.CannotRead``: storage options, access, a missing bucket or dataset, a limit) raises that
+  error, which names no requirement;
 - the option ``--lance-certify URI`` (repeatable): each URI becomes a test item of its own, so
   ``pytest --lance-certify /data/ds1 --lance-certify s3://b/ds2 -p no:cacheprovider`` certifies datasets
   with pytest's reporting (JUnit with ``--junitxml``). ``--lance-certify-option KEY=VALUE`` passes storage
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from lancespec.reference.errors import InvalidOption
+from lancespec.reference.errors import CannotRead, InvalidOption
 from lancespec.reference.store.option_keys import parse_storage_options
 
 from .certify import certify
@@ -70,6 +72,8 @@ class CertifyItem(pytest.Item):
                      style: Any = None) -> str:
         if isinstance(excinfo.value, CertificationFailed):
             return str(excinfo.value)
+        if isinstance(excinfo.value, CannotRead):  # the setup, not the dataset: one line, no requirement id
+            return f"cannot read: {excinfo.value}"
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:

@@ -6,8 +6,9 @@ can print it as one line and a test can match on the class rather than on the wo
 * ``LanceSpecError`` and its subclasses are about the input (a dataset, a file, an option, the machine):
   the command line prints one line and exits 2. ``CannotRead`` and its subclasses are about the reader's
   setup, never the dataset (configuration, access, a missing bucket, a store that does not answer, a limit,
-  an unsupported scheme): certify stops on one with the outcome "cannot read", naming no requirement. Each carries ``kind``, its writer-contract error kind
-  (``ERROR_KINDS``; docs/writer-contract.md), as data: an adapter reports ``exc.kind``, never the words.
+  an unsupported scheme): certify stops on one with the outcome "cannot read", naming no requirement.
+  Each carries ``kind``, its writer-contract error kind (``ERROR_KINDS``; docs/writer-contract.md), as
+  data: an adapter reports ``exc.kind``, never the words.
 * The faults of lancespec itself (``CertifyError``, ``CatalogueError``, ``MatrixError``) are deliberately
   no ``LanceSpecError``: the command line exits 3 for them, as for any other exception.
 * ``WriterRefusal`` and ``ReaderError`` are answers of the implementation under test, not errors of ours.

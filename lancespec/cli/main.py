@@ -3,9 +3,9 @@
 Exit status (every path: docs/exit-codes.md): 0 success, 1 a breach (certify) or a failure (the other
 commands), 2 the input cannot be read for the reader's setup (``CannotRead``: "lancespec: cannot read: ...",
 one line naming the cause and what to do, no requirement id), cannot be judged, or the command line is wrong
-(one line on stderr naming the file or the option and the problem, no traceback: a ``LanceSpecError``), 3 an internal error (a bug in lancespec: any other
-exception, one line saying where; certify still writes the report of what it checked before; set
-LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value a dataset controls is printed
+(one line on stderr naming the file or the option and the problem, no traceback: a ``LanceSpecError``),
+3 an internal error (a bug in lancespec: any other exception, one line saying where; certify still
+writes the report of what it checked before; set LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value a dataset controls is printed
 through ``printable`` (docs/security.md).
 """
 

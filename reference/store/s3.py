@@ -48,7 +48,15 @@ from botocore import UNSIGNED  # type: ignore[import-untyped, unused-ignore]
 from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped, unused-ignore]
 
-from ..errors import AccessDenied, BucketNotFound, ObjectAlreadyExists, ObjectNotFound, StorageError, StoreConfigError, UnsupportedURI
+from ..errors import (
+    AccessDenied,
+    BucketNotFound,
+    ObjectAlreadyExists,
+    ObjectNotFound,
+    StorageError,
+    StoreConfigError,
+    UnsupportedURI,
+)
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_http import SignedClient, list_page

@@ -16,7 +16,8 @@ from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
 
 def _report(findings: list[dict[str, Any]]) -> dict[str, Any]:
     return {"format": "lancespec.certify/1", "lancespec_version": "0", "uri": "/t/ds", "conformant": False,
-            "readable": True, "exit_code": 1, "outcome": "breach", "cannot_judge": [], "internal_error": None, "versions": [1],
+            "readable": True, "exit_code": 1, "outcome": "breach", "cannot_judge": [], "internal_error": None,
+            "versions": [1],
             "checks": ["clones.lineage"], "requirements_checked": ["CLONE-001", "CLONE-002"],
             "summary": {"must": len(findings), "should": 0}, "findings": findings}
 

@@ -112,7 +112,7 @@ def guarded() -> Iterator[tuple[EmbeddedS3Server, str]]:
         lance.write_dataset(pa.table({"a": [1, 2]}), uri, storage_options=server.storage_options())
         request = urllib.request.Request(f"{server.endpoint}/moto-api/reset-auth", data=b"0", method="POST",
                                          headers={"Content-Type": "text/plain"})
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 (a loopback URL we built)
+        with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 200
         yield server, uri
 
