@@ -5,8 +5,8 @@ commands), 2 the input cannot be read for the reader's setup (``CannotRead``: "l
 one line naming the cause and what to do, no requirement id), cannot be judged, or the command line is wrong
 (one line on stderr naming the file or the option and the problem, no traceback: a ``LanceSpecError``),
 3 an internal error (a bug in lancespec: any other exception, one line saying where; certify still
-writes the report of what it checked before; set LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value a dataset controls is printed
-through ``printable`` (docs/security.md).
+writes the report of what it checked before; set LANCESPEC_DEBUG=1 for the traceback), 130 interrupted
+(Ctrl-C). Every value a dataset controls is printed through ``printable`` (docs/security.md).
 """
 
 from __future__ import annotations
