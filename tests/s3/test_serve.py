@@ -5,6 +5,7 @@ with one line and exit 0. Everything on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -77,3 +78,13 @@ def test_serve_an_unknown_emulator_is_one_line() -> None:
     done = subprocess.run([sys.executable, "-m", "lancespec", "serve", "gcs"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "'s3'" in done.stderr
+
+
+def test_serve_exits_1_when_the_server_ends_on_its_own(
+        served: tuple[subprocess.Popen[str], dict[str, str], str]) -> None:
+    proc = served[0]
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=True)
+    for pid in children.stdout.split():
+        os.kill(int(pid), signal.SIGKILL)  # the moto child this serve started, and nothing else
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and err.strip().splitlines()[-1] == "lancespec serve: the S3 server ended on its own"
