@@ -146,9 +146,10 @@ class SignedClient:
             if answer.status in (401, 403):
                 raise AccessDenied(f"{op} refused: {_describe(answer.status, answer.data)}: {self._remedy()}", uri)
             raise StorageError(f"{op} failed: {_describe(answer.status, answer.data)}", uri)
+        unsigned = "; no credentials were given or found, which some stores answer so" if not self.credentials else ""
         raise StoreUnavailable(f"{op} failed after {self.max_attempts} attempt(s): {problem}: check that the store "
                                f"at {self.endpoint} is running and reachable (storage option aws_endpoint), or retry "
-                               "later", uri)
+                               f"later{unsigned}", uri)
 
     def _remedy(self) -> str:
         """What to do about a refused request."""

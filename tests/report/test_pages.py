@@ -99,3 +99,10 @@ def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
     assert run_cli("certify", str(tmp_path / "garbled"), "--format", "html", "--output", str(page))[0] == 1
     text = page.read_text()
     assert ">NOT CONFORMANT</h1>" in text and "HIST-001" in text and "No diagram: the lineage could not be read" in text
+
+
+def test_a_cannot_read_report_shows_its_cause_and_no_requirement() -> None:
+    report = {**_report([]), "outcome": "cannot_read", "exit_code": 2, "readable": True,
+              "cannot_read": "s3://b/ds/_versions: get refused: S3 error AccessDenied (HTTP 403): check the credentials"}
+    page = certify_page(report, None, "not read")
+    assert ">CANNOT READ</h1>" in page and "HTTP 403" in page and "No findings." in page

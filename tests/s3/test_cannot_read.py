@@ -117,11 +117,21 @@ def guarded() -> Iterator[tuple[EmbeddedS3Server, str]]:
         yield server, uri
 
 
-def test_access_denied_is_cannot_read(guarded: tuple[EmbeddedS3Server, str], tmp_path: Path) -> None:
+def test_access_denied_is_cannot_read(guarded: tuple[EmbeddedS3Server, str], tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     server, uri = guarded
+    # boto3's credential chain finds nothing here and never asks the instance-metadata address (not loopback)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     for command in ("certify", "inspect"):
         assert_cannot_read(lancespec(command, uri, *flags(server.storage_options())),
                            "cannot read", "HTTP 403", "aws_access_key_id")
+    keyless = {k: v for k, v in server.storage_options().items() if not k.startswith(("aws_access", "aws_secret"))}
+    keyless["lancespec_max_attempts"] = "1"  # moto answers an unsigned request with HTTP 500 once it checks keys
+    assert_cannot_read(lancespec("certify", uri, *flags(keyless)), "cannot read", "no credentials were given")
     report = tmp_path / "report.json"
     done = lancespec("certify", uri, *flags(server.storage_options()), "--format", "json", "--output", str(report))
     assert_cannot_read(done, "HTTP 403")
