@@ -103,6 +103,6 @@ def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
 
 def test_a_cannot_read_report_shows_its_cause_and_no_requirement() -> None:
     report = {**_report([]), "outcome": "cannot_read", "exit_code": 2, "readable": True,
-              "cannot_read": "s3://b/ds/_versions: get refused: S3 error AccessDenied (HTTP 403): check the credentials"}
+              "cannot_read": "s3://b/ds/_versions: get refused: S3 error AccessDenied (HTTP 403): check credentials"}
     page = certify_page(report, None, "not read")
     assert ">CANNOT READ</h1>" in page and "HTTP 403" in page and "No findings." in page
