@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -50,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise InvalidOption(f"--port must be from 0 to 65535, not {args.port}")
+    if args.port and not _free(args.port):
+        raise InvalidOption(f"--port {args.port} is taken on 127.0.0.1; choose another (--port 0 picks a free one)")
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even started where SIGINT is ignored
     server = EmbeddedS3Server(port=args.port)
     try:
@@ -72,3 +75,13 @@ def run(args: argparse.Namespace) -> int:
         server.stop()
     print("lancespec serve: the S3 server ended on its own", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _free(port: int) -> bool:
+    """Whether ``port`` can be bound on 127.0.0.1 now."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -88,3 +89,14 @@ def test_serve_exits_1_when_the_server_ends_on_its_own(
         os.kill(int(pid), signal.SIGKILL)  # the moto child this serve started, and nothing else
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and err.strip().splitlines()[-1] == "lancespec serve: the S3 server ended on its own"
+
+
+def test_serve_on_a_taken_port_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "lancespec", "serve", "s3", "--port", str(port)],
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert f"--port {port} is taken" in done.stderr
