@@ -34,12 +34,12 @@ class Finding:
 class Report:
     """The outcome of certifying one dataset.
 
-    ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
-    ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
-    know: MAN-011); ``cannot_read`` why the run stopped for the reader's setup (``errors.CannotRead``: no
-    finding then); in all three cases certify exits 2. ``outcome`` names the one that holds.
-    ``internal_error`` says which check failed by a
-    lancespec bug, and where in the code (exit 3; the findings are those of everything checked before).
+    ``readable`` is False when a selected version (or the dataset itself) could not be read at all (a
+    breach: its finding names HIST-001); ``cannot_judge`` says why a readable version was not judged (it
+    needs a feature lancespec does not know: MAN-011); ``cannot_read`` why the run stopped for the reader's
+    setup (``errors.CannotRead``: no finding then); ``outcome`` names the one that holds (``EXIT_CODES``).
+    ``internal_error`` says which check failed by a lancespec bug, and where in the code (exit 3; the
+    findings are those of everything checked before).
     ``checks_run`` lists the checks that ran; ``requirements_checked`` the requirement ids they cover (the
     basis of the JUnit report: a requirement passes when it was checked and has no finding).
     ``versions`` are the main root's versions checked, ``branch_versions`` each branch's (--all-versions).
