@@ -1,13 +1,24 @@
 """Certify a dataset: run the checks over one version, or every version of every root, and report.
 
-Exit status (``Report.exit_code``): 0 conformant, 1 some MUST requirement is breached (counting only the
-findings the run did not set aside: ``conformance.baseline``), 2 the dataset (or a version asked for)
-cannot be read at all, or needs a feature lancespec does not know ("cannot judge", ``judgement``), 3 a
-check failed by a bug of lancespec (the report then holds what was checked before, and ``internal_error``
-says where). Unreadable manifests are reported as findings too, so a person always learns what was wrong
-and where. A URI holding no dataset and a version that does not exist are no report: certify raises
-(DatasetNotFound saying what is there instead, ``locate``; VersionNotFound naming the versions there are),
-and the command line says so in one line (exit 2).
+Four outcomes, kept apart (``Report.outcome``; docs/exit-codes.md):
+
+* **breach** (exit 1): a MUST requirement is breached, counting only the findings the run did not set aside
+  (``conformance.baseline``). Every finding names a requirement. What the dataset itself holds is judged:
+  a manifest that exists but is not a manifest, a listed version whose manifest is gone, a data file that is
+  missing or malformed are findings (an unreadable manifest is ``UNREADABLE_REQUIREMENT``'s).
+* **cannot judge** (exit 2): a readable version needs a feature lancespec does not know (``judgement``).
+* **cannot read** (exit 2): the reader's setup, not the dataset, keeps lancespec from reading: a storage
+  option, access refused, a bucket that does not exist, a store that does not answer, a limit reached, an
+  unsupported scheme or a malformed URI, no dataset at the URI (``errors.CannotRead``). The rule: whatever
+  ``CannotRead`` any read of the run meets (the run's ``Storage`` notes it, even where a check handled it)
+  stops certification; certify raises it with the report attached (``cannot_read`` says why; it holds no
+  finding, since nothing read after or around it can be trusted), and the command line prints one line
+  naming the cause and what to do, and no requirement id.
+* **conformant** (exit 0).
+
+A check failed by a bug of lancespec is exit 3 (the report then holds what was checked before, and
+``internal_error`` says where). A version that does not exist is a command-line mistake: certify raises
+VersionNotFound naming the versions there are (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
+from lancespec.reference.errors import CannotRead, CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
 from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
@@ -121,6 +132,12 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     report = Report(main.uri, set_aside=dict(set_aside or {}))
     try:
         _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
+        stop_if_unread(storage)
+    except CannotRead as exc:
+        report.cannot_read = str(exc)
+        report.findings = []
+        exc.report = report
+        raise
     except CertifyError as exc:
         report.internal_error = str(exc)
         exc.report = report
@@ -129,6 +146,13 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
         report.findings = order_findings(report.findings)
         settle(report)
     return report
+
+
+def stop_if_unread(storage: Storage) -> None:
+    """Raise the first ``CannotRead`` any read through ``storage`` met, even one a check handled: what the
+    run could not read for its setup's sake cannot be judged (the rule of the module docstring)."""
+    if storage.cannot_read is not None:
+        raise storage.cannot_read
 
 
 def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
@@ -141,6 +165,8 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     report.requirements_checked = sorted({r for c in checks for r in c.requirements})
     try:
         entries = main.version_entries(allow_mixed=True)
+    except CannotRead:
+        raise
     except LanceSpecError as exc:
         report.readable = False
         report.findings.append(_unreadable(main, None, exc.where or main.uri, exc.message))
@@ -152,6 +178,8 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     for root in _roots(main, all_versions):
         try:
             listed = [e.version for e in root.version_entries(allow_mixed=True)]
+        except CannotRead:
+            raise
         except LanceSpecError as exc:
             report.findings.append(_unreadable(root, None, exc.where or root.uri, exc.message))
             continue
@@ -170,6 +198,8 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         label = root.branch_name or "main"
         snapshots: dict[int, Snapshot] = {}
         for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, label, progress), strict=True):
+            if isinstance(loaded, CannotRead):
+                raise loaded
             if not isinstance(loaded, Snapshot):
                 report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
                 if not all_versions or (root is main and v == versions[-1]):
@@ -179,6 +209,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             else:
                 snapshots[v] = loaded
         _prefetch(main.storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        stop_if_unread(main.storage)
         runs = {c.name: _runner(root, c) for c in local_checks}
         carried = Carry({n: r for n, r in runs.items() if carry and REGISTRY[n].fragment_local})
         for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
@@ -196,6 +227,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots, attached=attached)
             _run(check, dctx)
             report.findings.extend(dctx.findings)
+        stop_if_unread(main.storage)
         if root is main:
             report.versions.extend(versions)
         else:
@@ -275,4 +307,4 @@ def order_findings(findings: Iterable[Finding]) -> list[Finding]:
                                                   f.code))
 
 
-__all__ = ["CertifyError", "Offload", "Progress", "bug_site", "certify", "order_findings"]
+__all__ = ["CertifyError", "Offload", "Progress", "bug_site", "certify", "order_findings", "stop_if_unread"]

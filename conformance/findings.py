@@ -40,10 +40,12 @@ class Finding:
 class Report:
     """The outcome of certifying one dataset.
 
-    ``readable`` is False when a selected version (or the dataset itself) could not be read at all;
-    ``cannot_judge`` says why a readable version was not judged (it needs a feature lancespec does not
-    know: MAN-011); in both cases certify exits 2. ``internal_error`` says which check failed by a
-    lancespec bug, and where in the code (exit 3; the findings are those of everything checked before).
+    ``readable`` is False when a selected version (or the dataset itself) could not be read at all (a
+    breach: its finding names HIST-001); ``cannot_judge`` says why a readable version was not judged (it
+    needs a feature lancespec does not know: MAN-011); ``cannot_read`` why the run stopped for the reader's
+    setup (``errors.CannotRead``: no finding then); ``outcome`` names the one that holds (``EXIT_CODES``).
+    ``internal_error`` says which check failed by a lancespec bug, and where in the code (exit 3; the
+    findings are those of everything checked before).
     ``checks_run`` lists the checks that ran; ``requirements_checked`` the requirement ids they cover (the
     basis of the JUnit report: a requirement passes when it was checked and has no finding).
     ``versions`` are the main root's versions checked, ``branch_versions`` each branch's (--all-versions).
@@ -60,6 +62,7 @@ class Report:
     readable: bool = True
     cannot_judge: list[str] = field(default_factory=list)
     internal_error: str | None = None
+    cannot_read: str | None = None
     branch_versions: dict[str, list[int]] = field(default_factory=dict)
     set_aside: dict[str, str] = field(default_factory=dict)
 
@@ -75,12 +78,27 @@ class Report:
 
     @property
     def conformant(self) -> bool:
-        return self.readable and not self.cannot_judge and self.internal_error is None and not self.must_findings
+        return self.outcome == "conformant"
+
+    @property
+    def outcome(self) -> str:
+        """``internal_error``, ``cannot_read`` (the reader's setup), ``breach`` (a MUST finding not set aside,
+        or a selected version unreadable: ``UNREADABLE_REQUIREMENT``'s finding), ``cannot_judge`` or
+        ``conformant``, the first that holds (docs/exit-codes.md)."""
+        if self.internal_error is not None:
+            return "internal_error"
+        if self.cannot_read is not None:
+            return "cannot_read"
+        if not self.readable or self.must_findings:
+            return "breach"
+        return "cannot_judge" if self.cannot_judge else "conformant"
 
     @property
     def exit_code(self) -> int:
-        if self.internal_error is not None:
-            return 3
-        if not self.readable or self.cannot_judge:
-            return 2
-        return 1 if self.must_findings else 0
+        """The exit status of the outcome (docs/exit-codes.md)."""
+        return EXIT_CODES[self.outcome]
+
+
+#: The exit status of each outcome: a breach is 1; cannot read and cannot judge are 2 (nothing is declared
+#: broken); a lancespec bug is 3.
+EXIT_CODES = {"conformant": 0, "breach": 1, "cannot_judge": 2, "cannot_read": 2, "internal_error": 3}

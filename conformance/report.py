@@ -44,6 +44,8 @@ def to_json(report: Report) -> dict[str, Any]:
         "conformant": report.conformant,
         "readable": report.readable,
         "exit_code": report.exit_code,
+        "outcome": report.outcome,
+        "cannot_read": report.cannot_read,
         "cannot_judge": report.cannot_judge,
         "internal_error": report.internal_error,
         "versions": report.versions,
@@ -149,6 +151,9 @@ def _set_aside_parts(report: Report) -> list[str]:
         matched = sum(1 for n in counts if n)
         parts.append(f"{source}: {sum(counts)} finding(s) by {matched} of {len(counts)} entries")
     return parts
+#: The verdict each outcome (``Report.outcome``) is shown with in text and HTML.
+VERDICTS = {"conformant": "CONFORMANT", "breach": "NOT CONFORMANT", "cannot_judge": "CANNOT JUDGE",
+            "cannot_read": "CANNOT READ", "internal_error": "INTERNAL ERROR"}
 
 
 def render_text(report: Report) -> str:
@@ -159,9 +164,9 @@ def render_text(report: Report) -> str:
     musts = len(report.must_findings)
     shoulds = len(counted) - musts
     known = sum(f.known is not None for f in counted)
-    verdict = ("INTERNAL ERROR" if report.internal_error is not None else "UNREADABLE" if not report.readable
-               else "CANNOT JUDGE" if report.cannot_judge
-               else "CONFORMANT" if report.conformant else "NOT CONFORMANT")
+    verdict = VERDICTS[report.outcome]
+    if report.cannot_read is not None:  # nothing was judged: the cause, and no requirement id
+        return f"{verdict}: {printable(report.uri)}\n  {printable(report.cannot_read)}\n"
     lines = [
         f"{verdict}: {printable(report.uri)}",
         f"  versions checked: {_versions_line(report)}; {len(report.checks_run)} checks covering "
@@ -200,7 +205,7 @@ def render_junit(report: Report) -> str:
             f"{_where([f])}: {printable(f.message)}{_place(f)}{known}")
     checked = sorted(set(report.requirements_checked) | set(counted) | set(aside))
     failures = sum(1 for r in checked if r in counted and catalogue[r].severity == "MUST")
-    errors = [m for m in ("the dataset could not be read" if not report.readable else None,
+    errors = [m for m in (f"cannot read: {printable(report.cannot_read)}" if report.cannot_read is not None else None,
                           printable(report.internal_error) if report.internal_error is not None else None) if m]
     errors += [printable(reason) for reason in report.cannot_judge]
     skipped = sum(1 for r in checked if r in aside and r not in counted)

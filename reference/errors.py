@@ -4,8 +4,11 @@ Every error names what was wrong and where (a URI, a version, a file), so that a
 can print it as one line and a test can match on the class rather than on the words.
 
 * ``LanceSpecError`` and its subclasses are about the input (a dataset, a file, an option, the machine):
-  the command line prints one line and exits 2. Each carries ``kind``, its writer-contract error kind
-  (``ERROR_KINDS``; docs/writer-contract.md), as data: an adapter reports ``exc.kind``, never the words.
+  the command line prints one line and exits 2. ``CannotRead`` and its subclasses are about the reader's
+  setup, never the dataset (configuration, access, a missing bucket, a store that does not answer, a limit,
+  an unsupported scheme): certify stops on one with the outcome "cannot read", naming no requirement.
+  Each carries ``kind``, its writer-contract error kind (``ERROR_KINDS``; docs/writer-contract.md), as
+  data: an adapter reports ``exc.kind``, never the words.
 * The faults of lancespec itself (``CertifyError``, ``CatalogueError``, ``MatrixError``) are deliberately
   no ``LanceSpecError``: the command line exits 3 for them, as for any other exception.
 * ``WriterRefusal`` and ``ReaderError`` are answers of the implementation under test, not errors of ours.
@@ -137,8 +140,41 @@ class ObjectAlreadyExists(StorageError, FileExistsError):
     """An atomic create found the name taken (the commit primitive's 'lost race' answer)."""
 
 
-class UnsupportedURI(StorageError):
-    """The URI's scheme has no store here."""
+class CannotRead(LanceSpecError):
+    """Lancespec cannot read the input because of the reader's setup, whatever the dataset holds: a storage
+    option (``StoreConfigError``), access refused (``AccessDenied``), a bucket that does not exist
+    (``BucketNotFound``), a store that does not answer (``StoreUnavailable``), a limit reached
+    (``LimitExceeded``), an unsupported scheme or a malformed URI (``UnsupportedURI``), no dataset at the URI
+    given (``DatasetNotFound``). Never a finding: certify stops with the outcome "cannot read" (exit 2, one line
+    naming the cause and what to do, no requirement id; docs/exit-codes.md). A file of the dataset that is
+    missing or malformed is no setup problem: ``ObjectNotFound`` and ``FormatError`` stay findings.
+    ``report``: the report certify attaches (a ``conformance.findings.Report`` saying ``cannot_read``)."""
+
+    report: Any = None
+
+
+class UnsupportedURI(StorageError, CannotRead):
+    """The URI's scheme has no store here, or the URI is malformed (``s3:/x`` names no bucket)."""
+
+
+class StoreConfigError(StorageError, CannotRead):
+    """The storage options cannot be used as given (a plain-HTTP endpoint without ``allow_http``, half a
+    key pair, a timeout that is no duration); the message names the option to fix."""
+
+
+class AccessDenied(StorageError, CannotRead):
+    """The store refused the request (HTTP 401/403): wrong or missing credentials, or a policy."""
+
+
+class BucketNotFound(ObjectNotFound, CannotRead):
+    """The bucket does not exist at the endpoint. Also an ``ObjectNotFound``, so a writer probing a name
+    sees it absent; a reader cannot tell a bucket the dataset wrongly names from an endpoint that serves
+    other buckets, so certify stops ("cannot read") rather than declare the dataset in breach."""
+
+
+class StoreUnavailable(StorageError, CannotRead):
+    """The store did not answer, or kept failing (connection refused, timeouts, HTTP 5xx) through every
+    attempt."""
 
 
 class NotARegularFile(StorageError):
@@ -146,7 +182,7 @@ class NotARegularFile(StorageError):
     lancespec reads none of those, so that a dataset cannot make it block, read forever or leave its tree."""
 
 
-class LimitExceeded(LanceSpecError):
+class LimitExceeded(CannotRead):
     """Something is larger than a limit lancespec keeps (``reference.limits``); the message names the
     limit and the option that raises it."""
 
@@ -162,7 +198,7 @@ class UnsupportedFeatureError(LanceSpecError):
     """The dataset requires a feature (a feature-flag bit) this implementation does not know."""
 
 
-class DatasetNotFound(LanceSpecError, kind="ref_not_found"):
+class DatasetNotFound(CannotRead, kind="ref_not_found"):
     """No dataset (no manifest) at the URI."""
 
 

@@ -22,6 +22,7 @@ from .codec import (
     decode_tag,
 )
 from .errors import (
+    CannotRead,
     DatasetNotFound,
     FormatError,
     LanceSpecError,
@@ -362,8 +363,12 @@ class Dataset:
         already read) for its next attempt to judge and build on without reading them again."""
         found = self._decoded.pop(uri, None)
         if found is None:
-            found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
-                                         self.storage.limits.max_fragments)
+            try:
+                found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
+                                             self.storage.limits.max_fragments)
+            except CannotRead as exc:  # a limit reached while decoding: the reader's setup (errors.CannotRead)
+                self.storage.note(exc)
+                raise
         self._decoded[uri] = found
         while len(self._decoded) > _DECODED_KEPT:
             del self._decoded[next(iter(self._decoded))]

@@ -153,13 +153,15 @@ class EmbeddedS3Server:
     ``start()`` returns once the server answers HTTP, or raises S3ServerError (with the child's stderr)
     after ``startup_timeout`` seconds. ``stop()`` kills the child; so do leaving a ``with`` block,
     interpreter exit and (the child's stdin is a pipe) the parent's death. ``locked=False`` serves moto
-    without the write lock.
+    without the write lock; ``port`` 0 (the default) lets the child pick a free port.
     """
 
     def __init__(
-        self, *, locked: bool = True, startup_timeout: float = 30.0, switch_interval: float | None = None
+        self, *, locked: bool = True, startup_timeout: float = 30.0, switch_interval: float | None = None,
+        port: int = 0,
     ) -> None:
         self.locked = locked
+        self.port = port
         self.startup_timeout = startup_timeout
         self.switch_interval = switch_interval
         self._proc: subprocess.Popen[bytes] | None = None
@@ -188,8 +190,9 @@ class EmbeddedS3Server:
         return self
 
     def command(self) -> list[str]:
-        """The child's command line: this module, on 127.0.0.1 and a port the child picks (``--port 0``)."""
-        cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", "0", "--exit-with-stdin"]
+        """The child's command line: this module, on 127.0.0.1 and ``port`` (0: a port the child picks)."""
+        cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", str(self.port),
+               "--exit-with-stdin"]
         if not self.locked:
             cmd.append("--unlocked")
         if self.switch_interval is not None:

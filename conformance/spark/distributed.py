@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancespec.reference.codec import ManifestFile
-from lancespec.reference.errors import CertifyError, InvalidOption
+from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.proto import table_pb2, transaction_pb2
 from lancespec.reference.store import ObjectStore
@@ -171,8 +171,9 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
                     tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
 
-    Yields ``("finding", Finding)``, ``("done", fragments, files, seconds, cpu seconds)`` per task, and
-    ``("error", text)`` when a check fails by a bug of lancespec (where certify raises CertifyError)."""
+    Yields ``("finding", Finding)``, ``("done", fragments, files, seconds, cpu seconds)`` per task,
+    ``("error", text)`` when a check fails by a bug of lancespec (where certify raises CertifyError), and
+    ``("cannot_read", message, where)`` last when a read met a ``CannotRead`` (where certify raises it)."""
     # one per partition: the read cache lives as long as it does; the connections outlive it
     storage = RunStorage(storage_options, backends=_BACKENDS.setdefault(tuple(sorted((storage_options or {}).items())),
                                                                         {}))
@@ -219,6 +220,8 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
         share = (stop - start) / max(1, sum(b - a for _, a, b, _ in parts))  # this slice's share of the reads
         yield ("done", len(piece.fragments), files, time.perf_counter() - started + share * reads[0],
                time.process_time() - cpu + share * reads[1])
+    if storage.cannot_read is not None:  # the reader's setup, not the dataset: the driver stops (certify's rule)
+        yield ("cannot_read", storage.cannot_read.message, storage.cannot_read.where)
 
 
 def _executor(bc: Any, storage_options: dict[str, str] | None,
@@ -309,6 +312,11 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
+        unread = [r for r in rows if r[0] == "cannot_read"]
+        if unread:
+            stop = CannotRead(unread[0][1], unread[0][2])
+            report.cannot_read, report.findings, stop.report = str(stop), [], report
+            raise stop
         found = [r[1] for r in rows if r[0] == "finding"]
         report.findings = order_findings([*report.findings, *found])
         settle(report)  # the executors' findings are marked as certify marks its own

@@ -1,7 +1,8 @@
 """``lancespec certify URI``: judge a dataset against the requirement catalogue.
 
-Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or cannot judge, 3 a lancespec bug (the
-report of what was checked still comes; ``lancespec.cli.main`` writes it), 130 interrupted.
+Exit 0 conformant, 1 a MUST requirement is breached, 2 cannot read (the reader's setup: one line, no
+requirement id) or cannot judge, 3 a lancespec bug (the report of what was checked still comes;
+``lancespec.cli.main`` writes it), 130 interrupted (docs/exit-codes.md).
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ def register(sub: Any) -> None:
     """Add ``certify`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "certify", help="judge a dataset against the requirement catalogue",
-        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or cannot judge (a "
-                    "feature lancespec does not know), 3 a lancespec bug (the report of what was checked still "
-                    "comes), 130 interrupted.")
+        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 cannot read (storage options, "
+                    "access, a missing bucket or dataset, a limit, an unsupported URI: one line, no requirement id) "
+                    "or cannot judge (a feature lancespec does not know), 3 a lancespec bug (the report of what "
+                    "was checked still comes), 130 interrupted. Every exit path: docs/exit-codes.md.")
     parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
     add_version_options(parser, ("text", "json", "junit", "html"),
                         "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)")
@@ -75,6 +77,16 @@ def renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]
 
     return {**RENDERERS, "html": certify_html(args.uri, parse_storage_options(args.storage_option),
                                               args.io_parallelism, limits_of(args), args.output)}
+
+
+def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
+    """The report of a run that could not read (``outcome`` cannot_read), for ``--format json`` or ``junit``
+    only (text and html say nothing more than the one line ``main`` prints), with no summary on stderr."""
+    from lancespec.conformance.report import RENDERERS
+
+    fmt = getattr(args, "format", "text")
+    if fmt in ("json", "junit"):
+        emit_report(report, {fmt: RENDERERS[fmt], "text": lambda _: ""}, fmt, getattr(args, "output", None))
 
 
 def run(args: argparse.Namespace) -> int:

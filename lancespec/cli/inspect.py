@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from lancespec.conformance.certify import stop_if_unread
     from lancespec.conformance.fetch import RunStorage
     from lancespec.inspect import inspect_report, open_dataset, render_text
 
@@ -45,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
         from lancespec.render.commands import draw_lineage
 
         draw_lineage(dataset, args.graph)
+        stop_if_unread(storage)
         return EXIT_OK
     report = inspect_report(dataset, snapshot)
+    stop_if_unread(storage)  # a read the report passed over (a ref, a base) that the setup kept from it
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:

@@ -1,11 +1,12 @@
 """The ``lancespec`` command line: the parser of every command and the one place exit codes are decided.
 
-Exit status: 0 success, 1 a breach (certify) or a failure (the other commands), 2 the input could not be
-read, cannot be judged, or the command line is wrong (one line on stderr naming the file or the option and
-the problem, no traceback: a ``LanceSpecError``), 3 an internal error (a bug in lancespec: any other
-exception, one line saying where; certify still writes the report of what it checked before; set
-LANCESPEC_DEBUG=1 for the traceback), 130 interrupted (Ctrl-C). Every value a dataset controls is printed
-through ``printable`` (docs/security.md).
+Exit status (every path: docs/exit-codes.md): 0 success, 1 a breach (certify) or a failure (the other
+commands), 2 the input cannot be read for the reader's setup (``CannotRead``: "lancespec: cannot read: ...",
+one line naming the cause and what to do, no requirement id), cannot be judged, or the command line is wrong
+(one line on stderr naming the file or the option and the problem, no traceback: a ``LanceSpecError``),
+3 an internal error (a bug in lancespec: any other exception, one line saying where; certify still
+writes the report of what it checked before; set LANCESPEC_DEBUG=1 for the traceback), 130 interrupted
+(Ctrl-C). Every value a dataset controls is printed through ``printable`` (docs/security.md).
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from lancespec.reference.errors import CertifyError, InvalidOption, LanceSpecError
+from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
-from . import certify, fixtures, inspect, scenarios, simulate, spark, store
+from . import certify, fixtures, inspect, scenarios, serve, simulate, spark, store
 from .options import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNREADABLE, Parser, emit_report
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for family in (inspect, certify, fixtures, scenarios, spark, simulate, store):
+    for family in (inspect, certify, fixtures, scenarios, spark, simulate, store, serve):
         family.register(sub)
     return parser
 
@@ -48,6 +49,12 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         return func(args)
     except InvalidOption as exc:
         parser.error(str(exc))
+    except CannotRead as exc:
+        if exc.report is not None:  # certify's report saying so, for a program that asked for one
+            certify.emit_cannot_read(exc.report, args)
+        where = f"{printable(exc.where)}: " if exc.where else ""
+        print(f"lancespec: cannot read: {where}{printable(exc.message)}", file=sys.stderr)
+        return EXIT_UNREADABLE
     except LanceSpecError as exc:
         where = f"{printable(exc.where)}: " if exc.where else ""
         print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)

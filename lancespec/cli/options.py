@@ -70,15 +70,13 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
                         help="requests in flight at once (default 32; storage option lancespec_io_parallelism)")
 
 
-def parse_storage_options(pairs: Sequence[str]) -> dict[str, str]:
-    """``["k=v", ...]`` -> ``{"k": "v"}``; InvalidOption on an entry without ``=``."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise InvalidOption(f"--storage-option expects KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
+def parse_storage_options(pairs: Sequence[str], flag: str = "--storage-option") -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``; InvalidOption on an entry without ``=`` or a key no store accepts
+    (``reference.store.option_keys``). Every command that takes storage options parses them here, before it
+    starts anything."""
+    from lancespec.reference.store.option_keys import parse_storage_options as parse
+
+    return parse(pairs, flag)
 
 
 def check_areas(only: Sequence[str] | None) -> None:

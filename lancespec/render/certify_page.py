@@ -36,14 +36,10 @@ def area_of(requirement: str) -> str:
 
 
 def verdict(report: Mapping[str, Any]) -> str:
-    """The report's verdict, in the words of the text report."""
-    if report.get("internal_error") is not None:
-        return "INTERNAL ERROR"
-    if not report["readable"]:
-        return "UNREADABLE"
-    if report.get("cannot_judge"):
-        return "CANNOT JUDGE"
-    return "CONFORMANT" if report["conformant"] else "NOT CONFORMANT"
+    """The report's verdict, in the words of the text report (``conformance.report.VERDICTS``)."""
+    from lancespec.conformance.report import VERDICTS
+
+    return VERDICTS[report["outcome"]]
 
 
 def finding_marks(report: Mapping[str, Any]) -> dict[VersionRef, Mark]:
@@ -177,6 +173,8 @@ def certify_page(report: Mapping[str, Any], docs: Sequence[Doc] | None, lineage_
               f"{len(report['requirements_checked'])} requirements; {summary['must']} MUST and "
               f"{summary['should']} SHOULD findings; lancespec {esc(report.get('lancespec_version', ''))}</div>")
     notes = [esc(n) for n in report.get("cannot_judge", [])]
+    if report.get("cannot_read") is not None:
+        notes.append("cannot read (nothing was judged): " + esc(report["cannot_read"]))
     if report.get("internal_error") is not None:
         notes.append("a lancespec bug stopped certification (the findings are those made before it): "
                      + esc(report["internal_error"]))

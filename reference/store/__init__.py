@@ -1,20 +1,25 @@
 """One object-store interface over the local filesystem and S3-compatible endpoints.
 
 ``open_store(storage_options)`` gives a ``Storage`` that routes each URI to the backend of its scheme,
-so one handle serves a dataset whose bases live on several stores.
+so one handle serves a dataset whose bases live on several stores. A ``Storage`` remembers the first
+``CannotRead`` error any of its operations met (``cannot_read``), even one a caller then handled: a reader
+that judges a dataset (certify) stops on it instead of judging what it could not read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
-from ..errors import UnsupportedURI
+from ..errors import CannotRead, UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .local import LocalStore
 from .uri import scheme_of
 
 __all__ = ["ObjectInfo", "ObjectStore", "Storage", "Tail", "open_store"]
+
+R = TypeVar("R")
 
 
 class Storage(ObjectStore):
@@ -23,9 +28,34 @@ class Storage(ObjectStore):
     limits: Limits = DEFAULT_LIMITS
 
     def __init__(self, storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+        from .option_keys import check_storage_options  # imported here: `python -m` runs that module
+
+        check_storage_options(storage_options or {})  # an unknown key is refused (InvalidOption), never ignored
         self.storage_options: dict[str, str] = dict(storage_options or {})
         self.limits = limits
         self._backends: dict[str, ObjectStore] = {}
+        self.cannot_read: CannotRead | None = None
+
+    def note(self, exc: CannotRead) -> None:
+        """Remember ``exc`` if it is the first setup failure met (``cannot_read``)."""
+        if self.cannot_read is None:
+            self.cannot_read = exc
+
+    def _on(self, uri: str, op: Callable[[ObjectStore], R]) -> R:
+        """``op`` on the backend of ``uri``, noting a ``CannotRead`` it raises."""
+        try:
+            return op(self.backend(uri))
+        except CannotRead as exc:
+            self.note(exc)
+            raise
+
+    def _noted(self, items: Iterator[R]) -> Iterator[R]:
+        """``items``, noting a ``CannotRead`` raised while they are produced (listings are lazy)."""
+        try:
+            yield from items
+        except CannotRead as exc:
+            self.note(exc)
+            raise
 
     def backend(self, uri: str) -> ObjectStore:
         """The backend serving ``uri``."""
@@ -45,31 +75,31 @@ class Storage(ObjectStore):
         raise UnsupportedURI(f"no store for scheme {scheme!r} (supported: local paths, file://, s3://)", uri)
 
     def get(self, uri: str) -> bytes:
-        return self.backend(uri).get(uri)
+        return self._on(uri, lambda b: b.get(uri))
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
-        return self.backend(uri).get_range(uri, start, length)
+        return self._on(uri, lambda b: b.get_range(uri, start, length))
 
     def get_tail(self, uri: str, length: int) -> Tail:
-        return self.backend(uri).get_tail(uri, length)
+        return self._on(uri, lambda b: b.get_tail(uri, length))
 
     def head(self, uri: str) -> ObjectInfo:
-        return self.backend(uri).head(uri)
+        return self._on(uri, lambda b: b.head(uri))
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
-        return self.backend(prefix).list(prefix, recursive)
+        return self._noted(self._on(prefix, lambda b: b.list(prefix, recursive)))
 
     def list_pages(self, prefix: str, first: int) -> Iterator[Sequence[ObjectInfo]]:
-        return self.backend(prefix).list_pages(prefix, first)
+        return self._noted(self._on(prefix, lambda b: b.list_pages(prefix, first)))
 
     def put(self, uri: str, data: bytes) -> None:
-        self.backend(uri).put(uri, data)
+        self._on(uri, lambda b: b.put(uri, data))
 
     def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
-        self.backend(uri).put_if_absent(uri, data, resend=resend)
+        self._on(uri, lambda b: b.put_if_absent(uri, data, resend=resend))
 
     def delete(self, uri: str) -> None:
-        self.backend(uri).delete(uri)
+        self._on(uri, lambda b: b.delete(uri))
 
     def copy(self, src: str, dst: str) -> None:
         if scheme_of(src) == scheme_of(dst):

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import BinaryIO
 
-from ..errors import NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
+from ..errors import AccessDenied, NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .uri import join, local_path
@@ -46,8 +46,8 @@ def _refuse_unless_regular(mode: int, uri: str) -> None:
 
 def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
     """The lancespec error for an OS error on ``uri``: missing names are ObjectNotFound, a final symbolic
-    link (``O_NOFOLLOW``'s ELOOP) is NotARegularFile, anything else (ENAMETOOLONG, EACCES, ENXIO of a
-    socket, ...) a StorageError saying what the system said."""
+    link (``O_NOFOLLOW``'s ELOOP) is NotARegularFile, EACCES and EPERM AccessDenied (a ``CannotRead``), anything
+    else (ENAMETOOLONG, ENXIO of a socket, ...) a StorageError saying what the system said."""
     if isinstance(exc, ValueError):  # a path no file can have (an embedded NUL byte)
         return ObjectNotFound("no such object (the name holds a NUL byte)", uri)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
@@ -56,6 +56,8 @@ def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
         return NotARegularFile("is a symbolic link (lancespec follows none), or a loop of them; it is not read",
                                uri)
     code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    if exc.errno in (errno.EACCES, errno.EPERM):  # the reader's rights, not the dataset: "cannot read"
+        return AccessDenied(f"cannot be read: {exc.strerror or exc} ({code}): run as a user allowed to read it", uri)
     return StorageError(f"cannot be read: {exc.strerror or exc} ({code})", uri)
 
 

@@ -48,7 +48,15 @@ from botocore import UNSIGNED  # type: ignore[import-untyped, unused-ignore]
 from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped, unused-ignore]
 
-from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
+from ..errors import (
+    AccessDenied,
+    BucketNotFound,
+    ObjectAlreadyExists,
+    ObjectNotFound,
+    StorageError,
+    StoreConfigError,
+    UnsupportedURI,
+)
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_http import SignedClient, list_page
@@ -97,7 +105,8 @@ def _true(value: str | None) -> bool:
 
 
 class S3Config:
-    """Storage options resolved to what boto3 needs; raises StorageError on an unusable combination."""
+    """Storage options resolved to what boto3 needs; raises StoreConfigError on an unusable combination (an
+    ``http://`` endpoint without ``allow_http``, ``allow_http`` without an endpoint, half a key pair)."""
 
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         options = {str(k).lower(): str(v) for k, v in (storage_options or {}).items()}
@@ -119,12 +128,17 @@ class S3Config:
             self.endpoint = self.endpoint.rstrip("/")
             scheme = urlparse(self.endpoint).scheme.lower()
             if scheme not in ("http", "https"):
-                raise StorageError("the S3 endpoint must be an http:// or https:// URL", self.endpoint)
+                raise StoreConfigError("the S3 endpoint (storage option aws_endpoint) must be an http:// or "
+                                       "https:// URL", self.endpoint)
             if scheme == "http" and not self.allow_http:
-                raise StorageError(
-                    "refusing plain-HTTP S3 endpoint; set storage option allow_http='true' to permit it",
+                raise StoreConfigError(
+                    "refusing plain-HTTP S3 endpoint; set storage option allow_http=true to permit it",
                     self.endpoint,
                 )
+        elif self.allow_http:
+            raise StoreConfigError("storage option allow_http is set but aws_endpoint is not: requests would go to "
+                                   "AWS over HTTPS; add --storage-option aws_endpoint=http://HOST:PORT (or drop "
+                                   "allow_http)")
         self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts")
         self.io_parallelism = _positive(pick("io_parallelism"), DEFAULT_IO_PARALLELISM, int,
                                         "lancespec_io_parallelism")
@@ -132,7 +146,8 @@ class S3Config:
                                          "connect_timeout")
         self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout")
         if (self.access_key_id is None) != (self.secret_access_key is None):
-            raise StorageError("give both aws_access_key_id and aws_secret_access_key, or neither")
+            raise StoreConfigError("give both storage options aws_access_key_id and aws_secret_access_key, "
+                                   "or neither")
         self.unsigned = self.access_key_id is None and not options
 
     def _session(self) -> Any:
@@ -188,7 +203,7 @@ def _botocore_session() -> Any:
 
 
 def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str) -> Any:
-    """``value`` parsed, or ``default`` when absent; StorageError naming the option when not positive."""
+    """``value`` parsed, or ``default`` when absent; StoreConfigError naming the option when not positive."""
     if value is None:
         return default
     try:
@@ -196,7 +211,8 @@ def _positive(value: str | None, default: float, parse: Callable[[str], Any], na
     except ValueError:
         parsed = 0
     if not parsed > 0:
-        raise StorageError(f"{name} must be a positive {'integer' if parse is int else 'duration'}, not {value!r}")
+        raise StoreConfigError(f"storage option {name} must be a positive "
+                               f"{'integer' if parse is int else 'duration'}, not {value!r}")
     return parsed
 
 
@@ -374,7 +390,7 @@ def _parse(uri: str) -> tuple[str, str, str]:
     if scheme not in _SCHEMES:
         raise UnsupportedURI("not an s3:// URI", uri)
     if not parsed.netloc:
-        raise UnsupportedURI("the S3 URI names no bucket", uri)
+        raise UnsupportedURI("the S3 URI names no bucket; write s3://BUCKET/PATH", uri)
     return scheme, parsed.netloc, parsed.path.lstrip("/")
 
 
@@ -398,9 +414,14 @@ def _raise(exc: Exception, op: str, uri: str) -> NoReturn:
     """Raise the lancespec error for a boto3 failure of ``op`` on ``uri``."""
     if isinstance(exc, ClientError):
         code, status = _code(exc), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code == "NoSuchBucket":
+            raise BucketNotFound("no such bucket: check the URI's bucket and the storage option aws_endpoint",
+                                 uri) from exc
         if code in _NOT_FOUND_CODES or status == 404:
-            what = "no such bucket" if code == "NoSuchBucket" else "no such object"
-            raise ObjectNotFound(what, uri) from exc
+            raise ObjectNotFound("no such object", uri) from exc
+        if status in (401, 403):
+            raise AccessDenied(f"{op} refused: S3 error {code or '?'} (HTTP {status}): check the credentials "
+                               "(aws_access_key_id, aws_secret_access_key) and the bucket's permissions", uri) from exc
         message = exc.response.get("Error", {}).get("Message") or str(exc)
         raise StorageError(f"{op} failed: S3 error {code or '?'} (HTTP {status}): {message}", uri) from exc
     raise StorageError(f"{op} failed: {type(exc).__name__}: {exc}", uri) from exc

@@ -12,9 +12,11 @@ SigV4 signer (``sigv4``; or leaves it unsigned, ``S3Config.unsigned``) and sends
   with ``resend=False`` is sent again only where the store cannot have acted on it (the connection was
   never made, or 503: the store turned it away); any other failure raises StorageError for the caller to
   resolve by reading (the commit of a manifest, ``reference.commit``);
-* errors: 404 (``NoSuchKey``, ``NoSuchBucket``) raises ObjectNotFound; any status the caller does not expect,
-  or a store that stays unreachable, raises StorageError with one line naming the URI, the status and the
-  S3 error code;
+* errors: 404 ``NoSuchKey`` raises ObjectNotFound, 404 ``NoSuchBucket`` BucketNotFound, 401/403 AccessDenied
+  (saying whether credentials were given), a store that stays unreachable or failing through every attempt
+  StoreUnavailable (these three are ``CannotRead``: the reader's setup, not the dataset); any other status
+  the caller does not expect raises StorageError; each one line naming the URI, the status and the S3 error
+  code;
 * addressing: path style (``ENDPOINT/bucket/key``).
 """
 
@@ -33,7 +35,7 @@ from xml.etree import ElementTree
 
 import urllib3
 
-from ..errors import ObjectNotFound, StorageError
+from ..errors import AccessDenied, BucketNotFound, ObjectNotFound, StorageError, StoreUnavailable
 from ..limits import check_limit
 from .sigv4 import EMPTY_PAYLOAD_SHA256, Signer
 
@@ -137,10 +139,24 @@ class SignedClient:
                 return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.data,
                                 attempt + 1)
             if answer.status == 404:
-                code = _code(answer.data)
-                raise ObjectNotFound("no such bucket" if code == "NoSuchBucket" else "no such object", uri)
+                if _code(answer.data) == "NoSuchBucket":
+                    raise BucketNotFound(f"no such bucket {bucket!r} at {self.endpoint}: check the URI's bucket "
+                                         "and the storage option aws_endpoint", uri)
+                raise ObjectNotFound("no such object", uri)
+            if answer.status in (401, 403):
+                raise AccessDenied(f"{op} refused: {_describe(answer.status, answer.data)}: {self._remedy()}", uri)
             raise StorageError(f"{op} failed: {_describe(answer.status, answer.data)}", uri)
-        raise StorageError(f"{op} failed after {self.max_attempts} attempt(s): {problem}", uri)
+        unsigned = "; no credentials were given or found, which some stores answer so" if not self.credentials else ""
+        raise StoreUnavailable(f"{op} failed after {self.max_attempts} attempt(s): {problem}: check that the store "
+                               f"at {self.endpoint} is running and reachable (storage option aws_endpoint), or retry "
+                               f"later{unsigned}", uri)
+
+    def _remedy(self) -> str:
+        """What to do about a refused request."""
+        if self.credentials is None:
+            return ("no credentials were given or found: pass the storage options aws_access_key_id and "
+                    "aws_secret_access_key")
+        return "check the credentials (aws_access_key_id, aws_secret_access_key) and the bucket's permissions"
 
     def _signed(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
         """``headers`` signed for this request. One signature serves every attempt: it stays valid for minutes,

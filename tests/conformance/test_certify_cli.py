@@ -55,7 +55,7 @@ def test_exit_codes(clean: str, breached: str, tmp_path: Path, capsys: pytest.Ca
     assert "NOT CONFORMANT" in out and "MAN-001" in out
     assert main(["certify", str(tmp_path / "nothing")]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == f"lancespec: error: {tmp_path / 'nothing'}: does not exist\n"
+    assert out == "" and err == f"lancespec: cannot read: {tmp_path / 'nothing'}: does not exist\n"
     assert main(["certify", clean, "--version", "9"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"lancespec: error: {clean}: version 9 does not exist; the versions are 1-2\n"

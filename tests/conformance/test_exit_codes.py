@@ -1,21 +1,25 @@
-"""Every exit status of the command line, provoked through the real CLI (``main`` or a process):
+"""Every exit status of the command line, provoked through the real CLI (``main`` or a process); the table
+of docs/exit-codes.md names these tests:
 
-0 success; 1 a MUST requirement breached (certify); 2 the input cannot be read or judged, or the command
-line is wrong (one line naming the file or the option); 3 a bug of lancespec, that is any exception that is
-no ``LanceSpecError``, however deep it was raised (one line saying where; certify still writes the report of
-what it checked); 130 interrupted. A bug is injected by replacing one function with one that raises (the
-only way to have a bug on purpose); the interrupt of ``certify-writer`` is a real SIGINT, sent by the writer
-process it drives.
+0 success; 1 a MUST requirement breached (certify); 2 cannot read (the reader's setup: one line, no
+requirement id), cannot judge, or the command line is wrong (one line naming the file or the option); 3 a
+bug of lancespec, that is any exception that is no ``LanceSpecError``, however deep it was raised (one line
+saying where; certify still writes the report of what it checked); 130 interrupted. A bug is injected by
+replacing one function with one that raises (the only way to have a bug on purpose); the interrupt of
+``certify-writer`` is a real SIGINT, sent by the writer process it drives.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pyarrow as pa
 import pytest
 from process_kit import interruptible
@@ -27,6 +31,8 @@ from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
 from lancespec.reference.table import Dataset
 
 INTERNAL = "lancespec: internal error"
+REQUIREMENT = re.compile(r"\b[A-Z]+-[0-9]{3}\b")
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "spec" / "certify-report.schema.json").read_text())
 
 
 @pytest.fixture
@@ -77,18 +83,78 @@ def break_last_check(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> str
 # --- certify ------------------------------------------------------------------------------------------
 
 
-def test_certify_0_1_and_2_for_the_dataset(clean: str, breached: str, tmp_path: Path,
+def test_certify_0_conformant_and_1_breach(clean: str, breached: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest that exists but is no manifest is a breach of the format (HIST-001), not "cannot read"."""
     assert main(["certify", clean]) == 0
     assert main(["certify", breached]) == 1
     capsys.readouterr()
-    assert main(["certify", str(tmp_path / "nothing")]) == 2
-    assert "does not exist" in capsys.readouterr().err
     garbled = tmp_path / "garbled" / "_versions"
     garbled.mkdir(parents=True)
     (garbled / "18446744073709551614.manifest").write_bytes(b"not a manifest")
-    assert main(["certify", str(tmp_path / "garbled")]) == 2
-    assert "UNREADABLE" in capsys.readouterr().out
+    assert main(["certify", str(tmp_path / "garbled")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("NOT CONFORMANT") and "MUST   HIST-001" in out
+
+
+def assert_cannot_read(code: int, out: str, err: str, *named: str) -> None:
+    """Exit 2, nothing on stdout, one line on stderr that names ``named`` and no requirement."""
+    assert code == 2 and out == "", out + err
+    line = one_line(err)
+    assert line.startswith("lancespec: cannot read: ") and "MUST" not in line and not REQUIREMENT.search(line), line
+    assert all(word in line for word in named), line
+
+
+@pytest.mark.parametrize("command", ["certify", "inspect"])
+def test_2_cannot_read_is_one_line_without_a_requirement(command: str, clean: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The setup mistakes that need no store (tests/s3/test_cannot_read.py has those that do): nothing at the
+    path, a file, an unsupported scheme, a malformed S3 URI (refused before any request), a limit reached."""
+    (tmp_path / "a-file").write_text("x")
+    cases = [([str(tmp_path / "nothing")], ("does not exist",)),
+             ([str(tmp_path / "a-file")], ("is a file",)),
+             (["gs://bucket/ds"], ("no store for scheme 'gs'",)),
+             (["az://container/ds"], ("no store for scheme 'az'",)),
+             (["s3:/bucket/ds"], ("names no bucket", "s3://BUCKET/PATH")),
+             ([clean, "--max-fragments", "2"], ("raise it with --max-fragments",))]
+    for argv, named in cases:
+        code = main([command, *argv])
+        assert_cannot_read(code, *capsys.readouterr(), *named)
+
+
+def test_certify_json_says_the_outcome_of_each_exit_status(clean: str, breached: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``outcome`` and ``exit_code`` agree with the exit status for every outcome certify reports (exit 3's
+    report: test_certify_3_for_a_failing_check_with_the_report); a cannot-read report holds no finding."""
+    unknown_flag = tmp_path / "flagged"
+    shutil.copytree(clean, unknown_flag)
+    path = Path(Dataset.open(str(unknown_flag)).snapshot().manifest_uri)
+    manifest_file = decode_manifest_file(path.read_bytes())
+    manifest_file.manifest.reader_feature_flags |= 1 << 40
+    path.write_bytes(encode_manifest_file(manifest_file.manifest, manifest_file.transaction_bytes))
+    for uri, code, outcome in [(clean, 0, "conformant"), (breached, 1, "breach"),
+                               (str(unknown_flag), 2, "cannot_judge"), (str(tmp_path / "nothing"), 2, "cannot_read")]:
+        out = tmp_path / f"{outcome}.json"
+        assert main(["certify", uri, "--format", "json", "--output", str(out)]) == code
+        report = json.loads(out.read_text())
+        jsonschema.validate(report, SCHEMA)
+        assert (report["exit_code"], report["outcome"], report["conformant"]) == (code, outcome, code == 0)
+        assert (report["cannot_read"] is None) == (outcome != "cannot_read")
+    assert report["findings"] == [] and "does not exist" in report["cannot_read"]
+    capsys.readouterr()
+
+
+def test_plugin_cannot_read_is_one_line_and_an_unknown_option_a_usage_error(pytester: pytest.Pytester,
+                                                                           tmp_path: Path) -> None:
+    missing = str(tmp_path / "nothing")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--lance-certify", missing)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"cannot read: {missing}: does not exist"])
+    assert "MUST" not in result.stdout.str()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--lance-certify", missing,
+                                           "--lance-certify-option", "aws_endpont=http://127.0.0.1:1")
+    assert result.ret == 4  # pytest's usage error
+    assert "did you mean aws_endpoint?" in result.stderr.str()
 
 
 @pytest.mark.parametrize(("option", "named"), [
@@ -96,6 +162,7 @@ def test_certify_0_1_and_2_for_the_dataset(clean: str, breached: str, tmp_path: 
     (["--storage-option", "no-equals-sign"], "--storage-option"),
     (["--only", "nowhere"], "--only"),
     (["--io-parallelism", "0"], "I/O parallelism"),
+    (["--storage-option", "aws_endpont=http://127.0.0.1:1"], "did you mean aws_endpoint?"),
 ])
 def test_certify_2_for_a_wrong_command_line(clean: str, option: list[str], named: str) -> None:
     done = lancespec("certify", clean, *option)
@@ -138,7 +205,7 @@ def test_inspect_0_and_2(clean: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["inspect", clean, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == 1
     assert main(["inspect", str(tmp_path / "nothing")]) == 2
-    assert one_line(capsys.readouterr().err).startswith(f"lancespec: error: {tmp_path / 'nothing'}")
+    assert one_line(capsys.readouterr().err).startswith(f"lancespec: cannot read: {tmp_path / 'nothing'}")
     with pytest.raises(SystemExit) as wrong:
         main(["inspect", clean, "--storage-option", "x"])
     assert wrong.value.code == 2 and "--storage-option" in one_line(capsys.readouterr().err)

@@ -16,7 +16,8 @@ from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
 
 def _report(findings: list[dict[str, Any]]) -> dict[str, Any]:
     return {"format": "lancespec.certify/1", "lancespec_version": "0", "uri": "/t/ds", "conformant": False,
-            "readable": True, "exit_code": 1, "cannot_judge": [], "internal_error": None, "versions": [1],
+            "readable": True, "exit_code": 1, "outcome": "breach", "cannot_judge": [], "internal_error": None,
+            "versions": [1],
             "checks": ["clones.lineage"], "requirements_checked": ["CLONE-001", "CLONE-002"],
             "summary": {"must": len(findings), "should": 0}, "findings": findings}
 
@@ -90,10 +91,18 @@ def test_graph_refuses_other_names_and_version_selectors(corpus: Callable[[str],
 
 
 def test_an_unreadable_dataset_still_gets_its_page(tmp_path: Path) -> None:
+    """A manifest that is no manifest is a breach of the format (HIST-001), not a setup problem: exit 1."""
     versions = tmp_path / "garbled" / "_versions"
     versions.mkdir(parents=True)
     (versions / "18446744073709551614.manifest").write_bytes(b"not a manifest")
     page = tmp_path / "c.html"
-    assert run_cli("certify", str(tmp_path / "garbled"), "--format", "html", "--output", str(page))[0] == 2
+    assert run_cli("certify", str(tmp_path / "garbled"), "--format", "html", "--output", str(page))[0] == 1
     text = page.read_text()
-    assert ">UNREADABLE</h1>" in text and "No diagram: the lineage could not be read" in text
+    assert ">NOT CONFORMANT</h1>" in text and "HIST-001" in text and "No diagram: the lineage could not be read" in text
+
+
+def test_a_cannot_read_report_shows_its_cause_and_no_requirement() -> None:
+    report = {**_report([]), "outcome": "cannot_read", "exit_code": 2, "readable": True,
+              "cannot_read": "s3://b/ds/_versions: get refused: S3 error AccessDenied (HTTP 403): check credentials"}
+    page = certify_page(report, None, "not read")
+    assert ">CANNOT READ</h1>" in page and "HTTP 403" in page and "No findings." in page

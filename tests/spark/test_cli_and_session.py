@@ -100,3 +100,10 @@ def test_spark_certify_rejects_unknown_area(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["spark-certify", str(tmp_path), "--only", "nonsense"])
     assert exc.value.code == 2
+
+
+def test_spark_certify_cannot_read_is_one_line(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dataset that is not there is "cannot read", as in certify: one line, no requirement id."""
+    assert main(["spark-certify", str(tmp_path / "nothing"), "--master", "local[2]"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"lancespec: cannot read: {tmp_path / 'nothing'}: does not exist\n"
