@@ -151,6 +151,8 @@ def _set_aside_parts(report: Report) -> list[str]:
         matched = sum(1 for n in counts if n)
         parts.append(f"{source}: {sum(counts)} finding(s) by {matched} of {len(counts)} entries")
     return parts
+
+
 #: The verdict each outcome (``Report.outcome``) is shown with in text and HTML.
 VERDICTS = {"conformant": "CONFORMANT", "breach": "NOT CONFORMANT", "cannot_judge": "CANNOT JUDGE",
             "cannot_read": "CANNOT READ", "internal_error": "INTERNAL ERROR"}

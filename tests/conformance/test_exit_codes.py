@@ -146,12 +146,17 @@ def test_certify_json_says_the_outcome_of_each_exit_status(clean: str, breached:
 
 def test_plugin_cannot_read_is_one_line_and_an_unknown_option_a_usage_error(pytester: pytest.Pytester,
                                                                            tmp_path: Path) -> None:
-    missing = str(tmp_path / "nothing")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--lance-certify", missing)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--lance-certify={empty}")
     assert result.ret == 1
-    result.stdout.fnmatch_lines([f"cannot read: {missing}: does not exist"])
+    result.stdout.fnmatch_lines([f"cannot read: {empty}*"])
     assert "MUST" not in result.stdout.str()
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--lance-certify", missing,
+    missing = str(tmp_path / "nothing")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--lance-certify={missing}")
+    assert result.ret == 4  # pytest's usage error: a local dataset that does not exist
+    assert "no such directory" in result.stderr.str() and len(result.stderr.str().strip().splitlines()) == 1
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--lance-certify={empty}",
                                            "--lance-certify-option", "aws_endpont=http://127.0.0.1:1")
     assert result.ret == 4  # pytest's usage error
     assert "did you mean aws_endpoint?" in result.stderr.str()
