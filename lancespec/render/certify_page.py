@@ -30,6 +30,14 @@ DIVERGENCE_KEY = "known_divergence"
 _FINDING_KEYS = ("requirement", "severity", "version", "branch", "path", "message")
 
 
+def _note(key: str, value: Any) -> str:
+    """A finding's other key in words (``set_aside_by: MAN-013`` -> ``set aside by MAN-013``); empty when it
+    has no value."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    return f"{key.replace('_', ' ')} {', '.join(map(str, value)) if isinstance(value, list) else value}"
+
+
 def area_of(requirement: str) -> str:
     """A requirement's area: its id's prefix (``CLONE-002`` -> ``CLONE``)."""
     return requirement.split("-", 1)[0]
@@ -81,7 +89,7 @@ def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     whose every version carries the same divergence fills one row, not one per version."""
     said: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in findings:
-        extra = "; ".join(f"{k}: {v}" for k, v in f.items() if k not in _FINDING_KEYS)
+        extra = "; ".join(filter(None, (_note(k, v) for k, v in f.items() if k not in _FINDING_KEYS)))
         said.setdefault((f["message"], extra), []).append(f)
     rows = []
     for (message, extra), group in said.items():
