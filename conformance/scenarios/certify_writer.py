@@ -228,11 +228,12 @@ def render_text(report: WriterReport) -> str:
     cov = report.coverage()
     scenarios = len({r.scenario for r in report.runs})
     lines = [report.verdict_line(),
-             f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; steps: "
-             + ", ".join(f"{v} {k}" for k, v in counts.items()),
+             f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; steps, "
+             "certifications and comparisons: " + ", ".join(f"{v} {k}" for k, v in counts.items()),
              f"  {report.applied} of {len(report.runs)} runs applied in full, {cov[PARTIAL]} in part, "
              f"{cov[NOT_SUPPORTED]} not supported"]
-    lines += [f"    {f['feature']:24} {f['runs']:4} runs, {f['steps']:5} steps skipped" for f in cov["by_feature"]]
+    lines += [f"    {f['feature']:24} {f['runs']:4} run{'s' if f['runs'] != 1 else ' '}, {f['steps']:5} steps skipped"
+              for f in cov["by_feature"]]
     for run in report.runs:
         lines.append(_run_line(run))
         for r in run.results:

@@ -2,9 +2,38 @@
 ``fixtures``, ``scenarios``, ``simulate``; ``catalogue`` and ``fuzz`` are the developer tools run with
 ``python -m``), the shared options in ``options`` and the dispatch with its exit codes in ``main``.
 
+This package imports nothing when loaded: ``main`` imports the commands inside the handler of Ctrl-C, so an
+interrupt in the first second (while pyarrow and the rest load) is one line and exit 130, as later.
+
 Library code (conformance/, reference/, simulator/) never imports this package (tests/unit/test_layering.py).
 """
 
-from .main import build_parser, main
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+#: The exit status of an interrupted command (``options.EXIT_INTERRUPTED``; repeated here, not imported).
+_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``lancespec`` command (``main.main``), its imports inside the handler of Ctrl-C."""
+    try:
+        from .main import main as run
+    except KeyboardInterrupt:
+        print("lancespec: interrupted", file=sys.stderr)
+        return _INTERRUPTED
+    return run(argv)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "build_parser":
+        from .main import build_parser
+
+        return build_parser
+    raise AttributeError(name)
+
 
 __all__ = ["build_parser", "main"]

@@ -14,42 +14,37 @@ if TYPE_CHECKING:
     from lancespec.conformance.findings import Report
 
 from .options import (
+    add_area_option,
     add_limit_options,
+    add_report_options,
     add_storage_options,
-    check_areas,
     emit_report,
     limits_of,
     parse_storage_options,
+    report_targets,
     version_number,
 )
 
+#: certify's report formats (spark-certify's too).
+FORMATS = ("text", "json", "junit", "html")
+HTML_HELP = "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)"
 
-def add_version_options(parser: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "junit"),
-                        format_help: str | None = None) -> None:
-    """``--version N`` or ``--all-versions``, and the report's ``--format`` (one of ``formats``) and
-    ``--output``."""
+
+def add_version_options(parser: argparse.ArgumentParser) -> None:
+    """``--version N`` or ``--all-versions``."""
     versions = parser.add_mutually_exclusive_group()
     versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
     versions.add_argument("--all-versions", action="store_true",
                           help="every version of the main root and of every branch")
-    parser.add_argument("--format", choices=formats, default="text", help=format_help)
-    parser.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes "
-                        "to stderr for json and junit)")
 
 
-def register(sub: Any) -> None:
-    """Add ``certify`` to the ``lancespec`` subcommands ``sub``."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "certify", help="judge a dataset against the requirement catalogue",
-        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or cannot judge (a "
-                    "feature lancespec does not know), 3 a lancespec bug (the report of what was checked still "
-                    "comes), 130 interrupted.")
+def add_certify_options(parser: argparse.ArgumentParser) -> None:
+    """What ``certify`` and ``spark-certify`` share: the dataset, its versions, the report, the areas, what
+    to set aside, storage and limits."""
     parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
-    add_version_options(parser, ("text", "json", "junit", "html"),
-                        "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)")
-    parser.add_argument("--only", action="append", metavar="AREA",
-                        help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
-                        "history, blobs, portability); repeat")
+    add_version_options(parser)
+    add_report_options(parser, FORMATS, HTML_HELP)
+    add_area_option(parser)
     parser.add_argument("--ignore", action="append", default=[], metavar="ID",
                         help="set aside the findings of a requirement (MAN-013) or a known divergence (F-004): "
                         "reported, not counted in the exit status; repeat")
@@ -59,6 +54,16 @@ def register(sub: Any) -> None:
                         help="write a baseline setting aside every finding of this run")
     add_storage_options(parser)
     add_limit_options(parser)
+
+
+def register(sub: Any) -> None:
+    """Add ``certify`` to the ``lancespec`` subcommands ``sub``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "certify", help="judge a dataset against the requirement catalogue",
+        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or cannot judge (a "
+                    "feature lancespec does not know), 3 a lancespec bug (the report of what was checked still "
+                    "comes), 130 interrupted.")
+    add_certify_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -66,7 +71,7 @@ def renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]
     """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first."""
     from lancespec.conformance.report import RENDERERS
 
-    if args.format != "html":
+    if "html" not in {fmt for fmt, _ in report_targets(args)}:
         return RENDERERS
     from lancespec.render.commands import certify_html
 
@@ -80,14 +85,13 @@ def run(args: argparse.Namespace) -> int:
     from lancespec.progress import progress_bar
     from lancespec.reference import __version__
 
-    check_areas(args.only)
     chosen = renderers(args)
     set_aside = set_aside_ids(args.ignore, args.baseline)
-    with progress_bar("certifying") as progress:
+    with progress_bar("certifying", quiet=args.quiet) as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
                          io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
-    emit_report(report, chosen, args.format, args.output)
+    emit_report(report, chosen, args)
     if args.write_baseline:
         write_baseline(report, args.write_baseline, __version__)
     return report.exit_code

@@ -38,7 +38,7 @@ def _cell(run: Mapping[str, Any]) -> Cell:
         summary += f"; {esc(run['coverage'])}: needs {esc(', '.join(run.get('skipped_for', {})))}"
     head = ["step", "outcome", "detail"]
     detail = f"<h4>steps</h4>{table(head, map(_result_row, steps))}"
-    for name, result in extras:
+    for _, result in extras:
         detail += f"<h4>{esc(step_name(result['step'], result['op']))}</h4>{table(head, [_result_row(result)])}"
     return Cell(run["outcome"], summary, detail)
 
@@ -65,7 +65,8 @@ def writer_page(report: Mapping[str, Any]) -> str:
     scenarios = list(dict.fromkeys(run["scenario"] for run in report["runs"]))
     header = (f'<h1 class="{tone}">{esc(word)}</h1><p class="{tone}">{esc(report["verdict_line"])}</p>'
               f"<div>writer {esc(report['writer'])} ({esc(report['writer_version'])}); {len(scenarios)} scenarios x "
-              f"stores {esc(', '.join(report['stores']))}: {len(report['runs'])} runs; steps: {esc(counts)}; "
+              f"stores {esc(', '.join(report['stores']))}: {len(report['runs'])} runs; steps, certifications "
+              f"and comparisons: {esc(counts)}; "
               f"lancespec {esc(report.get('lancespec_version', ''))}</div>")
     cells = {(run["scenario"], run["store"]): _cell(run) for run in report["runs"]}
     body = (f"{_coverage(report['coverage'])}<section id=\"grid\"><h2>Scenarios x stores</h2>"
