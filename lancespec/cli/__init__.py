@@ -10,9 +10,12 @@ Library code (conformance/, reference/, simulator/) never imports this package (
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
-from typing import Any
+import sys  # and typing alone (loaded already): what this package imports loads before any handler of Ctrl-C
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from argparse import ArgumentParser
+    from collections.abc import Callable, Sequence
 
 #: The exit status of an interrupted command (``options.EXIT_INTERRUPTED``; repeated here, not imported).
 _INTERRUPTED = 130
@@ -28,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(argv)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Callable[[], ArgumentParser]:
     if name == "build_parser":
         from .main import build_parser
 

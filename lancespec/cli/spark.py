@@ -8,11 +8,17 @@ wrong path or option costs no Spark start-up (about 30 s)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .certify import add_certify_options, renderers
-from .options import EXIT_UNREADABLE, emit_report, exits, limits_of, parse_storage_options
+from .options import EXIT_INTERRUPTED, EXIT_UNREADABLE, emit_report, exits, limits_of, parse_storage_options
 
 
 def register(sub: Any) -> None:
@@ -41,6 +47,35 @@ def check_input(args: argparse.Namespace, options: dict[str, str]) -> None:
         dataset.snapshot(args.version)
 
 
+@contextlib.contextmanager
+def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
+    """While Spark runs, Ctrl-C is one line and exit 130 at once (``os._exit``), as everywhere else.
+
+    Unwinding would stop Spark with tasks in flight: pyspark's own handler cancels the jobs, and its Python
+    workers, which take the terminal's SIGINT too, crash (what the JVM and they print goes to ``jvm_log``,
+    removed then). The JVM ignores SIGINT (pyspark starts it so) and exits by itself when this process ends
+    (its standard input closes); it and its workers hold nothing lancespec must clean up. Yields ``rearm``, to
+    call once Spark started (a SparkContext installs a handler of its own). Outside the main thread, nothing
+    changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+
+    def interrupted(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.unlink(jvm_log)
+        sys.stderr.write("lancespec: interrupted\n")
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield lambda: signal.signal(signal.SIGINT, interrupted) and None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     from lancespec.conformance.baseline import set_aside_ids, write_baseline
     from lancespec.conformance.spark.distributed import certify_with_spark
@@ -60,15 +95,24 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()
-    spark = spark_session(args.master, app_name="lancespec spark-certify")
-    try:
-        result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
-                                    areas=args.only, storage_options=options,
-                                    fragments_per_task=args.fragments_per_task, limits=limits_of(args),
-                                    set_aside=set_aside)
-    finally:
-        if existing is None:  # a session this command started; one the caller had stays up
-            spark.stop()
+    log = tempfile.NamedTemporaryFile(prefix="lancespec-spark-", suffix=".log", delete=False)  # noqa: SIM115
+    log.close()
+    with interrupt_ends_the_process(log.name) as rearm:
+        try:
+            spark = spark_session(args.master, app_name="lancespec spark-certify", jvm_log=log.name)
+            rearm()
+            try:
+                result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
+                                            areas=args.only, storage_options=options,
+                                            fragments_per_task=args.fragments_per_task, limits=limits_of(args),
+                                            set_aside=set_aside)
+            finally:
+                if existing is None:  # a session this command started; one the caller had stays up
+                    spark.stop()
+        except Exception:
+            print(f"lancespec: what Spark printed is in {log.name}", file=sys.stderr)
+            raise
+    os.unlink(log.name)
     report = result.report
     emit_report(report, chosen, args)
     if args.write_baseline:
