@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from lancespec.reference.errors import CertifyError, InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
-from . import certify, fixtures, inspect, scenarios, simulate, spark, store
 from .options import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -43,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     add it with their report options)."""
     from lancespec.reference import __version__
 
+    from . import certify, fixtures, inspect, scenarios, simulate, spark, store
+
     parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format. Every command "
                     "takes --quiet; those that report take --format and --output; each one's --help gives its "
                     "exit statuses.")
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``lancespec`` command. The commands are imported here, inside the handler of Ctrl-C."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -80,6 +82,8 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
         return EXIT_UNREADABLE
     except CertifyError as exc:
+        from . import certify
+
         if exc.report is not None:
             emit_report(exc.report, certify.renderers(args), args)
         if os.environ.get("LANCESPEC_DEBUG"):

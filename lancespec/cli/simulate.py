@@ -128,15 +128,13 @@ def verdict_line(reports: Sequence[RunReport]) -> str:
 
 
 def _console(args: argparse.Namespace, targets: Sequence[tuple[str, str | None]]) -> Console:
-    """Where the text goes: nowhere with --quiet, a file for --format text --output, stderr when another
-    format takes stdout, else stdout."""
+    """Where the text goes (as ``options.emit_report`` sends it): nowhere with --quiet, a file for --format
+    text --output, stdout for --format text, else (the report in another format) stderr."""
     if args.quiet:
         return Console(file=io.StringIO())
-    text_file = next((path for fmt, path in targets if fmt == "text" and path is not None), None)
-    if text_file is not None:
+    if any(fmt == "text" and path is not None for fmt, path in targets):
         return Console(file=io.StringIO(), width=150, record=True)
-    stderr = any(path is None and fmt != "text" for fmt, path in targets)
-    stream = sys.stderr if stderr else sys.stdout
+    stream = sys.stdout if ("text", None) in targets else sys.stderr
     return Console(file=stream) if stream.isatty() else Console(file=stream, width=150)
 
 

@@ -1,7 +1,7 @@
 """Each kind of page in a real headless Chromium (system package, driven by Playwright): the lineage SVG of
 ``inspect --graph``, the ``certify --format html`` page and the ``certify-writer --format html`` grid.
 Every page: no console error and no request leaving it; the diagram has one node per version, branch, tag
-and base as ``inspect --json`` counts them; filtering hides what it should. Skipped, saying why, without
+and base as ``inspect --format json`` counts them; filtering hides what it should. Skipped, saying why, without
 Playwright, Chromium or Graphviz."""
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_simulate_timeline(browser: Any, tmp_path: Path) -> None:
     args = ["simulate", "--writers", "3", "--ops", "24", "--seed", "11", "--datasets", "1", "--preflight-rounds", "0"]
     assert run_cli(*args, "--report", str(report), "--html", str(html))[0] == 0
     again = tmp_path / "again.html"
-    assert run_cli("simulate", "--from-report", str(report), "--html", str(again))[0] == 0
+    assert run_cli("simulate", "--from-report", str(report), "--format", "html", "--output", str(again))[0] == 0
     assert again.read_text() == html.read_text()
     history = json.loads(report.read_text())["history"]
     invoked = [e for e in history if e["type"] == "invoke"]
