@@ -109,7 +109,8 @@ class WriterReport:
         cov = self.coverage()
         head = f"{self.verdict}: {self.writer} ({self.writer_version})"
         if self.verdict == CERTIFIED:
-            return f"{head}: all {cov['runs']} runs applied every step"
+            return f"{head}: " + ("its one run" if cov["runs"] == 1 else f"all {cov['runs']} runs") + \
+                " applied every step"
         failed = f"{len(self.failed_runs)} of {cov['runs']} runs failed; " if self.failed_runs else ""
         if cov[FULL] == cov["runs"]:
             return f"{head}: {failed}every run applied every step"
