@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import pytest
 from lancespec.cli import build_parser, main
 from lancespec.conformance.checks import all_checks
 from lancespec.reference import __version__
+from lancespec.render.certify_page import areas_of, certify_page
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = str(ROOT / "fixtures" / "cases" / "py-branches" / "data" / "ds")
@@ -78,6 +80,17 @@ def test_one_list_of_areas(capsys: pytest.CaptureFixture[str]) -> None:
         err = capsys.readouterr().err
         assert info.value.code == 2 and len(err.splitlines()) == 1
         assert ", ".join(repr(a) for a in areas) in err
+    report = json.loads(_certify_json(capsys))
+    page = certify_page(report, None, "no lineage here")
+    assert re.findall(r'data-facet="area" value="([^"]+)"', page) == areas
+    tagged = re.findall(r'<section class="requirement" id="req-([^"]+)" data-filter="([^"]+)"', page)
+    assert tagged and all({p.split(":", 1)[1] for p in tags.split() if p.startswith("area:")}
+                          == set(areas_of(rid)) for rid, tags in tagged)
+
+
+def _certify_json(capsys: pytest.CaptureFixture[str]) -> str:
+    main(["certify", DATASET, "--all-versions", "--format", "json"])
+    return capsys.readouterr().out
 
 
 def test_check_scenarios_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
