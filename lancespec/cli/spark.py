@@ -69,9 +69,12 @@ def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)
 
+    def rearm() -> None:
+        signal.signal(signal.SIGINT, interrupted)
+
     previous = signal.signal(signal.SIGINT, interrupted)
     try:
-        yield lambda: signal.signal(signal.SIGINT, interrupted) and None
+        yield rearm
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -145,3 +145,20 @@ def test_spark_certify_reads_its_input_before_starting_spark(tmp_path: Path) -> 
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "does not exist" in done.stderr
     assert "Spark" not in done.stderr and "log4j" not in done.stderr
     assert time.monotonic() - started < 20  # Spark's start alone takes longer
+
+
+@pytest.mark.s3
+def test_simulate_speaks_the_same_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = ["simulate", "--writers", "2", "--ops", "12", "--seed", "4", "--datasets", "1", "--preflight-rounds", "0",
+           "--faults", "none"]
+    report = tmp_path / "sim.json"
+    assert main([*run, "--quiet", "--format", "json", "--output", str(report)]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == "" and len(printed.out.splitlines()) == 1
+    assert printed.out.startswith("NO ANOMALIES: 0 anomalies, 0 writer errors (seed 4; honest: ")
+    assert json.loads(report.read_text())["format"] == "lancespec.simulate/1"
+    page = tmp_path / "sim.html"
+    assert main(["simulate", "--from-report", str(report), "--html", str(page)]) == 0  # the former spelling
+    err = capsys.readouterr().err
+    assert err == "lancespec simulate: warning: --html is deprecated; use --format html --output FILE\n"
+    assert page.read_text().startswith("<!DOCTYPE html>")
