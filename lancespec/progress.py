@@ -14,9 +14,10 @@ from .reference.printable import printable
 
 
 @contextmanager
-def progress_bar(title: str) -> Iterator[Callable[[int, int, str], None]]:
-    """Yields ``update(done, total, description)``; draws only on an interactive stderr."""
-    if not sys.stderr.isatty():
+def progress_bar(title: str, quiet: bool = False) -> Iterator[Callable[[int, int, str], None]]:
+    """Yields ``update(done, total, description)``; draws only on an interactive stderr, and not when
+    ``quiet``."""
+    if quiet or not sys.stderr.isatty():
         yield lambda done, total, description: None
         return
     with Progress(TextColumn(f"{title} [progress.description]{{task.description}}"), BarColumn(),

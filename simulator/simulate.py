@@ -7,15 +7,18 @@ killed ``WRITER_GRACE_S`` later; the proxy and the embedded server are stopped o
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
 import queue as queue_mod
 import shlex
+import signal
+import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,6 +271,27 @@ def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[s
     return [f"ds{i}" for i in range(count)]
 
 
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """Ctrl-C is the parent's (it stops the writers). While writers start: each is born with SIGINT blocked
+    (the mask of the thread that starts it), so one arriving while it loads, before ``writer_main`` ignores
+    it, prints no traceback; and the parent takes a Ctrl-C only once every writer started (raised then as
+    KeyboardInterrupt), so that none is cut off halfway through its start (a child that then prints its own
+    traceback)."""
+    pressed: list[int] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum)) if main_thread else None
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if main_thread:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
+
+
 def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dict[str, str],
                  plans: list[list[Op]], note: Callable[[int, int, str], None],
                  ) -> tuple[History, int, list[str], float, float]:
@@ -285,8 +309,6 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
                                  args=(w, kind, registry.origin(kind), bucket, writer_options,
                                        [op.to_json() for op in ops], start, results, config.time_limit_s)))
-    for proc in procs:
-        proc.start()
     raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []
     ready: set[int] = set()
     done: set[int] = set()
@@ -296,7 +318,12 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
     t_start = time.monotonic()
     hard_stop = t_start + 180 + config.time_limit_s + WRITER_GRACE_S
     released = False
+    started: list[Any] = []
     try:
+        with _interrupt_held():
+            for proc in procs:
+                proc.start()
+                started.append(proc)
         note(0, total, "starting writers")
         while len(done) < len(procs):
             now = time.monotonic()
@@ -339,7 +366,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         raise
     finally:
         t_end = time.monotonic()
-        for proc in procs:
+        for proc in started:
             proc.join(timeout=10 if not errors else 1)
             if proc.is_alive():
                 proc.kill()

@@ -37,8 +37,8 @@ def run_cli(*argv: str) -> tuple[int, str]:
 
 
 def inspect_json(uri: str, *args: str) -> dict[str, Any] | None:
-    """``lancespec inspect URI --json ARGS``, or None when it exits 2 (that version cannot be read)."""
-    rc, out = run_cli("inspect", uri, "--json", *args)
+    """``lancespec inspect URI --format json ARGS``, or None when it exits 2 (that version cannot be read)."""
+    rc, out = run_cli("inspect", uri, "--format", "json", *args)
     if rc == 2:
         return None
     assert rc == 0
@@ -63,7 +63,7 @@ class InspectedLineage:
 
 
 def inspected_lineage(uri: str) -> InspectedLineage:
-    """Follow ``uri``'s lanes and shallow clone sources through ``inspect --json`` alone."""
+    """Follow ``uri``'s lanes and shallow clone sources through ``inspect --format json`` alone."""
     out = InspectedLineage()
     queue = [uri.rstrip("/")]
     while queue:

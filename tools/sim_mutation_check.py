@@ -173,7 +173,7 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--report", str(report),
+                   "--time-limit", str(BATTERY_TIME_LIMIT), "--format", "json", "--output", str(report),
                    *(["--weights", mix] if mix else []), *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
@@ -184,10 +184,10 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
         if done.returncode == 1:
-            lines = done.stdout.splitlines()
+            lines = done.stderr.splitlines()  # the text, beside the json report
             first = next((line for line in lines if ANOMALY_LINE.match(line)), None) or next(
                 (line for line in lines if line.startswith("writer error:")), "anomalies found")
-            shrunk = done.stdout[done.stdout.find("shrinking"):] if shrink and "shrinking" in done.stdout else ""
+            shrunk = done.stderr[done.stderr.find("shrinking"):] if shrink and "shrinking" in done.stderr else ""
             return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()

@@ -176,6 +176,12 @@ def all_checks() -> dict[str, Check]:
     return REGISTRY
 
 
+def areas() -> list[str]:
+    """The areas of the registered checks, sorted: the one list ``--only`` takes and the certify page filters
+    by."""
+    return sorted({c.area for c in all_checks().values()})
+
+
 def select(areas: Iterable[str] | None = None) -> Iterator[Check]:
     """The checks of the given areas (all when None), in name order."""
     wanted = {a.lower() for a in areas} if areas else None

@@ -2,8 +2,12 @@
 certified and its content compared with the reference writer's result for the same scenario.
 
 Reports follow ``conformance.report``'s style: text for a person, JSON (``lancespec.certify-writer/1``)
-for programs, JUnit (one test case per scenario and store) for CI. Exit 0 when nothing failed (expected
-divergences and unsupported steps do not fail), 1 otherwise.
+for programs, JUnit (one test case per scenario and store) for CI. Each says its verdict first, and the verdict
+states the coverage (docs/writer-contract.md "Coverage and verdict"): CERTIFIED only when nothing failed and
+every run applied every step; PARTIAL when nothing failed but some runs skipped steps needing features the
+writer does not declare (the line says how many runs ran in full, in part and not at all, and for want of
+which features); NOT CERTIFIED when a step, a certification or a comparison failed. Exit 0 when nothing failed
+(CERTIFIED or PARTIAL), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from lancespec.reference import __version__
 from .format import Scenario
 from .runner import (
     FAIL,
+    FULL,
+    NOT_SUPPORTED,
+    PARTIAL,
     PASS,
     SKIP,
     XFAIL,
@@ -35,11 +42,15 @@ from .runner import (
     compare_summaries,
     judge,
     run_scenario,
+    step_name,
     summarize,
 )
 from .stores import LocalRun, S3Run, StoreRun
 
 REPORT_FORMAT = "lancespec.certify-writer/1"
+
+#: The verdicts, in the words of every report (JSON: lower case).
+CERTIFIED, PARTIALLY, NOT_CERTIFIED = "CERTIFIED", "PARTIAL", "NOT CERTIFIED"
 
 #: Called as progress(done, total, description).
 Progress = Callable[[int, int, str], None]
@@ -67,9 +78,46 @@ class WriterReport:
         """Runs in which every step applied (none needed a feature the writer does not declare)."""
         return sum(run.applied for run in self.runs)
 
+    def coverage(self) -> dict[str, Any]:
+        """Runs by coverage (FULL, PARTIAL, NOT_SUPPORTED), the steps skipped for want of a feature, and by
+        feature (most runs first): the runs it stopped or cut short and the steps it kept from running."""
+        by_run = Counter(run.coverage for run in self.runs)
+        runs: Counter[str] = Counter()
+        steps: Counter[str] = Counter()
+        for run in self.runs:
+            skipped = run.skipped_for()
+            runs.update(skipped.keys())
+            steps.update(skipped)
+        features = sorted(runs, key=lambda f: (-runs[f], f))
+        return {"runs": len(self.runs), FULL: by_run[FULL], PARTIAL: by_run[PARTIAL],
+                NOT_SUPPORTED: by_run[NOT_SUPPORTED], "steps_skipped": sum(steps.values()),
+                "by_feature": [{"feature": f, "runs": runs[f], "steps": steps[f]} for f in features]}
+
     @property
     def failed_runs(self) -> list[ScenarioRun]:
         return [r for r in self.runs if r.failed]
+
+    @property
+    def verdict(self) -> str:
+        """CERTIFIED, PARTIAL or NOT CERTIFIED (the module's docstring)."""
+        if self.failed_runs:
+            return NOT_CERTIFIED
+        return CERTIFIED if self.applied == len(self.runs) else PARTIALLY
+
+    def verdict_line(self) -> str:
+        """The verdict with its coverage, in one line (what ``--quiet`` prints)."""
+        cov = self.coverage()
+        head = f"{self.verdict}: {self.writer} ({self.writer_version})"
+        if self.verdict == CERTIFIED:
+            return f"{head}: " + ("its one run" if cov["runs"] == 1 else f"all {cov['runs']} runs") + \
+                " applied every step"
+        failed = f"{len(self.failed_runs)} of {cov['runs']} runs failed; " if self.failed_runs else ""
+        if cov[FULL] == cov["runs"]:
+            return f"{head}: {failed}every run applied every step"
+        features = ", ".join(f"{f['feature']} ({f['runs']} run{'s' if f['runs'] != 1 else ''})"
+                             for f in cov["by_feature"])
+        return (f"{head}: {failed}{cov[FULL]} of {cov['runs']} runs applied in full, {cov[PARTIAL]} in part, "
+                f"{cov[NOT_SUPPORTED]} not supported ({cov['steps_skipped']} steps skipped for want of: {features})")
 
     @property
     def exit_code(self) -> int:
@@ -126,7 +174,7 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
             result, handles = run_scenario(scenario, writer, run)
             if result.completed:
                 problems = certify_handles(handles, run, result.removed)
-                result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)
+                result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)  # -1, 0: as divergences
                 if compare and writer.name != reference.name:
                     ref_run = pool.new(kind)
                     ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
@@ -152,8 +200,9 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
 def to_json(report: WriterReport) -> dict[str, Any]:
     return {"format": REPORT_FORMAT, "lancespec_version": __version__, "writer": report.writer,
             "writer_version": report.writer_version, "stores": report.stores,
-            "certified": report.exit_code == 0, "exit_code": report.exit_code, "summary": report.counts(),
-            "applied": report.applied,
+            "verdict": report.verdict.lower(), "verdict_line": report.verdict_line(),
+            "certified": report.verdict == CERTIFIED, "exit_code": report.exit_code, "summary": report.counts(),
+            "applied": report.applied, "coverage": report.coverage(),
             "runs": [r.to_json() for r in report.runs]}
 
 
@@ -177,20 +226,22 @@ def _run_line(run: ScenarioRun) -> str:
 
 def render_text(report: WriterReport) -> str:
     counts = report.counts()
-    verdict = "CERTIFIED" if report.exit_code == 0 else "NOT CERTIFIED"
+    cov = report.coverage()
     scenarios = len({r.scenario for r in report.runs})
-    lines = [f"{verdict}: {report.writer} ({report.writer_version})",
-             f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; "
-             + ", ".join(f"{v} {k}" for k, v in counts.items()),
-             f"  {report.applied} of {len(report.runs)} runs applied in full; the others skip steps that need "
-             "features the writer does not declare"]
+    lines = [report.verdict_line(),
+             f"  {scenarios} scenarios x stores {', '.join(report.stores)}: {len(report.runs)} runs; steps, "
+             "certifications and comparisons: " + ", ".join(f"{v} {k}" for k, v in counts.items()),
+             f"  {report.applied} of {len(report.runs)} runs applied in full, {cov[PARTIAL]} in part, "
+             f"{cov[NOT_SUPPORTED]} not supported"]
+    lines += [f"    {f['feature']:24} {f['runs']:4} run{'s' if f['runs'] != 1 else ' '}, {f['steps']:5} steps skipped"
+              for f in cov["by_feature"]]
     for run in report.runs:
         lines.append(_run_line(run))
         for r in run.results:
             if r.outcome in (FAIL, XPASS) or (r.outcome == XFAIL and r.detail):
                 tag = f" ({r.finding})" if r.finding else ""
-                lines.append(f"      {r.outcome.upper():5} step {r.index} {r.op}{tag}: {r.detail}")
-        lines += [f"      SKIP  step {s.index} {s.op}: {s.detail}" for s in run.steps if s.unsupported]
+                lines.append(f"      {r.outcome.upper():5} {step_name(r.index, r.op)}{tag}: {r.detail}")
+        lines += [f"      SKIP  {step_name(s.index, s.op)}: {s.detail}" for s in run.steps if s.unsupported]
     return "\n".join(lines) + "\n"
 
 
@@ -199,9 +250,11 @@ def render_junit(report: WriterReport) -> str:
     skipped = sum(1 for r in report.runs if not r.failed and not r.completed)
     suite = ET.Element("testsuite", name=f"lancespec certify-writer {report.writer}", tests=str(len(report.runs)),
                        failures=str(failures), skipped=str(skipped), errors="0")
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="verdict", value=report.verdict_line())
     for run in report.runs:
         case = ET.SubElement(suite, "testcase", classname=f"lancespec.writer.{run.store}", name=run.scenario)
-        detail = "\n".join(f"step {r.index} {r.op}: {r.outcome} {r.finding or ''} {r.detail}".rstrip()
+        detail = "\n".join(f"{step_name(r.index, r.op)}: {r.outcome} {r.finding or ''} {r.detail}".rstrip()
                            for r in run.results if r.outcome != PASS)
         if run.failed:
             bad = [r for r in run.results if r.outcome in (FAIL, XPASS)]

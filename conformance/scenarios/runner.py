@@ -40,6 +40,31 @@ from .stores import StoreRun
 
 PASS, FAIL, SKIP, XFAIL, XPASS = "pass", "fail", "skip", "xfail", "xpass"
 
+#: How much of a scenario a run applied: every step, some steps (the rest needed a feature the writer does
+#: not declare), or none of the writer's steps (its first one already needed such a feature).
+FULL, PARTIAL, NOT_SUPPORTED = "full", "partial", "not supported"
+
+#: The checks after the steps, by the op name their results carry (index -1 and 0 in reports for programs).
+_AFTER_STEPS = {"certify": "certification of the datasets it left", "compare": "comparison with the reference writer",
+                "session": "the writer's session"}
+
+
+def step_name(index: int, op: str) -> str:
+    """How a report names a result for a person: ``step 3 (tag)``, or what ran after the steps."""
+    return _AFTER_STEPS.get(op) or f"step {index} ({op})"
+
+
+def plain(value: Any) -> str:
+    """A value of an expectation or a summary as a person writes it (no Python reprs): ``none``, ``1, 2``,
+    ``a: 1, b: 2``."""
+    if value is None:
+        return "none"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}" if value else "none"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(plain, value)) + "]"
+    return str(value)
+
 
 @dataclass
 class StepResult:
@@ -80,6 +105,10 @@ class ScenarioRun:
     removed: list[Location] = field(default_factory=list)
     halted: bool = False
     """A step stopped the run (failed, diverged as expected, or needed a missing feature)."""
+    writer_steps: int = 0
+    """Steps handed to the writer (its operations; the harness's own steps not counted)."""
+    stopped_by: str | None = None
+    """The missing feature whose step stopped the run, when one did."""
 
     @property
     def results(self) -> list[StepResult]:
@@ -99,9 +128,27 @@ class ScenarioRun:
         """Whether every step applied to the writer (none needed a feature it does not declare)."""
         return not any(s.unsupported for s in self.steps)
 
+    @property
+    def coverage(self) -> str:
+        """FULL (every step applied), NOT_SUPPORTED (no step reached the writer for want of a feature) or
+        PARTIAL."""
+        if self.applied:
+            return FULL
+        return PARTIAL if self.writer_steps else NOT_SUPPORTED
+
+    def skipped_for(self) -> Counter[str]:
+        """Steps not run for want of a feature, by feature: each step that needs it, and every step after it
+        when it stopped the run."""
+        out: Counter[str] = Counter(s.unsupported for s in self.steps if s.unsupported)
+        last = max((i for i, s in enumerate(self.steps) if s.unsupported), default=None)
+        if self.stopped_by is not None and last is not None:
+            out[self.stopped_by] += sum(s.outcome == SKIP for s in self.steps[last + 1:])
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "store": self.store, "writer": self.writer,
                 "outcome": FAIL if self.failed else PASS if self.completed else "partial", "applied": self.applied,
+                "coverage": self.coverage, "skipped_for": dict(sorted(self.skipped_for().items())),
                 "steps": [s.to_json() for s in self.steps],
                 "certify": self.certify.to_json() if self.certify else None,
                 "compare": self.compare.to_json() if self.compare else None}
@@ -160,15 +207,15 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
         if "version" in expect and (got := dataset.latest_version()) != expect["version"]:
             problems.append(f"latest version {got}, expected {expect['version']}")
         if "versions" in expect and (got_v := dataset.versions()) != expect["versions"]:
-            problems.append(f"versions {got_v}, expected {expect['versions']}")
+            problems.append(f"versions {plain(got_v)}, expected {plain(expect['versions'])}")
         if "rows" in expect and (got := dataset.snapshot().num_rows) != expect["rows"]:
             problems.append(f"{got} rows, expected {expect['rows']}")
         if "ids" in expect and (got_ids := _sorted_ids(dataset, run)) != expect["ids"]:
-            problems.append(f"ids {got_ids}, expected {expect['ids']}")
+            problems.append(f"ids {plain(got_ids)}, expected {plain(expect['ids'])}")
         if "bases" in expect and (got_b := bases_of(dataset, run)) != expect["bases"]:
-            problems.append(f"bases {got_b}, expected {expect['bases']}")
+            problems.append(f"bases {plain(got_b)}, expected {plain(expect['bases'])}")
         if "unnamed_bases" in expect and (got_u := unnamed_bases_of(dataset, run)) != sorted(expect["unnamed_bases"]):
-            problems.append(f"unnamed bases {got_u}, expected {sorted(expect['unnamed_bases'])}")
+            problems.append(f"unnamed bases {plain(got_u)}, expected {plain(sorted(expect['unnamed_bases']))}")
         for loc, n in expect.get("files", {}).items():
             prefix = run.uri(Location.parse(loc, "files")).rstrip("/") + "/"
             got = sum(1 for f in dataset.snapshot().files() if f.kind is FileKind.DATA and f.uri
@@ -177,7 +224,7 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
                 problems.append(f"{got} data files under {loc}, expected {n}")
         if "tags" in expect or "no_tags" in expect:
             tags = {name: rec.version for name, rec in main.tags().items()}
-            problems += [f"tag {name!r} -> {tags.get(name)}, expected {version}"
+            problems += [f"tag {name!r} -> {plain(tags.get(name))}, expected {version}"
                          for name, version in expect.get("tags", {}).items() if tags.get(name) != version]
             problems += [f"tag {name!r} exists, expected none" for name in expect.get("no_tags", []) if name in tags]
         if "branches" in expect or "no_branches" in expect:
@@ -188,7 +235,7 @@ def check_expect(expect: Mapping[str, Any], handle: Handle, run: StoreRun) -> li
         if "blobs" in expect:
             got_s = blob_sizes(dataset, expect["blobs"]["column"], run)
             if got_s != expect["blobs"]["sizes"]:
-                problems.append(f"blob sizes {got_s}, expected {expect['blobs']['sizes']}")
+                problems.append(f"blob sizes {plain(got_s)}, expected {plain(expect['blobs']['sizes'])}")
         for loc in expect.get("absent", []):
             if left := run.objects(Location.parse(loc, "absent")):
                 problems.append(f"{len(left)} object(s) remain under {loc}, e.g. {_loc(run, left[0])}")
@@ -290,8 +337,10 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
                                                f"{missing[0]} ({missing[1]})", unsupported=missing[0]))
                 if step.refuse is None:
                     stopped = f"after unsupported step {step.index} ({step.op})"
+                    result.stopped_by = missing[0]
                 continue
             before = run.fingerprint() if step.refuse else {}
+            result.writer_steps += 1
             error: WriterRefusal | None = None
             try:
                 session.apply(step.operation)
@@ -343,11 +392,11 @@ def summarize(handles: Mapping[str, Handle], run: StoreRun) -> dict[str, Any]:
                 "bases": bases_of(dataset, run),
                 "unnamed_bases": unnamed_bases_of(dataset, run),
                 "files": files_per_location(dataset, run),
-                "tags": {t: (r.branch, r.version) for t, r in main.tags().items()},
+                "tags": {t: f"{r.branch or 'main'} v{r.version}" for t, r in main.tags().items()},
                 "branches": sorted(main.branches()),
             }
         except (LanceSpecError, OSError, ValueError) as exc:  # removed or deleted: compare that, not the message
-            out[name] = {"unreadable": "LanceSpecError" if isinstance(exc, LanceSpecError) else "data file"}
+            out[name] = {"unreadable": "metadata" if isinstance(exc, LanceSpecError) else "a data file"}
     return out
 
 
@@ -395,5 +444,5 @@ def compare_summaries(got: Mapping[str, Any], expected: Mapping[str, Any]) -> li
             continue
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
-                problems.append(f"{name}.{key}: {a.get(key)!r} != reference {b.get(key)!r}")
+                problems.append(f"{name} {key}: {plain(a.get(key))}, the reference's {plain(b.get(key))}")
     return problems

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from lancespec.reference.codec import ManifestFile
 from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
+from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.proto import table_pb2, transaction_pb2
 from lancespec.reference.store import ObjectStore
 from lancespec.reference.store.uri import scheme_of
@@ -164,19 +165,20 @@ def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFram
 
 
 #: The store backends of this (executor) process, by storage options: its tasks reuse their connections.
-_BACKENDS: dict[tuple[tuple[str, str], ...], dict[str, ObjectStore]] = {}
+_BACKENDS: dict[tuple[tuple[tuple[str, str], ...], Limits], dict[str, ObjectStore]] = {}
 
 
 def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[str, str] | None,
-                    tasks: Iterable[tuple[int, int, int, bytes]]) -> Iterator[tuple[Any, ...]]:
+                    tasks: Iterable[tuple[int, int, int, bytes]],
+                    limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Any, ...]]:
     """Run each task's checks on its version restricted to its slice ``[start, stop)`` of the fragments.
 
     Yields ``("finding", Finding)``, ``("done", fragments, files, seconds, cpu seconds)`` per task,
     ``("error", text)`` when a check fails by a bug of lancespec (where certify raises CertifyError), and
     ``("cannot_read", message, where)`` last when a read met a ``CannotRead`` (where certify raises it)."""
     # one per partition: the read cache lives as long as it does; the connections outlive it
-    storage = RunStorage(storage_options, backends=_BACKENDS.setdefault(tuple(sorted((storage_options or {}).items())),
-                                                                        {}))
+    backends = _BACKENDS.setdefault((tuple(sorted((storage_options or {}).items())), limits), {})
+    storage = RunStorage(storage_options, limits=limits, backends=backends)
     registry: dict[str, Check] = all_checks()
     parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
@@ -224,9 +226,9 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
         yield ("cannot_read", storage.cannot_read.message, storage.cannot_read.where)
 
 
-def _executor(bc: Any, storage_options: dict[str, str] | None,
+def _executor(bc: Any, storage_options: dict[str, str] | None, limits: Limits,
               groups: Iterable[list[tuple[int, int, int, bytes]]]) -> Iterator[tuple[Any, ...]]:
-    return check_fragments(bc.value, storage_options, [task for group in groups for task in group])
+    return check_fragments(bc.value, storage_options, [task for group in groups for task in group], limits)
 
 
 # --- driver side ------------------------------------------------------------------------------------
@@ -266,13 +268,15 @@ def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
                        areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
-                       fragments_per_task: int | None = None) -> SparkCertification:
+                       fragments_per_task: int | None = None, limits: Limits = DEFAULT_LIMITS,
+                       set_aside: Mapping[str, str] | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
     checks run as one Spark job over the fragments of every certified version.
 
     ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
     ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
-    executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials)."""
+    executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials); ``limits`` and
+    ``set_aside``: as certify's."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
     works: dict[int, _VersionWork] = {}
@@ -286,7 +290,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         phases["offload"] += time.perf_counter() - at
 
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
-                     offload=offload, offloaded=fragment_checks())
+                     offload=offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside)
     phases["certify"] = time.perf_counter() - started
     result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
@@ -302,7 +306,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         phases["broadcast"], at = time.perf_counter() - at, time.perf_counter()
         try:
             rows = (sc.parallelize(groups, partitions)  # one group per partition
-                    .mapPartitions(functools.partial(_executor, bc, options))
+                    .mapPartitions(functools.partial(_executor, bc, options, limits))
                     .collect())
         finally:
             bc.destroy()

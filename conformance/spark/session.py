@@ -9,13 +9,14 @@ they import the same lancespec and pylance.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from lancespec.reference.errors import SparkUnavailable
@@ -63,11 +64,33 @@ def loopback_conf() -> dict[str, str]:
     }
 
 
+@contextlib.contextmanager
+def _output_to(path: str) -> Iterator[None]:
+    """Standard output and error (the file descriptors a child inherits) go to ``path`` meanwhile."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (target, *saved):
+            os.close(fd)
+
+
 def spark_session(master: str = "local[*]", *, app_name: str = "lancespec",
-                  conf: Mapping[str, str] | None = None) -> SparkSession:
+                  conf: Mapping[str, str] | None = None, jvm_log: str | None = None) -> SparkSession:
     """A SparkSession on ``master`` (default ``local[*]``) bound to 127.0.0.1, with ``conf`` on top of
     ``loopback_conf()``. The driver's bind settings cannot be overridden. An existing session of this
-    process is returned as it is (Spark allows one per process); its bind address is checked."""
+    process is returned as it is (Spark allows one per process); its bind address is checked. ``jvm_log``:
+    a file for what the JVM and its Python workers print (its start-up banner, its log), which otherwise
+    shares this process's terminal."""
     require_spark()
     from pyspark.sql import SparkSession
 
@@ -84,7 +107,8 @@ def spark_session(master: str = "local[*]", *, app_name: str = "lancespec",
     with warnings.catch_warnings():
         # pylance warns at every fork once imported; launching the JVM forks and at once execs java.
         warnings.filterwarnings("ignore", message="lance is not fork-safe")
-        spark = builder.getOrCreate()
+        with _output_to(jvm_log) if jvm_log else contextlib.nullcontext():
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     bound = spark.sparkContext.getConf().get("spark.driver.bindAddress")
     if bound != LOOPBACK:

@@ -16,43 +16,38 @@ if TYPE_CHECKING:
     from lancespec.conformance.findings import Report
 
 from .options import (
+    add_area_option,
     add_limit_options,
+    add_report_options,
     add_storage_options,
-    check_areas,
     emit_report,
     limits_of,
     parse_storage_options,
+    report_targets,
     version_number,
+    write_text,
 )
 
+#: certify's report formats (spark-certify's too).
+FORMATS = ("text", "json", "junit", "html")
+HTML_HELP = "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)"
 
-def add_version_options(parser: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "junit"),
-                        format_help: str | None = None) -> None:
-    """``--version N`` or ``--all-versions``, and the report's ``--format`` (one of ``formats``) and
-    ``--output``."""
+
+def add_version_options(parser: argparse.ArgumentParser) -> None:
+    """``--version N`` or ``--all-versions``."""
     versions = parser.add_mutually_exclusive_group()
     versions.add_argument("--version", type=version_number, help="the version to certify (default: latest)")
     versions.add_argument("--all-versions", action="store_true",
                           help="every version of the main root and of every branch")
-    parser.add_argument("--format", choices=formats, default="text", help=format_help)
-    parser.add_argument("--output", metavar="FILE", help="write the report here (a text summary still goes "
-                        "to stderr for json and junit)")
 
 
-def register(sub: Any) -> None:
-    """Add ``certify`` to the ``lancespec`` subcommands ``sub``."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "certify", help="judge a dataset against the requirement catalogue",
-        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 cannot read (storage options, "
-                    "access, a missing bucket or dataset, a limit, an unsupported URI: one line, no requirement id) "
-                    "or cannot judge (a feature lancespec does not know), 3 a lancespec bug (the report of what "
-                    "was checked still comes), 130 interrupted. Every exit path: docs/exit-codes.md.")
+def add_certify_options(parser: argparse.ArgumentParser) -> None:
+    """What ``certify`` and ``spark-certify`` share: the dataset, its versions, the report, the areas, what
+    to set aside, storage and limits."""
     parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
-    add_version_options(parser, ("text", "json", "junit", "html"),
-                        "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)")
-    parser.add_argument("--only", action="append", metavar="AREA",
-                        help="run only this area's checks (layout, manifest, bases, files, refs, clones, "
-                        "history, blobs, portability); repeat")
+    add_version_options(parser)
+    add_report_options(parser, FORMATS, HTML_HELP)
+    add_area_option(parser)
     parser.add_argument("--ignore", action="append", default=[], metavar="ID",
                         help="set aside the findings of a requirement (MAN-013) or a known divergence (F-004): "
                         "reported, not counted in the exit status; repeat")
@@ -64,6 +59,17 @@ def register(sub: Any) -> None:
                         "(a known divergence: one entry by its id)")
     add_storage_options(parser)
     add_limit_options(parser)
+
+
+def register(sub: Any) -> None:
+    """Add ``certify`` to the ``lancespec`` subcommands ``sub``."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "certify", help="judge a dataset against the requirement catalogue",
+        description="Exit 0 conformant, 1 a MUST requirement is breached, 2 cannot read (storage options, "
+                    "access, a missing bucket or dataset, a limit, an unsupported URI: one line, no requirement id) "
+                    "or cannot judge (a feature lancespec does not know), 3 a lancespec bug (the report of what "
+                    "was checked still comes), 130 interrupted. Every exit path: docs/exit-codes.md.")
+    add_certify_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -71,7 +77,7 @@ def renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]
     """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first."""
     from lancespec.conformance.report import RENDERERS
 
-    if args.format != "html":
+    if "html" not in {fmt for fmt, _ in report_targets(args)}:
         return RENDERERS
     from lancespec.render.commands import certify_html
 
@@ -84,9 +90,13 @@ def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
     only (text and html say nothing more than the one line ``main`` prints), with no summary on stderr."""
     from lancespec.conformance.report import RENDERERS
 
-    fmt = getattr(args, "format", "text")
-    if fmt in ("json", "junit"):
-        emit_report(report, {fmt: RENDERERS[fmt], "text": lambda _: ""}, fmt, getattr(args, "output", None))
+    for fmt, path in report_targets(args):
+        if fmt not in ("json", "junit"):
+            continue
+        if path is None:
+            sys.stdout.write(RENDERERS[fmt](report))
+        else:
+            write_text(path, RENDERERS[fmt](report))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,14 +105,13 @@ def run(args: argparse.Namespace) -> int:
     from lancespec.progress import progress_bar
     from lancespec.reference import __version__
 
-    check_areas(args.only)
     chosen = renderers(args)
     set_aside = set_aside_ids(args.ignore, args.baseline)
-    with progress_bar("certifying") as progress:
+    with progress_bar("certifying", quiet=args.quiet) as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
                          storage_options=parse_storage_options(args.storage_option), progress=progress,
                          io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
-    emit_report(report, chosen, args.format, args.output)
+    emit_report(report, chosen, args)
     if args.write_baseline:
         entries = write_baseline(report, args.write_baseline, __version__)
         sys.stderr.write(f"wrote {entries} baseline {'entry' if entries == 1 else 'entries'} to "

@@ -19,21 +19,49 @@ from collections.abc import Callable, Sequence
 from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
-from . import certify, fixtures, inspect, scenarios, serve, simulate, spark, store
-from .options import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNREADABLE, Parser, emit_report
+from .options import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_UNREADABLE,
+    Parser,
+    add_quiet_option,
+    check_report_options,
+    emit_report,
+)
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of the commands themselves (``fixtures verify``, not ``fixtures``)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for action in subs for child in dict.fromkeys(action.choices.values()) for leaf in _leaves(child)]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format.")
+    """Every command, each with ``--quiet`` (``options.add_quiet_option``; added here to those that do not
+    add it with their report options)."""
+    from lancespec.reference import __version__
+
+    from . import certify, fixtures, inspect, scenarios, serve, simulate, spark, store
+
+    parser = Parser(prog="lancespec", description="Conformance tools for the Lance table format. Every command "
+                    "takes --quiet; those that report take --format and --output; each one's --help gives its "
+                    "exit statuses.")
+    parser.add_argument("-V", "--version", action="version", version=f"lancespec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for family in (inspect, certify, fixtures, scenarios, spark, simulate, store, serve):
         family.register(sub)
+    for leaf in _leaves(parser):
+        if not any("--quiet" in a.option_strings for a in leaf._actions):
+            add_quiet_option(leaf)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    """The ``lancespec`` command. The commands are imported here, inside the handler of Ctrl-C."""
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
         return _run_command(parser, func, args)
@@ -46,11 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int],
                  args: argparse.Namespace) -> int:
     try:
+        check_report_options(args)
         return func(args)
     except InvalidOption as exc:
         parser.error(str(exc))
     except CannotRead as exc:
         if exc.report is not None:  # certify's report saying so, for a program that asked for one
+            from . import certify
+
             certify.emit_cannot_read(exc.report, args)
         where = f"{printable(exc.where)}: " if exc.where else ""
         print(f"lancespec: cannot read: {where}{printable(exc.message)}", file=sys.stderr)
@@ -60,8 +91,10 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
         return EXIT_UNREADABLE
     except CertifyError as exc:
+        from . import certify
+
         if exc.report is not None:
-            emit_report(exc.report, certify.renderers(args), args.format, args.output)
+            emit_report(exc.report, certify.renderers(args), args)
         if os.environ.get("LANCESPEC_DEBUG"):
             raise
         print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)

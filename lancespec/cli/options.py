@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from lancespec.reference.errors import InvalidOption, StorageError
 from lancespec.reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
@@ -79,27 +79,112 @@ def parse_storage_options(pairs: Sequence[str], flag: str = "--storage-option") 
     return parse(pairs, flag)
 
 
-def check_areas(only: Sequence[str] | None) -> None:
-    """Refuse ``--only`` areas no check belongs to, naming the ones there are."""
-    from lancespec.conformance.checks import all_checks
+class Areas(Sequence[str]):
+    """The ``--only`` choices: the areas of the registered checks (``conformance.checks.areas``), the one list
+    the help, the error message and the certify page's filter show. Read on first use, so that building the
+    parser imports no check."""
 
-    areas = sorted({c.area for c in all_checks().values()})
-    unknown = sorted(set(only or ()) - set(areas))
-    if unknown:
-        raise InvalidOption(f"unknown area(s) {', '.join(unknown)} for --only; choose from {', '.join(areas)}")
+    def _names(self) -> list[str]:
+        from lancespec.conformance.checks import areas
+
+        return areas()
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
 
 
-def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], fmt: str, output: str | None) -> None:
-    """Write ``report`` in ``fmt`` to ``output`` (then a text summary goes to stderr unless ``fmt`` is text),
-    or to stdout. A file that cannot be written is a StorageError naming it."""
-    text = renderers[fmt](report)
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise StorageError(f"cannot write the report: {exc.strerror or exc}", output) from exc
-        if fmt != "text":
-            sys.stderr.write(renderers["text"](report))
-    else:
-        sys.stdout.write(text)
+AREAS = Areas()
+
+
+def add_area_option(parser: argparse.ArgumentParser) -> None:
+    """``--only AREA`` (repeatable), one of ``AREAS``."""
+    parser.add_argument("--only", action="append", choices=AREAS, metavar="AREA",
+                        help="run only this area's checks: %(choices)s; repeat")
+
+
+def exits(own: str) -> str:
+    """A command's exit statuses for its help: ``own`` (0 and 1), then those every command shares."""
+    return (f"Exit {own}, 2 the command line is wrong or the input cannot be read, 3 a lancespec bug, "
+            "130 interrupted (docs/exit-codes.md).")
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: the verdict line alone (a report still goes to ``--output``); no progress bar."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print only the verdict line (the report still goes to --output); no progress bar")
+
+
+class DeprecatedSpelling(argparse.Action):
+    """An old spelling kept for users' scripts (``--json FILE`` for ``--format json --output FILE``): one line
+    on stderr names the new one; the report then goes out in ``fmt`` (to the FILE given, if any) beside the
+    one ``--format`` asks for (``report_targets``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, fmt: str, **kwargs: Any) -> None:
+        self.fmt = fmt
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        path = values if isinstance(values, str) else None
+        new = f"--format {self.fmt}" + (" --output FILE" if path is not None else "")
+        sys.stderr.write(f"{parser.prog}: warning: {option_string} is deprecated; use {new}\n")
+        if path is None:  # a flag (inspect --json): the format itself
+            namespace.format = self.fmt
+        else:
+            namespace.also = [*getattr(namespace, "also", []), (self.fmt, path)]
+
+
+def add_report_options(parser: argparse.ArgumentParser, formats: Sequence[str], format_help: str | None = None,
+                       output_help: str = "write the report here (a text summary still goes to stderr for the "
+                       "other formats)") -> None:
+    """``--format`` (one of ``formats``, default text), ``--output FILE`` and ``--quiet``."""
+    parser.add_argument("--format", choices=formats, default="text", help=format_help)
+    parser.add_argument("--output", metavar="FILE", help=output_help)
+    add_quiet_option(parser)
+
+
+def report_targets(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """Where the report goes: (format, file or None for stdout), ``--format``/``--output`` first, then the
+    deprecated spellings'."""
+    return [(args.format, args.output), *getattr(args, "also", [])]
+
+
+def check_report_options(args: argparse.Namespace) -> None:
+    """Refuse, before any work, what cannot be honoured: ``--quiet`` with a report for stdout in another
+    format than text (the verdict line would be all there is of it)."""
+    if getattr(args, "quiet", False) and getattr(args, "format", "text") != "text" and not getattr(args, "output", 1):
+        raise InvalidOption(f"--quiet prints only the verdict line: give --output FILE for the {args.format} report")
+
+
+def write_text(path: str, text: str) -> None:
+    """Write a report to ``path``; a file that cannot be written is a StorageError naming it."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise StorageError(f"cannot write the report: {exc.strerror or exc}", path) from exc
+
+
+def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], args: argparse.Namespace) -> None:
+    """Write ``report`` where ``report_targets`` say: each to its file, or to stdout. When nothing went to
+    stdout in text, the text report goes to stderr (formats other than text) so the verdict is seen; with
+    ``--quiet`` only the verdict line (the text report's first line) is printed, on stdout."""
+    targets = report_targets(args)
+    for fmt, path in targets:
+        if path is not None:
+            write_text(path, renderers[fmt](report))
+    text = renderers["text"](report)
+    if getattr(args, "quiet", False):
+        sys.stdout.write(text.splitlines()[0] + "\n")
+        return
+    for fmt, path in targets:
+        if path is None:
+            sys.stdout.write(text if fmt == "text" else renderers[fmt](report))
+    if all(path is not None for _, path in targets) and any(fmt != "text" for fmt, _ in targets):
+        sys.stderr.write(text)

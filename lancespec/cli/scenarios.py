@@ -9,31 +9,34 @@ from typing import Any
 
 from lancespec.reference.errors import InvalidOption, ScenarioError
 
-from .options import EXIT_FAILED, EXIT_OK, emit_report
+from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
 
 
 def register(sub: Any) -> None:
     """Add ``certify-writer`` and ``check-scenarios`` to the ``lancespec`` subcommands ``sub``."""
     writer = sub.add_parser("certify-writer", help="run the writer scenarios against a writer",
-                            description="Exit 0 certified (expected divergences and unsupported steps allowed), "
-                            "1 a step, a certification or a comparison failed.")
+                            description="The first line is the verdict: CERTIFIED (every run applied every step), "
+                            "PARTIAL (some steps needed features the writer does not declare: the line says how "
+                            "many runs ran in full, in part and not at all, and for want of which features), or "
+                            "NOT CERTIFIED. " + exits("0 CERTIFIED or PARTIAL (nothing failed; expected divergences "
+                            "allowed), 1 NOT CERTIFIED (a step, a certification or a comparison failed)"))
     writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, lancedb, or cmd:COMMAND")
     writer.add_argument("--scenarios", action="append", metavar="GLOB",
                         help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
     writer.add_argument("--store", action="append", choices=("local", "s3"),
                         help="run on this store only (default both; s3 starts the embedded server); repeat")
     writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
-    writer.add_argument("--format", choices=("text", "json", "junit", "html"), default="text",
-                        help="html: the scenario x store grid as one self-contained page (docs/reports.md)")
-    writer.add_argument("--output", metavar="FILE", help="write the report here")
+    add_report_options(writer, ("text", "json", "junit", "html"),
+                       "html: the scenario x store grid as one self-contained page (docs/reports.md)")
     writer.add_argument("--no-compare", action="store_true", help="do not compare results with the reference")
     writer.add_argument("--workdir", metavar="DIR", help="keep the runs' local data here (default: a temp dir)")
     writer.set_defaults(func=run_certify_writer)
 
     check = sub.add_parser("check-scenarios", help="validate scenario files (lancespec.scenario/1)",
-                           description="Prints one line per file, ok or what is invalid; exit 1 when a file is "
-                           "invalid.")
-    check.add_argument("files", nargs="*", metavar="FILE", help="scenario files")
+                           description="Prints one line per file, ok or what is invalid. "
+                           + exits("0 every file is valid, 1 a file is invalid"))
+    check.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    add_quiet_option(check)
     check.set_defaults(func=run_check)
 
 
@@ -53,10 +56,10 @@ def run_certify_writer(args: argparse.Namespace) -> int:
         raise InvalidOption(f"no scenario matches {args.scenarios}")
     unique = {s.name: s for s in scenarios}
     writer = make_writer(args.writer, args.capabilities)
-    with progress_bar("certifying writer") as progress:
+    with progress_bar("certifying writer", quiet=args.quiet) as progress:
         report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
                                 workdir=args.workdir, compare=not args.no_compare, progress=progress)
-    emit_report(report, {**RENDERERS, "html": writer_html}, args.format, args.output)
+    emit_report(report, {**RENDERERS, "html": writer_html}, args)
     return report.exit_code
 
 
@@ -71,5 +74,6 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"invalid: {exc}")
             status = EXIT_FAILED
         else:
-            print(f"ok: {path}: {scenario.name} ({len(scenario.steps)} steps)")
+            if not args.quiet:
+                print(f"ok: {path}: {scenario.name} ({len(scenario.steps)} steps)")
     return status

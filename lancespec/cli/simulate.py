@@ -1,11 +1,13 @@
 """``lancespec simulate``: concurrent writers, a real S3 server, injected faults, a checker
-(docs/simulator.md). Exit 0 no anomaly, 1 anomalies found. The run's rendering: rich tables on stdout,
-the full report (JSON) to ``--report``, the timeline (one self-contained page) to ``--html``, which also draws a
-report saved earlier (``--from-report``)."""
+(docs/simulator.md). Exit 0 no anomaly, 1 anomalies found. The run's rendering (``--format``): text, the
+verdict line then rich tables; json, the full report; html, the timeline (one self-contained page, to
+``--output``), which also draws a report saved earlier (``--from-report``). ``--report FILE`` and
+``--html FILE`` are the deprecated spellings of ``--format json|html --output FILE``."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -22,7 +24,17 @@ from lancespec.simulator.history import OUTCOMES
 from lancespec.simulator.proxy import PERSONALITIES
 from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
 
-from .options import EXIT_FAILED, EXIT_OK, parse_storage_options
+from .options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    DeprecatedSpelling,
+    add_report_options,
+    check_report_options,
+    exits,
+    parse_storage_options,
+    report_targets,
+    write_text,
+)
 
 DEFAULT = RunConfig()
 
@@ -46,7 +58,8 @@ def register(sub: Any) -> None:
     """Add ``simulate`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "simulate", help="concurrent writers, a real S3 server, injected faults, a checker",
-        description="Exit 0 no anomaly, 1 anomalies found (docs/simulator.md).")
+        description="The verdict line (NO ANOMALIES or ANOMALIES, with the runs' counts) ends the text (it opens "
+        "a text --output; --quiet prints it alone); docs/simulator.md. " + exits("0 no anomaly, 1 anomalies found"))
     parser.add_argument("--writers", type=int, default=DEFAULT.writers, help="writer processes (default 8)")
     parser.add_argument("--ops", type=int, default=DEFAULT.ops, help="operations in all, spread over the writers "
                         "(default 400)")
@@ -73,12 +86,15 @@ def register(sub: Any) -> None:
                         help="the operation mix, relative weights of append, delete, overwrite, tag, clone, cleanup, "
                         "stage, and the contended shared-delete, shared-tag (default append=40,delete=9,overwrite=3,"
                         "tag=6,clone=2,cleanup=6,stage=10)")
-    parser.add_argument("--report", metavar="FILE", help="write the full report (JSON, history included) here")
-    parser.add_argument("--html", metavar="FILE",
-                        help="write the run's timeline here: one lane per writer, faults and anomalies marked, "
-                        "latency percentiles (with --personality all, one page per personality: FILE-NAME.html)")
+    add_report_options(parser, ("text", "json", "html"),
+                       "json: the full report, history included; html: the run's timeline, one lane per writer, "
+                       "faults and anomalies marked, latency percentiles (needs --output; with --personality all, "
+                       "one page per personality: FILE-NAME.html)",
+                       "write the report here (the text tables then go to stderr for json and html)")
+    parser.add_argument("--report", action=DeprecatedSpelling, fmt="json", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--html", action=DeprecatedSpelling, fmt="html", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--from-report", metavar="FILE",
-                        help="with --html: draw a report saved by --report instead of running")
+                        help="with --format html: draw a report saved by --format json instead of running")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")
     parser.add_argument("--shrink", action="store_true",
@@ -100,15 +116,42 @@ def config_of(args: argparse.Namespace, personality: str) -> RunConfig:
                      time_limit_s=args.time_limit, weights=args.weights)
 
 
+def verdict_line(reports: Sequence[RunReport]) -> str:
+    """NO ANOMALIES or ANOMALIES, with what the runs did."""
+    anomalies = sum(len(r.result.anomalies) for r in reports)
+    errors = sum(len(r.writer_errors) for r in reports)
+    word = "NO ANOMALIES" if all(r.ok for r in reports) else "ANOMALIES"
+    runs = "; ".join(f"{r.config.personality}: {len(r.history.records())} operations, {r.result.commits} commits, "
+                     f"{len(r.result.anomalies)} anomalies" for r in reports)
+    seed = reports[0].config.seed
+    return f"{word}: {anomalies} anomalies, {errors} writer errors (seed {seed}; {runs})"
+
+
+def _console(args: argparse.Namespace, targets: Sequence[tuple[str, str | None]]) -> Console:
+    """Where the text goes (as ``options.emit_report`` sends it): nowhere with --quiet, a file for --format
+    text --output, stdout for --format text, else (the report in another format) stderr."""
+    if args.quiet:
+        return Console(file=io.StringIO())
+    if any(fmt == "text" and path is not None for fmt, path in targets):
+        return Console(file=io.StringIO(), width=150, record=True)
+    stream = sys.stdout if ("text", None) in targets else sys.stderr
+    return Console(file=stream) if stream.isatty() else Console(file=stream, width=150)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run, render, write the report; exit 1 when an anomaly was found."""
     from lancespec.progress import progress_bar
 
-    console = Console() if sys.stdout.isatty() else Console(width=150)
+    check_report_options(args)
+    targets = report_targets(args)
+    html = [path for fmt, path in targets if fmt == "html"]
+    if any(path is None for path in html):
+        raise InvalidOption("--format html writes one page per run: give --output FILE")
+    console = _console(args, targets)
     if args.from_report:
-        if not args.html:
-            raise InvalidOption("--from-report draws a saved report: give --html FILE")
-        write_timelines(saved_runs(args.from_report), args.html, console)
+        if not html:
+            raise InvalidOption("--from-report draws a saved report: give --format html --output FILE")
+        write_timelines(saved_runs(args.from_report), str(html[0]), console)
         return EXIT_OK
     personalities = list(PERSONALITIES) if args.personality == "all" else [args.personality]
     if args.endpoint and "unlocked" in personalities and args.personality == "all":
@@ -117,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     for personality in personalities:
         config = config_of(args, personality)
         config.validate()
-        with progress_bar(f"simulate [{personality}]") as update:
+        with progress_bar(f"simulate [{personality}]", quiet=args.quiet) as update:
             report = simulate(config, update)
         reports.append(report)
         render(report, console)
@@ -126,15 +169,25 @@ def run(args: argparse.Namespace) -> int:
     failing = next((r for r in reports if not r.result.ok), None)
     if args.shrink and failing is not None:
         shrink_and_report(failing, args, console)
-    if args.report:
-        payload: dict[str, Any] = reports[0].to_json() if len(reports) == 1 else {
-            "format": "lancespec.simulate-matrix/1", "runs": [r.to_json() for r in reports]}
-        with open(args.report, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=1)
-            fh.write("\n")
-        console.print(f"report written to {args.report}")
-    if args.html:
-        write_timelines([r.to_json() for r in reports], args.html, console)
+    line = verdict_line(reports)
+    for fmt, path in targets:
+        if fmt == "json":
+            payload: dict[str, Any] = reports[0].to_json() if len(reports) == 1 else {
+                "format": "lancespec.simulate-matrix/1", "runs": [r.to_json() for r in reports]}
+            text = json.dumps(payload, indent=1) + "\n"
+            if path is None:
+                sys.stdout.write(text)
+            else:
+                write_text(path, text)
+                console.print(f"report written to {path}", highlight=False, markup=False)
+        elif fmt == "html" and path is not None:
+            write_timelines([r.to_json() for r in reports], path, console)
+        elif fmt == "text" and path is not None:
+            write_text(path, line + "\n" + console.export_text())
+    if args.quiet:
+        sys.stdout.write(line + "\n")
+    elif not any(fmt == "text" and path is not None for fmt, path in targets):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
 
 

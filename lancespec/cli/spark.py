@@ -1,16 +1,24 @@
 """``lancespec spark-certify URI [--master URL]``: ``lancespec certify`` with the per-file checks run by
 Spark. Starts a local Spark (``local[*]``) unless ``--master`` names another, its driver bound to
-127.0.0.1; same options, report formats and exit status as ``certify`` (0 conformant, 1 a MUST
-requirement breached, 2 unreadable, or Spark cannot start here)."""
+127.0.0.1; certify's options (``certify.add_certify_options``: versions, report formats, areas, ``--ignore``,
+baselines, storage, limits) and exit status (0 conformant, 1 a MUST requirement breached, 2 unreadable, or
+Spark cannot start here). The input is read (the dataset and the version asked for) before Spark starts, so a
+wrong path or option costs no Spark start-up (about 30 s)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .certify import add_version_options
-from .options import EXIT_UNREADABLE, add_storage_options, check_areas, emit_report, parse_storage_options
+from .certify import add_certify_options, renderers
+from .options import EXIT_INTERRUPTED, EXIT_UNREADABLE, emit_report, exits, limits_of, parse_storage_options
 
 
 def register(sub: Any) -> None:
@@ -18,46 +26,102 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "spark-certify", help="certify with Spark: per-file checks as one job over fragments",
         description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
-        "counts, blobs) run as a Spark job over fragments and the manifest-level checks on the driver. Exit 0 "
-        "conformant, 1 a MUST requirement is breached, 2 unreadable or Spark cannot start.")
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+        "counts, blobs) run as a Spark job over fragments and the manifest-level checks on the driver. "
+        + exits("0 conformant, 1 a MUST requirement is breached (2 also when Spark cannot start)"))
+    add_certify_options(parser)
     parser.add_argument("--master", default="local[*]",
                         help="Spark master URL (default local[*]: a local Spark on every core); the driver binds "
                         "to 127.0.0.1")
-    add_version_options(parser)
-    parser.add_argument("--only", action="append", metavar="AREA", help="run only this area's checks; repeat")
     parser.add_argument("--fragments-per-task", type=int, metavar="N",
                         help="fragments per Spark task (default: four tasks per core)")
-    add_storage_options(parser)
     parser.set_defaults(func=run)
 
 
+def check_input(args: argparse.Namespace, options: dict[str, str]) -> None:
+    """Open the dataset and the version asked for (a LanceSpecError, exit 2, when either cannot be read)."""
+    from lancespec.conformance.fetch import RunStorage
+    from lancespec.inspect import open_dataset
+
+    dataset = open_dataset(args.uri, RunStorage(options, args.io_parallelism, limits_of(args)))
+    if args.version is not None:
+        dataset.snapshot(args.version)
+
+
+@contextlib.contextmanager
+def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
+    """While Spark runs, Ctrl-C is one line and exit 130 at once (``os._exit``), as everywhere else.
+
+    Unwinding would stop Spark with tasks in flight: pyspark's own handler cancels the jobs, and its Python
+    workers, which take the terminal's SIGINT too, crash (what the JVM and they print goes to ``jvm_log``,
+    removed then). The JVM ignores SIGINT (pyspark starts it so) and exits by itself when this process ends
+    (its standard input closes); it and its workers hold nothing lancespec must clean up. Yields ``rearm``, to
+    call once Spark started (a SparkContext installs a handler of its own). Outside the main thread, nothing
+    changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+
+    def interrupted(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.unlink(jvm_log)
+        sys.stderr.write("lancespec: interrupted\n")
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+
+    def rearm() -> None:
+        signal.signal(signal.SIGINT, interrupted)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield rearm
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run(args: argparse.Namespace) -> int:
-    from lancespec.conformance.report import RENDERERS
+    from lancespec.conformance.baseline import set_aside_ids, write_baseline
     from lancespec.conformance.spark.distributed import certify_with_spark
     from lancespec.conformance.spark.session import spark_session, spark_unavailable
+    from lancespec.reference import __version__
 
-    check_areas(args.only)
+    options = parse_storage_options(args.storage_option)
+    if args.io_parallelism is not None:  # the driver's and every executor's reads
+        options["lancespec_io_parallelism"] = str(args.io_parallelism)
+    chosen = renderers(args)
+    set_aside = set_aside_ids(args.ignore, args.baseline)
+    check_input(args, options)
     why = spark_unavailable()
     if why is not None:
         print(f"lancespec: error: Spark cannot start here: {why}", file=sys.stderr)
         return EXIT_UNREADABLE
     from pyspark.sql import SparkSession
 
-    options = parse_storage_options(args.storage_option)
-    if args.io_parallelism is not None:  # the driver's and every executor's reads
-        options["lancespec_io_parallelism"] = str(args.io_parallelism)
     existing = SparkSession.getActiveSession()
-    spark = spark_session(args.master, app_name="lancespec spark-certify")
-    try:
-        result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
-                                    areas=args.only, storage_options=options,
-                                    fragments_per_task=args.fragments_per_task)
-    finally:
-        if existing is None:  # a session this command started; one the caller had stays up
-            spark.stop()
+    log = tempfile.NamedTemporaryFile(prefix="lancespec-spark-", suffix=".log", delete=False)  # noqa: SIM115
+    log.close()
+    with interrupt_ends_the_process(log.name) as rearm:
+        try:
+            spark = spark_session(args.master, app_name="lancespec spark-certify", jvm_log=log.name)
+            rearm()
+            try:
+                result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
+                                            areas=args.only, storage_options=options,
+                                            fragments_per_task=args.fragments_per_task, limits=limits_of(args),
+                                            set_aside=set_aside)
+            finally:
+                if existing is None:  # a session this command started; one the caller had stays up
+                    spark.stop()
+        except Exception:
+            print(f"lancespec: what Spark printed is in {log.name}", file=sys.stderr)
+            raise
+    os.unlink(log.name)
     report = result.report
-    emit_report(report, RENDERERS, args.format, args.output)
-    sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), {result.files} "
-                     f"file(s) checked in {result.job_seconds:.2f} s; {result.seconds:.2f} s in all\n")
+    emit_report(report, chosen, args)
+    if args.write_baseline:
+        write_baseline(report, args.write_baseline, __version__)
+    if not args.quiet:
+        sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), "
+                         f"{result.files} file(s) checked in {result.job_seconds:.2f} s; "
+                         f"{result.seconds:.2f} s in all\n")
     return report.exit_code

@@ -5,7 +5,8 @@ the catalogue (spec/requirements.toml) supplies what each requirement id means.
 The page: the verdict; the lineage diagram with the versions and locations findings point to marked;
 the findings grouped by requirement (rule, source document and section, severity; each finding's version
 and file), known divergences folded and labelled; the catalogue's coverage (checked with findings,
-checked clean, not checked and why). Filter by severity and area (the requirement id's prefix).
+checked clean, not checked and why). Filter by severity and area (the areas of the checks, as ``certify
+--only`` names them).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, coverage, load_catalogue
 from lancespec.conformance.checks import all_checks
+from lancespec.conformance.checks import areas as check_areas
 from lancespec.conformance.report import where
 from lancespec.conformance.traceability import Matrix, load_matrix
 
@@ -30,9 +32,27 @@ DIVERGENCE_KEY = "known_divergence"
 _FINDING_KEYS = ("requirement", "severity", "version", "branch", "path", "message")
 
 
-def area_of(requirement: str) -> str:
-    """A requirement's area: its id's prefix (``CLONE-002`` -> ``CLONE``)."""
-    return requirement.split("-", 1)[0]
+def _note(key: str, value: Any) -> str:
+    """A finding's other key in words (``set_aside_by: MAN-013`` -> ``set aside by MAN-013``); empty when it
+    has no value."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    return f"{key.replace('_', ' ')} {', '.join(map(str, value)) if isinstance(value, list) else value}"
+
+
+#: The area of a finding whose requirement no registered check declares (none, as the catalogue stands).
+OTHER_AREA = "other"
+
+
+def areas_of(requirement: str) -> list[str]:
+    """The areas a requirement is checked in: those of the registered checks that declare it, the same list
+    as ``certify --only`` (one requirement can be judged in several, MAN-xxx in ``manifest`` and
+    ``evolution``); empty when no check judges it (the catalogue's coverage then says it is held by tests)."""
+    return sorted({c.area for c in all_checks().values() if requirement in c.requirements})
+
+
+def _finding_areas(requirement: str) -> list[str]:
+    return areas_of(requirement) or [OTHER_AREA]
 
 
 def verdict(report: Mapping[str, Any]) -> str:
@@ -55,19 +75,19 @@ def finding_marks(report: Mapping[str, Any]) -> dict[VersionRef, Mark]:
 
 
 def _marks(lineage: Lineage, report: Mapping[str, Any]) -> dict[str, set[tuple[str, str]]]:
-    """Node id -> (severity, area) of the findings at it: a finding's version, and the location its path
-    lies in."""
+    """Node id -> (severity, area) of the findings at it (one pair per area of the finding's requirement): a
+    finding's version, and the location its path lies in."""
     root = location(report["uri"])
     out: dict[str, set[tuple[str, str]]] = {}
     for f in report["findings"]:
-        kind = (f["severity"], area_of(f["requirement"]))
+        kinds = {(f["severity"], area) for area in _finding_areas(f["requirement"])}
         if f["version"] is not None:
             step = lineage.step_for(VersionRef(root, lane_name(f.get("branch")), f["version"]))
             if step is not None:
-                out.setdefault(step.id, set()).add(kind)
+                out.setdefault(step.id, set()).update(kinds)
         loc = lineage.location_for(f["path"])
         if loc is not None:
-            out.setdefault(loc.id, set()).add(kind)
+            out.setdefault(loc.id, set()).update(kinds)
     return out
 
 
@@ -77,7 +97,7 @@ def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     whose every version carries the same divergence fills one row, not one per version."""
     said: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in findings:
-        extra = "; ".join(f"{k}: {v}" for k, v in f.items() if k not in _FINDING_KEYS)
+        extra = "; ".join(filter(None, (_note(k, v) for k, v in f.items() if k not in _FINDING_KEYS)))
         said.setdefault((f["message"], extra), []).append(f)
     rows = []
     for (message, extra), group in said.items():
@@ -87,7 +107,7 @@ def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
             f"<details><summary>{len(paths)} files</summary>{'<br>'.join(paths)}</details>"
         count = f" ({len(group)} findings)" if len(group) > 1 else ""
         rows.append(f'<tr class="finding counted" data-count="{len(group)}"'
-                    f'{filter_attr(severity=[first["severity"]], area=[area_of(first["requirement"])])}>'
+                    f'{filter_attr(severity=[first["severity"]], area=_finding_areas(first["requirement"]))}>'
                     f'<td>{esc(where((f.get("branch"), f["version"]) for f in group))}{count}</td>'
                     f'<td class="path">{files}</td><td>{esc(message)}</td><td>{esc(extra)}</td></tr>')
     return rows
@@ -116,7 +136,7 @@ def _requirement(rid: str, findings: Sequence[Mapping[str, Any]], req: Requireme
     plain = [f for f in findings if not f.get(DIVERGENCE_KEY)]
     known = [f for f in findings if f.get(DIVERGENCE_KEY)]
     parts = [f'<section class="requirement" id="req-{esc(rid)}"'
-             f'{filter_attr(severity=[severity], area=[area_of(rid)])}>'
+             f'{filter_attr(severity=[severity], area=_finding_areas(rid))}>'
              f'<h3><span class="sev sev-{esc(severity)}">{esc(severity)}</span> {esc(rid)} '
              f'<span class="muted">({len(findings)} finding{"s" if len(findings) != 1 else ""})</span></h3>'
              f"<p>{rule}</p><p class=\"muted\">Source: {_source(req)}</p>{_statements(req, matrix)}"]
@@ -147,7 +167,7 @@ def _coverage(report: Mapping[str, Any], catalogue: Mapping[str, Requirement]) -
             status = '<span class="muted">not applicable: its checks did not run</span>'
         else:
             status = '<span class="muted">not applicable: no certify check (held by tests)</span>'
-        rows.append(f'<tr class="coverage"{filter_attr(severity=[req.severity], area=[req.area])}>'
+        rows.append(f'<tr class="coverage"{filter_attr(severity=[req.severity], area=areas_of(rid))}>'
                     f"<td>{esc(rid)}</td><td>{esc(req.severity)}</td><td>{esc(req.rule)}</td><td>{status}</td></tr>")
     return table(["requirement", "severity", "rule", "status"], rows)
 
@@ -188,7 +208,7 @@ def certify_page(report: Mapping[str, Any], docs: Sequence[Doc] | None, lineage_
             + f'<section id="lineage"><h2>Lineage</h2>{_diagram(report, docs, lineage_error)}</section>'
             + f'<section id="findings"><h2>Findings by requirement</h2>{findings}</section>'
             + f'<section id="coverage"><h2>Coverage of the catalogue</h2>{_coverage(report, catalogue)}</section>')
-    areas = sorted({r.area for r in catalogue.values()} | {area_of(rid) for rid in grouped})
+    areas = [*check_areas(), *([OTHER_AREA] if any(not areas_of(rid) for rid in grouped) else [])]
     facets = [Facet("severity", "severity", [(s, s) for s in SEVERITIES]),
               Facet("area", "area", [(a, a) for a in areas])]
     return page(f"lancespec certify: {word}", header, body, facets)

@@ -1,7 +1,7 @@
 """A lineage (``lineage.Lineage``) as Graphviz DOT, and DOT laid out as SVG by Graphviz's ``dot`` program.
 
 Every node carries an ``id`` (the model's) and a ``class`` (``dataset``, ``lane``, ``branch``, ``version``,
-``collapsed``, ``tag``, ``base``, ``missing``; findings add ``marked`` and one ``mark-{SEVERITY}-{AREA}`` per
+``collapsed``, ``tag``, ``base``, ``missing``; findings add ``marked`` and one ``mark-{SEVERITY}-{area}`` per
 kind of finding), which Graphviz copies into the SVG, so the page's script and the browser tests find
 nodes by what they stand for. Every name a dataset controls goes through ``printable`` and DOT quoting.
 The layout is Graphviz's; nothing here computes a coordinate.

@@ -78,7 +78,7 @@ _JS = """
     }
     for (const node of document.querySelectorAll('svg .marked')){
       const live = Array.from(node.classList).some(c => {
-        const m = /^mark-([A-Z]+)-([A-Z]+)$/.exec(c);
+        const m = /^mark-([A-Z]+)-([a-z]+)$/.exec(c);
         return m && (!on.severity || on.severity.has(m[1])) && (!on.area || on.area.has(m[2]));
       });
       node.classList.toggle('filtered', !live);

@@ -109,7 +109,7 @@ def test_the_io_parallelism_flag(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     uri = build_reference_dataset(tmp_path, deletions=["arrow"])
     assert main(["certify", uri, "--all-versions", "--io-parallelism", "3"]) == 0
-    assert main(["inspect", uri, "--io-parallelism", "1", "--json"]) == 0
+    assert main(["inspect", uri, "--io-parallelism", "1", "--format", "json"]) == 0
     capsys.readouterr()
     with pytest.raises(SystemExit) as refused:
         main(["certify", uri, "--io-parallelism", "0"])

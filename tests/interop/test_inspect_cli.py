@@ -1,4 +1,4 @@
-"""``lancespec inspect --json`` on pylance-written shapes, cross-checked against pylance, and its one-line
+"""``lancespec inspect --format json`` on pylance-written shapes, cross-checked against pylance, and its one-line
 errors (exit status 2) on inputs it cannot read."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def selector_args(open_kwargs: dict[str, Any]) -> list[str]:
 
 
 def inspect_json(capsys: pytest.CaptureFixture[str], uri: str, *args: str) -> dict[str, Any]:
-    rc = main(["inspect", uri, "--json", *args])
+    rc = main(["inspect", uri, "--format", "json", *args])
     out, err = capsys.readouterr()
     assert (rc, err) == (0, "")
     report: dict[str, Any] = json.loads(out)
@@ -90,7 +90,7 @@ def test_inspect_json_matches_pylance(shape: Shape, capsys: pytest.CaptureFixtur
 def test_inspect_as_a_subprocess(build_shape: Callable[[str], Shape],
                                  capsys: pytest.CaptureFixture[str]) -> None:
     shape = build_shape("multi_base_root")
-    done = subprocess.run([sys.executable, "-m", "lancespec", "inspect", shape.uri, "--json"],
+    done = subprocess.run([sys.executable, "-m", "lancespec", "inspect", shape.uri, "--format", "json"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(done.stdout) == inspect_json(capsys, shape.uri)
@@ -163,7 +163,7 @@ def rewrite_manifest(path: Path, change: Callable[[Any], None]) -> None:
 def test_not_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert str(empty) in one_line_error(capsys, "inspect", str(empty), "--json")
+    assert str(empty) in one_line_error(capsys, "inspect", str(empty), "--format", "json")
 
 
 def test_truncated_manifest(build_shape: Callable[[str], Shape], copy_tree: Callable[[str], Path],
@@ -172,7 +172,7 @@ def test_truncated_manifest(build_shape: Callable[[str], Shape], copy_tree: Call
     manifest = newest_manifest(root)
     data = manifest.read_bytes()
     manifest.write_bytes(data[: len(data) // 2])
-    assert str(manifest) in one_line_error(capsys, "inspect", str(root), "--json")
+    assert str(manifest) in one_line_error(capsys, "inspect", str(root), "--format", "json")
 
 
 def test_bad_footer(build_shape: Callable[[str], Shape], copy_tree: Callable[[str], Path],
@@ -181,7 +181,7 @@ def test_bad_footer(build_shape: Callable[[str], Shape], copy_tree: Callable[[st
     manifest = newest_manifest(root)
     data = manifest.read_bytes()
     manifest.write_bytes(data[:-4] + b"XXXX")
-    assert str(manifest) in one_line_error(capsys, "inspect", str(root), "--json")
+    assert str(manifest) in one_line_error(capsys, "inspect", str(root), "--format", "json")
 
 
 def test_unknown_reader_feature_flag(build_shape: Callable[[str], Shape], copy_tree: Callable[[str], Path],
@@ -193,7 +193,7 @@ def test_unknown_reader_feature_flag(build_shape: Callable[[str], Shape], copy_t
         m.reader_feature_flags |= 1 << 40
 
     rewrite_manifest(manifest, set_bit)
-    line = one_line_error(capsys, "inspect", str(root), "--json")
+    line = one_line_error(capsys, "inspect", str(root), "--format", "json")
     assert str(manifest) in line and str(1 << 40) in line
 
 
@@ -207,7 +207,7 @@ def test_data_file_with_undefined_base_id(build_shape: Callable[[str], Shape],
         m.fragments[0].files[0].base_id = 99
 
     rewrite_manifest(manifest, bad_base)
-    line = one_line_error(capsys, "inspect", str(root), "--json")
+    line = one_line_error(capsys, "inspect", str(root), "--format", "json")
     assert str(manifest) in line and "99" in line
 
 
@@ -223,28 +223,28 @@ def test_data_file_in_a_relative_base(build_shape: Callable[[str], Shape], copy_
             base.path = "relative/dir"
 
     rewrite_manifest(manifest, relative)
-    line = one_line_error(capsys, "inspect", str(root), "--json")
+    line = one_line_error(capsys, "inspect", str(root), "--format", "json")
     assert str(manifest) in line and "'relative/dir', which is not an absolute path" in line
 
 
 def test_missing_version(build_shape: Callable[[str], Shape],
         capsys: pytest.CaptureFixture[str]) -> None:
     shape = build_shape("single_base")
-    line = one_line_error(capsys, "inspect", shape.uri, "--json", "--version", "99")
+    line = one_line_error(capsys, "inspect", shape.uri, "--format", "json", "--version", "99")
     assert f"{shape.uri}/_versions" in line and "99" in line
 
 
 def test_missing_tag(build_shape: Callable[[str], Shape],
         capsys: pytest.CaptureFixture[str]) -> None:
     shape = build_shape("tags")
-    line = one_line_error(capsys, "inspect", shape.uri, "--json", "--tag", "nope")
+    line = one_line_error(capsys, "inspect", shape.uri, "--format", "json", "--tag", "nope")
     assert f"{shape.uri}/_refs/tags/nope.json" in line
 
 
 def test_missing_branch(build_shape: Callable[[str], Shape],
         capsys: pytest.CaptureFixture[str]) -> None:
     shape = build_shape("branches")
-    line = one_line_error(capsys, "inspect", shape.uri, "--json", "--branch", "team/nope")
+    line = one_line_error(capsys, "inspect", shape.uri, "--format", "json", "--branch", "team/nope")
     assert "team/nope" in line
 
 
@@ -253,7 +253,7 @@ def test_unreadable_input_as_a_subprocess(build_shape: Callable[[str], Shape],
     root = copy_tree(build_shape("single_base").uri)
     manifest = newest_manifest(root)
     manifest.write_bytes(manifest.read_bytes()[:10])
-    done = subprocess.run([sys.executable, "-m", "lancespec", "inspect", str(root), "--json"],
+    done = subprocess.run([sys.executable, "-m", "lancespec", "inspect", str(root), "--format", "json"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == EXIT_UNREADABLE
     assert done.stdout == "" and "Traceback" not in done.stderr

@@ -1,5 +1,5 @@
 """The lineage model (lancespec.render.lineage) of every golden corpus root, held to two other sources:
-what ``lancespec inspect --json`` says, command by command (one node per version, branch, tag and base), and
+what ``lancespec inspect --format json`` says, command by command (one node per version, branch, tag and base), and
 the case's own expectations in case.json (every version, branch and tag, with its row count). Plus the
 collapsing of long histories and the grouping of locations, on small hand-made documents."""
 

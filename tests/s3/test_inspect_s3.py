@@ -22,7 +22,7 @@ def _options(server: EmbeddedS3Server) -> list[str]:
 
 
 def _inspect(capsys: pytest.CaptureFixture[str], server: EmbeddedS3Server, *args: str) -> tuple[int, Any]:
-    code = main(["inspect", *args, "--json", *_options(server)])
+    code = main(["inspect", *args, "--format", "json", *_options(server)])
     out = capsys.readouterr().out
     return code, json.loads(out) if code == 0 else None
 

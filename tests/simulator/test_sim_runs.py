@@ -113,8 +113,9 @@ def test_replay_of_one_writer_reproduces_the_whole_history() -> None:
 def test_cli_reports_anomalies_with_the_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report.json"
     code = main(["simulate", "--writers", "3", "--ops", "24", "--seed", "3", "--faults", "none",
-                 "--personality", "no-conditional", "--preflight-rounds", "2", "--report", str(out)])
-    printed = capsys.readouterr().out
+                 "--personality", "no-conditional", "--preflight-rounds", "2", "--format", "json",
+                 "--output", str(out)])
+    printed = capsys.readouterr().err  # the text goes to stderr when the report is written in json
     assert code == 1
     report = json.loads(out.read_text())
     assert report["format"] == "lancespec.simulate/1" and not report["ok"]
