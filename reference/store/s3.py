@@ -16,10 +16,14 @@ Configuration is a dict of pylance-style storage options (strings; keys are matc
 - ``lancespec_io_parallelism``: connections kept open to the endpoint, the most requests a reader such as
   ``certify`` sends at once (default ``DEFAULT_IO_PARALLELISM``).
 
-Credentials are looked up only for a store the user configured: with no S3 storage option at all, requests
-go unsigned and boto3's credential chain (environment, profile files, the instance-metadata address) is never
-consulted, so a dataset naming an ``s3://`` base cannot make lancespec reach for credentials the user did not
-offer (docs/security.md).
+**The rule of configuration** (docs/security.md; any store that replaces this one must keep it): a store is
+*configured* when the user gave a storage option that names it (credentials, endpoint, region, ``allow_http``;
+the run's own tuning options, ``TUNING_OPTIONS``, which lancespec itself sets, do not count). An S3 store
+nobody configured makes no request at all: every call raises StorageError naming the URI and the options that
+would configure it, before any credential is looked up and before any connection is made. So a dataset
+naming an ``s3://`` base cannot make lancespec read the environment's keys or profile files, contact the
+instance-metadata address, or send a request anywhere the user did not point it. A configured store without
+keys uses boto3's default chain (environment, profile, instance role): the user chose that store.
 
 Every request but ``copy`` takes the lean path of ``s3_http`` (signed urllib3 requests with their own
 retries); ``copy`` goes through boto3, whose client is made on first use.
@@ -79,6 +83,10 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
+TUNING_OPTIONS = frozenset(_ALIASES["max_attempts"] + _ALIASES["connect_timeout"] + _ALIASES["read_timeout"]
+                           + _ALIASES["io_parallelism"])
+"""The storage options (lowercase) that tune requests and configure no store (``RunStorage`` sets
+``lancespec_io_parallelism`` on every run)."""
 CREDENTIAL_OPTIONS = frozenset(_ALIASES["access_key_id"] + _ALIASES["secret_access_key"] + _ALIASES["session_token"])
 """The storage options (lowercase) that carry credentials: never printed."""
 
@@ -133,7 +141,7 @@ class S3Config:
         self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout")
         if (self.access_key_id is None) != (self.secret_access_key is None):
             raise StorageError("give both aws_access_key_id and aws_secret_access_key, or neither")
-        self.unsigned = self.access_key_id is None and not options
+        self.configured = any(key not in TUNING_OPTIONS for key in options)
 
     def _session(self) -> Any:
         return boto3.session.Session(
@@ -145,8 +153,9 @@ class S3Config:
         )
 
     def credentials(self) -> Any:
-        """botocore credentials for signing (the given keys, else the default chain); None when unsigned."""
-        return None if self.unsigned else self._session().get_credentials()
+        """botocore credentials for signing: the given keys, else boto3's default chain (only ever asked for a
+        configured store: ``S3Store`` makes no reader for another)."""
+        return self._session().get_credentials()
 
     def reader(self) -> SignedClient:
         """The lean request path (``s3_http``) for this configuration."""
@@ -167,7 +176,7 @@ class S3Config:
             max_pool_connections=self.io_parallelism,
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
-            signature_version=UNSIGNED if self.unsigned else None,
+            signature_version=None if session.get_credentials() is not None else UNSIGNED,
         )
         return session.client("s3", endpoint_url=self.endpoint, config=config)
 
@@ -213,12 +222,28 @@ class S3Store(ObjectStore):
         self.config = S3Config(storage_options)
         self.limits = limits
         self._boto3: Any = None
-        self._reader = self.config.reader()
+        self._signed: SignedClient | None = None
+
+    def _http(self, uri: str) -> SignedClient:
+        """The lean request path, made on first use; StorageError naming ``uri`` for a store nobody configured
+        (the rule of configuration, module docstring): nothing is looked up and nothing is sent."""
+        if self._signed is None:
+            if not self.config.configured:
+                raise StorageError("no S3 store is configured, so nothing is read from it (give a storage option: "
+                                   "aws_endpoint, aws_region or credentials)", uri)
+            self._signed = self.config.reader()
+        return self._signed
+
+    @property
+    def _reader(self) -> SignedClient:
+        return self._http("s3://")
 
     @property
     def _client(self) -> Any:
-        """The boto3 client, made on first use (about 0.3 s of CPU): only ``copy`` needs it."""
+        """The boto3 client, made on first use (about 0.3 s of CPU): only ``copy`` needs it. Refused, as
+        ``_http``, for a store nobody configured."""
         if self._boto3 is None:
+            self._http("s3://")
             self._boto3 = self.config.client()
         return self._boto3
 
@@ -226,7 +251,7 @@ class S3Store(ObjectStore):
 
     def get(self, uri: str) -> bytes:
         bucket, key = _object(uri)
-        response = self._reader.get(bucket, key, uri, max_bytes=self.limits.max_object_bytes)
+        response = self._http(uri).get(bucket, key, uri, max_bytes=self.limits.max_object_bytes)
         if response.status == 416:  # an empty object some stores answer so
             return b""
         return response.body
@@ -243,7 +268,7 @@ class S3Store(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        response = self._reader.get(bucket, key, uri, f"bytes={start}-{start + length - 1}")
+        response = self._http(uri).get(bucket, key, uri, f"bytes={start}-{start + length - 1}")
         if response.status == 416:
             return b""  # the object exists but has no byte at ``start``
         if response.status == 200 and "content-range" not in response.headers:  # the Range header was ignored
@@ -255,7 +280,7 @@ class S3Store(ObjectStore):
         bucket, key = _object(uri)
         if length <= 0:
             return Tail(b"", self.head(uri).size)
-        response = self._reader.get(bucket, key, uri, f"bytes=-{length}")
+        response = self._http(uri).get(bucket, key, uri, f"bytes=-{length}")
         if response.status == 416:  # an empty object has no suffix
             return Tail(b"", self.head(uri).size)
         total = response.headers.get("content-range", "").rpartition("/")[2]
@@ -264,7 +289,7 @@ class S3Store(ObjectStore):
 
     def head(self, uri: str) -> ObjectInfo:
         bucket, key = _object(uri)
-        headers = self._reader.request("HEAD", bucket, key, uri, op="head", expect=(200,)).headers
+        headers = self._http(uri).request("HEAD", bucket, key, uri, op="head", expect=(200,)).headers
         try:
             size, modified = int(headers["content-length"]), parsedate_to_datetime(headers["last-modified"])
         except (KeyError, ValueError, TypeError) as exc:
@@ -295,7 +320,7 @@ class S3Store(ObjectStore):
         while token is not None:  # a first page of ``first`` keys, then pages of the store's size (1,000 on S3)
             asked = {**query, "continuation-token": token} if token else {**query, "max-keys": str(first)} if first \
                 else query
-            answer = self._reader.get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
+            answer = self._http(prefix).get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
             page = list_page(answer.body, prefix)
             yield [ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
                    if not name.endswith("/")]
@@ -305,7 +330,7 @@ class S3Store(ObjectStore):
 
     def put(self, uri: str, data: bytes) -> None:
         bucket, key = _object(uri)
-        self._reader.request("PUT", bucket, key, uri, body=data, op="put", expect=(200,))
+        self._http(uri).request("PUT", bucket, key, uri, body=data, op="put", expect=(200,))
 
     def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
         """``PutObject`` with ``If-None-Match: *``: 412 raises ObjectAlreadyExists.
@@ -320,8 +345,8 @@ class S3Store(ObjectStore):
         for attempt in range(CONFLICT_RETRIES):
             if attempt:  # the previous attempt got 409
                 time.sleep(0.05 * 2 ** (attempt - 1))
-            answer = self._reader.request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data, op="put_if_absent",
-                                          expect=(200, 409, 412), resend=resend)
+            answer = self._http(uri).request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data,
+                                             op="put_if_absent", expect=(200, 409, 412), resend=resend)
             if answer.status == 200:
                 return
             if answer.status == 412:
@@ -334,7 +359,8 @@ class S3Store(ObjectStore):
     def _holds(self, bucket: str, key: str, data: bytes) -> bool:
         """Whether the stored object's ETag is the MD5 of ``data`` (a single-part upload of exactly it)."""
         try:
-            answer = self._reader.request("HEAD", bucket, key, f"s3://{bucket}/{key}", op="head", expect=(200,))
+            uri = f"s3://{bucket}/{key}"
+            answer = self._http(uri).request("HEAD", bucket, key, uri, op="head", expect=(200,))
         except StorageError:  # ObjectNotFound included
             return False
         return answer.headers.get("etag", "").strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
@@ -343,7 +369,7 @@ class S3Store(ObjectStore):
         """Remove the object; a missing object (or bucket) is not an error."""
         bucket, key = _object(uri)
         with contextlib.suppress(ObjectNotFound):
-            self._reader.request("DELETE", bucket, key, uri, op="delete", expect=(200, 204))
+            self._http(uri).request("DELETE", bucket, key, uri, op="delete", expect=(200, 204))
 
     def copy(self, src: str, dst: str) -> None:
         """Server-side ``CopyObject`` (within or across buckets; one request, so at most 5 GiB).

@@ -2,8 +2,8 @@
 
 boto3 spends about 2.7 ms of CPU on each request (measured against the embedded server), more than the request
 itself on a fast store, and ``certify`` makes one per data file. This module signs each request with its own
-SigV4 signer (``sigv4``; or leaves it unsigned, ``S3Config.unsigned``) and sends it with urllib3, well under
-1 ms of CPU per request, and owns what boto3 would otherwise do for it:
+SigV4 signer (``sigv4``; or leaves it unsigned when the configured store finds no credentials) and sends it
+with urllib3, well under 1 ms of CPU per request, and owns what boto3 would otherwise do for it:
 
 * retries: a dropped or reset connection, a timeout, and HTTP 500/502/503/504 are retried up to
   ``max_attempts`` in all, with jittered exponential backoff (50 ms doubling, at most 2 s), honouring a

@@ -75,13 +75,18 @@ def test_timeout_and_parallelism_options() -> None:
 
 
 def test_no_credential_lookup_without_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store nobody configured signs nothing and never asks boto3's credential chain (which would read
-    the environment and contact the instance-metadata address); one given options uses them."""
+    """A store nobody configured (no option, or only the run's tuning options) refuses every request before
+    asking boto3's credential chain (which would read the environment and contact the instance-metadata
+    address); one given options uses them."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    assert S3Store().config.unsigned and S3Store().config.reader().credentials is None
+    for options in ({}, {"lancespec_io_parallelism": "32", "timeout": "5s"}):
+        store = S3Store(options)
+        assert not store.config.configured
+        with pytest.raises(StorageError, match="no S3 store is configured"):
+            store.head("s3://bucket/key")
     configured = S3Store({"aws_region": "eu-west-1"}).config
-    assert not configured.unsigned
+    assert configured.configured
     assert configured.reader().credentials.access_key == "from-the-environment"
 
 
