@@ -268,7 +268,10 @@ class S3Store(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        response = self._http(uri).get(bucket, key, uri, f"bytes={start}-{start + length - 1}")
+        # at most start + length bytes are read, whatever the store sends: one that ignores the Range header
+        # sends the object from its first byte (issue 32: a read is bounded by what was asked, never by the store)
+        response = self._http(uri).get(bucket, key, uri, f"bytes={start}-{start + length - 1}",
+                                       max_bytes=max(self.limits.max_object_bytes, length), cut=start + length)
         if response.status == 416:
             return b""  # the object exists but has no byte at ``start``
         if response.status == 200 and "content-range" not in response.headers:  # the Range header was ignored
@@ -280,7 +283,9 @@ class S3Store(ObjectStore):
         bucket, key = _object(uri)
         if length <= 0:
             return Tail(b"", self.head(uri).size)
-        response = self._http(uri).get(bucket, key, uri, f"bytes=-{length}")
+        # a store that ignores the Range header sends the whole object: read only up to --max-object-bytes
+        response = self._http(uri).get(bucket, key, uri, f"bytes=-{length}",
+                                       max_bytes=max(self.limits.max_object_bytes, length))
         if response.status == 416:  # an empty object has no suffix
             return Tail(b"", self.head(uri).size)
         total = response.headers.get("content-range", "").rpartition("/")[2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sys
 import time
@@ -276,7 +277,8 @@ class _FakePool:
             raise answer
         status, code = answer
         body = f"<Error><Code>{code}</Code><Message>simulated {code}</Message></Error>".encode() if code else b""
-        return urllib3.HTTPResponse(body, headers={"ETag": self.etag}, status=status, preload_content=False)
+        return urllib3.HTTPResponse(io.BytesIO(body), headers={"ETag": self.etag}, status=status,
+                                    preload_content=False)
 
 
 @pytest.fixture
