@@ -91,3 +91,36 @@ def test_a_store_ignoring_range_is_cut_at_the_length_asked(range_ignoring: str) 
     assert store.get_range("s3://b/big.lance", 1000, 100) == bytes(100)
     time.sleep(0.5)
     assert _RangeIgnoring.sent < 64 * 1024 * 1024  # the socket's buffers, not the gigabyte
+
+
+# --- compressed deletion files ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_a_compressed_deletion_file_declaring_huge_buffers_is_refused_before_inflating(
+        tmp_path: Path, codec: str) -> None:
+    """An .arrow deletion file whose record batch is compressed and declares 2^29 offsets (a 2 GiB buffer
+    once inflated) in a few kilobytes: a DEL-002 finding, at small memory, never CONFORMANT."""
+    import resource
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    from conformance_kit import build_reference_dataset
+    from test_hostile_datasets import deletion_file, findings
+
+    uri = build_reference_dataset(tmp_path, deletions=("arrow",))
+    schema = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, schema, options=ipc.IpcWriteOptions(compression=codec)) as writer:
+        writer.write_batch(pa.record_batch([pa.array(range(1000), pa.uint32())], schema=schema))
+    honest = sink.getvalue().to_pybytes()
+    hostile = honest.replace(struct.pack("<q", 1000), struct.pack("<q", 2**29)).replace(
+        struct.pack("<q", 4000), struct.pack("<q", 2**31))
+    assert hostile.count(struct.pack("<q", 2**29)) >= 2 and struct.pack("<q", 2**31) in hostile
+    deletion_file(uri).write_bytes(hostile)
+    done = run_cli("certify", uri, "--format", "json", timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert any(f["requirement"] == "DEL-002" and "not inflated" in str(f["message"]) for f in findings(done)), \
+        findings(done)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1_000_000  # KB
