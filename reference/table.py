@@ -25,6 +25,7 @@ from .errors import (
     DatasetNotFound,
     FormatError,
     LanceSpecError,
+    LimitExceeded,
     ObjectNotFound,
     RefNotFound,
     UnsupportedFeatureError,
@@ -298,6 +299,7 @@ class Dataset:
         self.branch_name = branch
         self._resolutions = ResolutionMemo()
         self._decoded: dict[str, ManifestFile] = {}
+        self._undecodable: dict[str, LanceSpecError] = {}
 
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
@@ -362,8 +364,14 @@ class Dataset:
         already read) for its next attempt to judge and build on without reading them again."""
         found = self._decoded.pop(uri, None)
         if found is None:
-            found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
-                                         self.storage.limits.max_fragments)
+            if uri in self._undecodable and data is None:
+                raise self._undecodable[uri]
+            try:
+                found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
+                                             self.storage.limits)
+            except (FormatError, LimitExceeded) as exc:  # remembered: many checks ask for the same manifest
+                self._undecodable[uri] = exc
+                raise
         self._decoded[uri] = found
         while len(self._decoded) > _DECODED_KEPT:
             del self._decoded[next(iter(self._decoded))]

@@ -38,7 +38,7 @@ def manifests_readable(ctx: DatasetContext) -> None:
         else:
             continue
         try:
-            decode_manifest_file(ctx.storage.get(entry.uri), entry.uri, ctx.storage.limits.max_fragments)
+            decode_manifest_file(ctx.storage.get(entry.uri), entry.uri, ctx.storage.limits)
         except FormatError as exc:
             ctx.finding_at(entry.version, "MAN-015", exc.where or entry.uri,
                            f"the manifest file is not framed as the format says: {exc.message}")

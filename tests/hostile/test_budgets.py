@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import resource
+import struct
 from pathlib import Path
 
+import pytest
 from conformance_kit import build_reference_dataset
 from test_hostile_datasets import findings, run_cli
 
 from lancespec.reference.codec.datafile import OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE
+from lancespec.reference.proto import table_pb2
 
 GIB = 1 << 30
 
@@ -49,4 +52,43 @@ def test_a_footer_spanning_a_sparse_3_gib_file_reads_no_3_gib(tmp_path: Path) ->
     assert done.returncode == 1, done.stderr
     assert any("--max-object-bytes" in str(f["message"]) and f["path"] == str(target) for f in findings(done)), \
         findings(done)
+    assert _peak_kb() < 1_000_000
+
+
+def _fragment(content: bytes) -> bytes:
+    """``content`` as one ``fragments`` element (field 2, length-delimited) of a Manifest section."""
+    return b"\x12" + _varint(len(content)) + content
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def _manifest_of(tmp_path: Path, body: bytes) -> str:
+    versions = tmp_path / "ds" / "_versions"
+    versions.mkdir(parents=True)
+    section = table_pb2.Manifest(version=1).SerializeToString() + body
+    (versions / "18446744073709551614.manifest").write_bytes(
+        struct.pack("<I", len(section)) + section + struct.pack("<QHH4s", 0, 0, 2, b"LANC"))
+    return str(tmp_path / "ds")
+
+
+@pytest.mark.parametrize("what, body", [
+    ("5,000,000 schema fields", b"\x0a\x00" * 5_000_000),
+    ("2,000,000 base paths", b"\x92\x01\x00" * 2_000_000),
+    ("2,000,000 data files", _fragment(b"\x12\x00" * 2_000_000)),
+], ids=["fields", "base-paths", "data-files"])
+def test_millions_of_empty_entries_are_refused_in_one_line(tmp_path: Path, what: str, body: bytes) -> None:
+    """Fields, base paths and data files (here all in one fragment), not only fragments, are counted before
+    decoding."""
+    uri = _manifest_of(tmp_path, body)
+    for command in ("certify", "inspect"):
+        done = run_cli(command, uri, timeout=20)
+        assert done.returncode == 2, (what, done.stdout, done.stderr)
+        assert "above the limit of 1000000 (raise it with --max-manifest-entries)" in done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # inspect's one line
     assert _peak_kb() < 1_000_000
