@@ -80,12 +80,12 @@ def check_inflation(data: bytes, where: str, max_rows: int) -> None:
         if not compressed:
             continue  # its buffers lie in the file, whatever its rows
         if rows > max_rows:
-            raise FormatError(f"a compressed record batch declares {rows} rows, more than the {max_rows} the "
-                              "fragment has; not inflated", where)
+            raise FormatError(f"not inflated: a compressed record batch declares {rows} rows, more than the "
+                              f"{max_rows} the fragment has", where)
         bound = _BYTES_PER_ROW * rows + _PADDING
         if declared > bound:
-            raise FormatError(f"a compressed buffer declares {declared} bytes once inflated, more than {bound} "
-                              f"for {rows} rows; not inflated", where)
+            raise FormatError(f"not inflated: a compressed buffer declares {declared} bytes once inflated, more "
+                              f"than {bound} for {rows} rows", where)
 
 
 def _batches(data: bytes) -> list[tuple[int, bool, int]]:
