@@ -50,7 +50,7 @@ def positive_count(text: str) -> int:
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
-    """every limit of ``reference.limits.LIMIT_OPTIONS`` (``--max-object-bytes``, ``--max-fragments``, ...)."""
+    """Every limit of ``reference.limits.LIMIT_OPTIONS`` (``--max-object-bytes``, ``--max-fragments``, ...)."""
     for name, what in LIMIT_OPTIONS.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=positive_count, metavar="N",
                             default=getattr(DEFAULT_LIMITS, name), help=f"{what} (default %(default)s)")
