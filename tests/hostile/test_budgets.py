@@ -4,6 +4,7 @@ naming the limit and its option, in seconds and under 1 GB."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import struct
@@ -123,3 +124,16 @@ def test_twenty_thousand_bases_are_compared_in_linear_time(tmp_path: Path) -> No
     done = run_cli("certify", uri, "--format", "json", timeout=20)
     overlaps = [f for f in findings(done) if f["requirement"] == "BASE-007"]
     assert len(overlaps) == 1 and "equals" in str(overlaps[0]["message"]), overlaps
+
+
+def test_five_thousand_branches_are_inspected_once_each(tmp_path: Path) -> None:
+    """inspect read every branch file once per branch (5,000 branches: past 60 s)."""
+    uri = build_reference_dataset(tmp_path)
+    refs = Path(uri) / "_refs" / "branches"
+    refs.mkdir(parents=True)
+    for i in range(5000):
+        (refs / f"b{i}.json").write_text('{"parentBranch": null, "parentVersion": 1}')
+    done = run_cli("inspect", uri, "--json", timeout=20)
+    assert done.returncode == 0, done.stderr
+    branches = json.loads(done.stdout)["branches"]
+    assert len(branches) == 5000 and branches["b7"] is None  # no tree/b7 holds a version
