@@ -141,25 +141,30 @@ class LocalStore(ObjectStore):
         own size, so that a reader meets the refusal and says so); only real directories are entered,
         never a symbolic link to one, so a listing stays inside the tree. Entries that vanish between the
         directory read and the stat (another writer's staging file, a concurrent delete) are skipped: a
-        listing is a moment's view, not an error."""
-        try:
-            with os.scandir(root) as entries:
-                found = list(entries)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise _storage_error(exc, prefix) from exc
-        for entry in found:
-            uri = join(prefix, entry.name)
+        listing is a moment's view, not an error. The walk keeps its own stack of directories to enter, so
+        a tree nested thousands deep costs no recursion (issue 32: 2,000 levels under ``data/`` were a
+        RecursionError)."""
+        pending = [(prefix, root)]
+        while pending:
+            directory_uri, directory = pending.pop()
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    if recursive:
-                        yield from self._walk(uri, entry.path, recursive)
-                    continue
-                info = _info(uri, entry.stat(follow_symlinks=False))
+                with os.scandir(directory) as entries:
+                    found = list(entries)
             except FileNotFoundError:
                 continue
-            yield info
+            except OSError as exc:
+                raise _storage_error(exc, directory_uri) from exc
+            for entry in found:
+                uri = join(directory_uri, entry.name)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if recursive:
+                            pending.append((uri, entry.path))
+                        continue
+                    info = _info(uri, entry.stat(follow_symlinks=False))
+                except FileNotFoundError:
+                    continue
+                yield info
 
     def _temp_beside(self, path: str, data: bytes) -> str:
         directory = os.path.dirname(path)

@@ -137,3 +137,23 @@ def test_five_thousand_branches_are_inspected_once_each(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     branches = json.loads(done.stdout)["branches"]
     assert len(branches) == 5000 and branches["b7"] is None  # no tree/b7 holds a version
+
+
+@pytest.mark.parametrize("depth", [2000])
+def test_a_data_directory_nested_thousands_deep_is_no_internal_error(tmp_path: Path, depth: int) -> None:
+    """``data/`` nested 2,000 deep ended certify in exit 3 with no report (a RecursionError in the local
+    walk); the walk is iterative, and a path the system cannot open is one line or a finding."""
+    uri = build_reference_dataset(tmp_path)
+    fd = os.open(Path(uri) / "data", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):  # relative to the last level: the whole path is longer than PATH_MAX
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert json.loads(done.stdout)["exit_code"] == done.returncode
+    assert _peak_kb() < 1_000_000
