@@ -144,16 +144,39 @@ def test_a_data_directory_nested_thousands_deep_is_no_internal_error(tmp_path: P
     """``data/`` nested 2,000 deep ended certify in exit 3 with no report (a RecursionError in the local
     walk); the walk is iterative, and a path the system cannot open is one line or a finding."""
     uri = build_reference_dataset(tmp_path)
-    fd = os.open(Path(uri) / "data", os.O_RDONLY | os.O_DIRECTORY)
+    fds = [os.open(Path(uri) / "data", os.O_RDONLY | os.O_DIRECTORY)]
     try:
         for _ in range(depth):  # relative to the last level: the whole path is longer than PATH_MAX
-            os.mkdir("d", dir_fd=fd)
-            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.mkdir("d", dir_fd=fds[-1])
+            inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1])
+            os.close(fds.pop())
+            fds.append(inner)
+        os.close(fds.pop())
+        done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
+        assert done.returncode in (0, 1, 2), done.stderr
+        assert json.loads(done.stdout)["exit_code"] == done.returncode
+        assert _peak_kb() < 1_000_000
+    finally:
+        for fd in fds:
             os.close(fd)
-            fd = inner
+        _remove_chain(Path(uri) / "data", "d")
+
+
+def _remove_chain(top: Path, name: str) -> None:
+    """Remove the chain ``top/name/name/...`` without recursion (shutil.rmtree, pytest's cleanup included,
+    recurses once per level): the level below the first is moved up in its place, one level at a time."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while name in os.listdir(fd):
+            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            try:
+                deeper = name in os.listdir(below)
+            finally:
+                os.close(below)
+            if deeper:
+                os.rename(f"{name}/{name}", f"{name}.up", src_dir_fd=fd, dst_dir_fd=fd)
+            os.rmdir(name, dir_fd=fd)
+            if deeper:
+                os.rename(f"{name}.up", name, src_dir_fd=fd, dst_dir_fd=fd)
     finally:
         os.close(fd)
-    done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
-    assert done.returncode in (0, 1, 2), done.stderr
-    assert json.loads(done.stdout)["exit_code"] == done.returncode
-    assert _peak_kb() < 1_000_000
