@@ -17,6 +17,7 @@ from .options import (
     add_limit_options,
     add_storage_options,
     check_areas,
+    dataset_uri,
     emit_report,
     limits_of,
     parse_storage_options,
@@ -44,7 +45,7 @@ def register(sub: Any) -> None:
         description="Exit 0 conformant, 1 a MUST requirement is breached, 2 unreadable or cannot judge (a "
                     "feature lancespec does not know), 3 a lancespec bug (the report of what was checked still "
                     "comes), 130 interrupted.")
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("uri", type=dataset_uri, help="dataset root: a local path, file:// or s3:// URI")
     add_version_options(parser, ("text", "json", "junit", "html"),
                         "html: one self-contained page with the lineage diagram (needs Graphviz; docs/reports.md)")
     parser.add_argument("--only", action="append", metavar="AREA",

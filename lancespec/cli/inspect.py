@@ -9,14 +9,22 @@ from typing import Any
 
 from lancespec.reference.errors import InvalidOption
 
-from .options import EXIT_OK, add_limit_options, add_storage_options, limits_of, parse_storage_options, version_number
+from .options import (
+    EXIT_OK,
+    add_limit_options,
+    add_storage_options,
+    dataset_uri,
+    limits_of,
+    parse_storage_options,
+    version_number,
+)
 
 
 def register(sub: Any) -> None:
     """Add ``inspect`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "inspect", help="show versions, bases, fragments and refs of a dataset")
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("uri", type=dataset_uri, help="dataset root: a local path, file:// or s3:// URI")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--version", type=version_number, help="a version number (default: latest)")
     which.add_argument("--tag", help="the version a tag names")

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .certify import add_version_options
-from .options import EXIT_UNREADABLE, add_storage_options, check_areas, emit_report, parse_storage_options
+from .options import EXIT_UNREADABLE, add_storage_options, check_areas, dataset_uri, emit_report, parse_storage_options
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
         description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
         "counts, blobs) run as a Spark job over fragments and the manifest-level checks on the driver. Exit 0 "
         "conformant, 1 a MUST requirement is breached, 2 unreadable or Spark cannot start.")
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("uri", type=dataset_uri, help="dataset root: a local path, file:// or s3:// URI")
     parser.add_argument("--master", default="local[*]",
                         help="Spark master URL (default local[*]: a local Spark on every core); the driver binds "
                         "to 127.0.0.1")

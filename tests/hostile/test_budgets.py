@@ -180,3 +180,13 @@ def _remove_chain(top: Path, name: str) -> None:
                 os.rename(f"{name}.up", name, src_dir_fd=fd, dst_dir_fd=fd)
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("command", ["certify", "inspect"])
+@pytest.mark.parametrize("uri", ["", "  "])
+def test_an_empty_dataset_uri_is_one_line(command: str, uri: str) -> None:
+    """An empty URI named the working directory: certify walked it (exit 3), inspect too."""
+    done = run_cli(command, uri, timeout=20)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"lancespec {command}: error: argument uri: the dataset URI is empty (see lancespec {command} --help)"]
