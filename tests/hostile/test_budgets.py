@@ -190,3 +190,17 @@ def test_an_empty_dataset_uri_is_one_line(command: str, uri: str) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"lancespec {command}: error: argument uri: the dataset URI is empty (see lancespec {command} --help)"]
+
+
+def test_a_tag_holding_a_5000_digit_integer_is_a_finding(tmp_path: Path) -> None:
+    """Python refuses to convert integers of more than 4,300 digits (ValueError, not a JSON error): exit 3
+    before, hiding every other finding."""
+    uri = build_reference_dataset(tmp_path, tags=True)
+    tag = Path(uri) / "_refs" / "tags" / "first.json"
+    tag.write_text('{"branch": null, "version": ' + "9" * 5000 + "}")
+    done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert any(f["requirement"] == "REF-001" and f["path"] == str(tag) and "too long" in str(f["message"])
+               for f in findings(done)), findings(done)
+    inspected = run_cli("inspect", uri, timeout=20)
+    assert inspected.returncode == 2 and len(inspected.stderr.strip().splitlines()) == 1
