@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from test_hostile_datasets import run_cli
@@ -124,3 +125,43 @@ def test_a_compressed_deletion_file_declaring_huge_buffers_is_refused_before_inf
     assert any(f["requirement"] == "DEL-002" and "not inflated" in str(f["message"]) for f in findings(done)), \
         findings(done)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1_000_000  # KB
+
+
+class _ShortBody(BaseHTTPRequestHandler):
+    """Announces 1,000 bytes, sends 10 and hangs up; counts the GETs per path."""
+
+    hits: ClassVar[dict[str, int]] = {}
+
+    def do_GET(self) -> None:
+        type(self).hits[self.path] = type(self).hits.get(self.path, 0) + 1
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_failed_object_is_read_once_per_run() -> None:
+    """A short body fails every attempt; the run remembers the failure, so the checks that ask for the same
+    object again meet it at once (55 fetches and 560 s before)."""
+    from lancespec.conformance.fetch import RunStorage
+    from lancespec.reference.errors import StorageError
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        storage = RunStorage({"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+                              "aws_access_key_id": "k", "aws_secret_access_key": "s", "lancespec_max_attempts": "2"})
+        for read in (lambda: storage.get("s3://b/short"), lambda: storage.get_tail("s3://b/short", 64),
+                     lambda: storage.get_range("s3://b/short", 0, 8)):
+            with pytest.raises(StorageError):
+                read()
+        assert _ShortBody.hits == {"/b/short": 2}  # the first read's two attempts, nothing after
+    finally:
+        server.shutdown()
+        server.server_close()
