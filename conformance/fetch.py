@@ -37,7 +37,7 @@ from typing import TypeVar, cast
 from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import ObjectInfo, ObjectStore, Storage, Tail
-from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
+from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
 from lancespec.reference.store.uri import normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "RunStorage", "io_parallelism_of"]
@@ -69,8 +69,8 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
         parsed = int(str(value))
     except ValueError:
         parsed = 0
-    if parsed < 1:
-        raise InvalidOption(f"the I/O parallelism must be a positive integer, not {value!r}")
+    if not 1 <= parsed <= MAX_IO_PARALLELISM:
+        raise InvalidOption(f"the I/O parallelism must be an integer from 1 to {MAX_IO_PARALLELISM}, not {value!r}")
     return parsed
 
 

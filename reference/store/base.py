@@ -17,6 +17,8 @@ from ..limits import DEFAULT_LIMITS, Limits
 DEFAULT_IO_PARALLELISM = 32
 """Requests a reader keeps in flight at once: enough to hide 20-50 ms of object-store latency behind each
 other, far below the request rates S3 throttles at (thousands per second per prefix)."""
+MAX_IO_PARALLELISM = 1024
+"""The most requests in flight (and connections kept) a run accepts: pools and threads are sized by it."""
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 
 from ..errors import ObjectAlreadyExists, ObjectNotFound, StorageError, UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
-from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
+from .base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_http import SignedClient, list_page
 
 __all__ = ["CONFLICT_RETRIES", "CREDENTIAL_OPTIONS", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM",
@@ -65,6 +65,9 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 CONFLICT_RETRIES = 4
+MAX_DURATION_S = 3600.0
+"""The longest ``connect_timeout`` or ``timeout`` accepted (a run must end)."""
+MAX_ATTEMPTS = 100
 """Attempts ``put_if_absent`` makes while the endpoint answers 409 ConditionalRequestConflict."""
 
 _SCHEMES = ("s3", "s3a")
@@ -105,10 +108,16 @@ def _true(value: str | None) -> bool:
 
 
 class S3Config:
-    """Storage options resolved to what boto3 needs; raises StorageError on an unusable combination."""
+    """Storage options resolved to what boto3 needs; raises StorageError on an unusable combination or value
+    (a control character in any value, a duration that is not finite or above ``MAX_DURATION_S``, an endpoint
+    whose port is not one, a parallelism above ``MAX_IO_PARALLELISM``), naming the option."""
 
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         options = {str(k).lower(): str(v) for k, v in (storage_options or {}).items()}
+        for key, value in options.items():
+            if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):  # CR/LF would split a header or a URL
+                shown = "(hidden)" if key in CREDENTIAL_OPTIONS else repr(value[:60])
+                raise StorageError(f"storage option {key} holds a control character: {shown}")
 
         def pick(name: str) -> str | None:
             for key in _ALIASES[name]:
@@ -128,17 +137,24 @@ class S3Config:
             scheme = urlparse(self.endpoint).scheme.lower()
             if scheme not in ("http", "https"):
                 raise StorageError("the S3 endpoint must be an http:// or https:// URL", self.endpoint)
+            try:
+                urlparse(self.endpoint).port  # noqa: B018 - raises ValueError for a port that is no port
+            except ValueError as exc:
+                raise StorageError(f"the S3 endpoint's port is not a port number (0-65535): {exc}",
+                                   self.endpoint) from exc
             if scheme == "http" and not self.allow_http:
                 raise StorageError(
                     "refusing plain-HTTP S3 endpoint; set storage option allow_http='true' to permit it",
                     self.endpoint,
                 )
-        self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts")
+        self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts",
+                                      MAX_ATTEMPTS)
         self.io_parallelism = _positive(pick("io_parallelism"), DEFAULT_IO_PARALLELISM, int,
-                                        "lancespec_io_parallelism")
+                                        "lancespec_io_parallelism", MAX_IO_PARALLELISM)
         self.connect_timeout = _positive(pick("connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S, parse_duration,
-                                         "connect_timeout")
-        self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout")
+                                         "connect_timeout", MAX_DURATION_S)
+        self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout",
+                                      MAX_DURATION_S)
         if (self.access_key_id is None) != (self.secret_access_key is None):
             raise StorageError("give both aws_access_key_id and aws_secret_access_key, or neither")
         self.configured = any(key not in TUNING_OPTIONS for key in options)
@@ -196,16 +212,20 @@ def _botocore_session() -> Any:
     return session
 
 
-def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str) -> Any:
-    """``value`` parsed, or ``default`` when absent; StorageError naming the option when not positive."""
+def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str, most: float) -> Any:
+    """``value`` parsed, or ``default`` when absent; StorageError naming the option when not positive or above
+    ``most`` (``inf`` and ``nan`` included)."""
     if value is None:
         return default
     try:
         parsed = parse(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         parsed = 0
+    what = "integer" if parse is int else "duration"
     if not parsed > 0:
-        raise StorageError(f"{name} must be a positive {'integer' if parse is int else 'duration'}, not {value!r}")
+        raise StorageError(f"{name} must be a positive {what}, not {value!r}")
+    if not parsed <= most:
+        raise StorageError(f"{name} must be at most {most:g}{'' if parse is int else ' s'}, not {value!r}")
     return parsed
 
 

@@ -204,3 +204,22 @@ def test_a_tag_holding_a_5000_digit_integer_is_a_finding(tmp_path: Path) -> None
                for f in findings(done)), findings(done)
     inspected = run_cli("inspect", uri, timeout=20)
     assert inspected.returncode == 2 and len(inspected.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option, named", [
+    ("aws_region=us-east-1\r\nx-injected: 1", "aws_region holds a control character"),
+    ("aws_endpoint=http://127.0.0.1:99999", "port is not a port number"),
+    ("timeout=inf", "timeout must be at most 3600 s"),
+    ("connect_timeout=1e400", "connect_timeout must be at most 3600 s"),
+    ("lancespec_io_parallelism=100000000", "from 1 to 1024"),
+    ("lancespec_max_attempts=99999999999999999999999", "lancespec_max_attempts must be at most 100"),
+], ids=["crlf", "port", "timeout-inf", "huge-duration", "parallelism", "attempts"])
+def test_a_bad_storage_option_value_is_one_line(option: str, named: str) -> None:
+    """Bad values ended in exit 3 (a port past 65535), went on (an infinite timeout), or pre-allocated a pool
+    past 60 s (a parallelism of 100,000,000)."""
+    for command in ("certify", "inspect"):
+        done = run_cli(command, "s3://bucket/ds", "--storage-option", option, "--storage-option", "allow_http=true",
+                       timeout=20)
+        assert done.returncode == 2, done.stderr
+        assert named in done.stdout + done.stderr, (done.stdout, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1  # inspect's one line
