@@ -4,6 +4,7 @@ output. Every value a dataset controls is printed through ``printable`` (docs/se
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn, TypeVar
@@ -54,6 +55,8 @@ def dataset_uri(text: str) -> str:
     which no one asked to certify: issue 32)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the dataset URI is empty")
+    if "://" not in text:  # a local path: its links are the user's, resolved once here; none below it is
+        return os.path.realpath(text)  # followed (reference.store.local._no_link_on_the_way)
     return text
 
 

@@ -59,19 +59,47 @@ def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
     return StorageError(f"cannot be read: {exc.strerror or exc} ({code})", uri)
 
 
-def _path(uri: str) -> str:
-    """The filesystem path of ``uri``; a path with a ``..`` segment (after a ``file://`` URI's decoding)
-    is refused, so that no name a dataset records can climb out of the directory it is joined to."""
+def _path(uri: str, directory: bool = False) -> str:
+    """The filesystem path of ``uri`` to read (``directory``: to list); a path with a ``..`` segment (after a
+    ``file://`` URI's decoding) is refused, so that no name a dataset records can climb out of the directory
+    it is joined to, and so is a path with a symbolic link at any directory on the way (``_no_link_on_the_way``)."""
     path = local_path(uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
+    _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
     return path
+
+
+_REAL_DIRECTORIES: set[str] = set()
+"""Directories found to have no symbolic link on the way (a run reads the same few thousand many times)."""
+_REAL_DIRECTORIES_KEPT = 100_000
+
+
+def _no_link_on_the_way(directory: str, uri: str) -> None:
+    """Raise NotARegularFile when a component of ``directory`` is a symbolic link (issue 32: ``_versions``,
+    ``_refs``, ``tree`` or ``data`` linked elsewhere showed another dataset's versions as this one's, and led
+    to ``/proc/self/environ``). The final component of a file is opened with ``O_NOFOLLOW``; the directories
+    above it are checked here, every one of them: the root the user names is made canonical by the command
+    line (``lancespec.cli.options.dataset_uri``), so a link on the way is the dataset's doing."""
+    if directory in _REAL_DIRECTORIES or not os.path.isabs(directory):
+        return
+    if os.path.realpath(directory) != directory:
+        parts = directory.split("/")
+        for end in range(2, len(parts) + 1):
+            step = "/".join(parts[:end])
+            if os.path.islink(step):
+                raise NotARegularFile(f"the directory {step} on the way is a symbolic link (lancespec follows "
+                                      "none); it is not read", uri)
+    if len(_REAL_DIRECTORIES) >= _REAL_DIRECTORIES_KEPT:
+        _REAL_DIRECTORIES.clear()
+    _REAL_DIRECTORIES.add(directory)
 
 
 class LocalStore(ObjectStore):
     """Objects are regular files; directories are implicit and created on write. Reads open no symbolic
     link (the last component), never block (a FIFO is refused, not waited on) and check the size before
-    reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory."""
+    reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory; no read
+    or listing goes through a directory that is a symbolic link at any step of its path."""
 
     limits: Limits = DEFAULT_LIMITS
 
@@ -128,12 +156,13 @@ class LocalStore(ObjectStore):
         return _info(uri, st)
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
-        root = _path(prefix)
-        if not os.path.isdir(root):
-            return iter(())
-        if recursive and os.path.islink(root):
+        root = local_path(prefix)
+        if os.path.islink(root):
             raise NotARegularFile("is a symbolic link to a directory; lancespec lists nothing through links",
                                   prefix)
+        root = _path(prefix, directory=True)
+        if not os.path.isdir(root):
+            return iter(())
         return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import resource
+import shutil
+import signal
 import struct
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,8 +24,31 @@ from lancespec.reference.proto import table_pb2
 GIB = 1 << 30
 
 
-def _peak_kb() -> int:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+_MEASURE = ("import os, resource, subprocess, sys\n"
+            "done = subprocess.run(sys.argv[2:])\n"
+            "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+            "if done.returncode < 0:\n    os.kill(os.getpid(), -done.returncode)\n"
+            "sys.exit(done.returncode)\n")
+
+
+def measured(*argv: str, timeout: float = 20) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``run_cli``'s checks on ``lancespec *argv`` run in a child of its own, and that child's peak resident
+    memory in KB (``ru_maxrss`` of a process that waited for it alone: the test process's own children's
+    maximum would carry any earlier test's)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        record = os.path.join(scratch, "peak")
+        proc = subprocess.Popen([sys.executable, "-c", _MEASURE, record, sys.executable, "-m", "lancespec", *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        assert proc.returncode >= 0, f"killed by signal {-proc.returncode}"
+        assert "Traceback" not in out + err, err
+        with open(record) as peak:
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), int(peak.read())
 
 
 def _spanning(path: Path, size: int) -> None:
@@ -49,11 +76,11 @@ def test_a_footer_spanning_a_sparse_3_gib_file_reads_no_3_gib(tmp_path: Path) ->
     target = sorted((Path(uri) / "data").glob("*.lance"))[0]
     _spanning(target, 3 * GIB)
     assert target.stat().st_size == 3 * GIB and os.stat(target).st_blocks * 512 < 10_000_000
-    done = run_cli("certify", uri, "--format", "json", timeout=20)
+    done, peak_kb = measured("certify", uri, "--format", "json")
     assert done.returncode == 1, done.stderr
     assert any("--max-object-bytes" in str(f["message"]) and f["path"] == str(target) for f in findings(done)), \
         findings(done)
-    assert _peak_kb() < 1_000_000
+    assert peak_kb < 1_000_000
 
 
 def _fragment(content: bytes) -> bytes:
@@ -88,11 +115,11 @@ def test_millions_of_empty_entries_are_refused_in_one_line(tmp_path: Path, what:
     decoding."""
     uri = _manifest_of(tmp_path, body)
     for command in ("certify", "inspect"):
-        done = run_cli(command, uri, timeout=20)
+        done, peak_kb = measured(command, uri)
         assert done.returncode == 2, (what, done.stdout, done.stderr)
         assert "above the limit of 1000000 (raise it with --max-manifest-entries)" in done.stdout + done.stderr
+        assert peak_kb < 1_000_000
     assert len(done.stderr.strip().splitlines()) == 1  # inspect's one line
-    assert _peak_kb() < 1_000_000
 
 
 def test_certifying_the_latest_version_keeps_no_manifest_per_version(tmp_path: Path) -> None:
@@ -104,9 +131,9 @@ def test_certifying_the_latest_version_keeps_no_manifest_per_version(tmp_path: P
         section = table_pb2.Manifest(version=v).SerializeToString() + b"\x12\x00" * 300_000
         (versions / f"{(1 << 64) - 1 - v}.manifest").write_bytes(
             struct.pack("<I", len(section)) + section + struct.pack("<QHH4s", 0, 0, 2, b"LANC"))
-    done = run_cli("certify", str(tmp_path / "ds"), "--format", "json", timeout=20)
+    done, peak_kb = measured("certify", str(tmp_path / "ds"), "--format", "json")
     assert done.returncode in (0, 1, 2) and '"versions"' in done.stdout, done.stderr
-    assert _peak_kb() < 1_000_000
+    assert peak_kb < 1_000_000
 
 
 def test_twenty_thousand_bases_are_compared_in_linear_time(tmp_path: Path) -> None:
@@ -152,10 +179,10 @@ def test_a_data_directory_nested_thousands_deep_is_no_internal_error(tmp_path: P
             os.close(fds.pop())
             fds.append(inner)
         os.close(fds.pop())
-        done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
+        done, peak_kb = measured("certify", uri, "--all-versions", "--format", "json")
         assert done.returncode in (0, 1, 2), done.stderr
         assert json.loads(done.stdout)["exit_code"] == done.returncode
-        assert _peak_kb() < 1_000_000
+        assert peak_kb < 1_000_000
     finally:
         for fd in fds:
             os.close(fd)
@@ -223,3 +250,32 @@ def test_a_bad_storage_option_value_is_one_line(option: str, named: str) -> None
         assert done.returncode == 2, done.stderr
         assert named in done.stdout + done.stderr, (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1  # inspect's one line
+
+
+@pytest.mark.parametrize("linked", ["_versions", "data", "_refs"])
+def test_a_directory_link_in_the_middle_of_a_path_is_not_followed(tmp_path: Path, linked: str) -> None:
+    """``_versions``, ``data`` or ``_refs`` linked to another dataset's: inspect showed that dataset's versions
+    as this one's. A link at any directory on the way is refused, naming it; the command line's own root is
+    made canonical first (its links are the user's)."""
+    uri = build_reference_dataset(tmp_path / "inside", tags=True)
+    other = build_reference_dataset(tmp_path / "other", tags=True)
+    shutil.rmtree(Path(uri) / linked)
+    (Path(uri) / linked).symlink_to(Path(other) / linked)
+    done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=20)
+    assert done.returncode in (1, 2), done.stderr
+    assert "symbolic link" in done.stdout + done.stderr
+    assert str(Path(other) / linked) not in done.stdout + done.stderr  # nothing read there is reported
+    inspected = run_cli("inspect", uri, "--json", timeout=20)
+    if linked == "data":  # inspect reads no data file: the fragments are shown as the manifest records them
+        assert inspected.returncode == 0
+    else:
+        assert inspected.returncode == 2 and "symbolic link" in inspected.stderr, inspected.stderr
+        assert len(inspected.stderr.strip().splitlines()) == 1
+
+
+def test_the_users_own_root_may_lie_behind_a_link(tmp_path: Path) -> None:
+    uri = build_reference_dataset(tmp_path / "real")
+    (tmp_path / "via").symlink_to(Path(uri))
+    done = run_cli("certify", str(tmp_path / "via"), "--format", "json", timeout=20)
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["uri"] == uri
