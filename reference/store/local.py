@@ -81,8 +81,8 @@ def _no_link_on_the_way(directory: str, uri: str) -> None:
     to ``/proc/self/environ``). The final component of a file is opened with ``O_NOFOLLOW``; the directories
     above it are checked here, every one of them: the root the user names is made canonical by the command
     line (``lancespec.cli.options.dataset_uri``), so a link on the way is the dataset's doing."""
-    if directory in _REAL_DIRECTORIES or not os.path.isabs(directory):
-        return
+    if directory in _REAL_DIRECTORIES or not os.path.isabs(directory) or "\x00" in directory:
+        return  # a NUL byte names no file: the open or listing that follows refuses it
     if os.path.realpath(directory) != directory:
         parts = directory.split("/")
         for end in range(2, len(parts) + 1):
