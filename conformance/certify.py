@@ -37,7 +37,7 @@ from lancespec.reference.table import Dataset, Snapshot
 from .baseline import settle
 from .carry import Carry, Run
 from .catalogue import load_catalogue
-from .checks import REGISTRY, Check, DatasetContext, VersionContext, select
+from .checks import REGISTRY, Check, DatasetContext, HistoryCache, VersionContext, select
 from .fetch import FetchProgress, RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
@@ -222,7 +222,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 offload(root, v, snapshot, moved)
         if progress:
             progress(0, 1, f"{label} dataset checks")
-        attached: dict[int, Snapshot | None] = {}
+        attached = HistoryCache()
         for check in dataset_checks:
             dctx = DatasetContext(root, versions=sorted(snapshots), snapshots=snapshots, attached=attached)
             _run(check, dctx)

@@ -10,7 +10,10 @@ spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
   a directory below one listed recursively is cut out of that listing.
 * **Small objects are remembered** (manifests, refs, transaction and deletion files; at most
   ``SMALL_OBJECT`` bytes each, ``CACHE_BUDGET`` bytes in all, least recently used dropped first), and so
-  is an object found missing, so a manifest several checks read is fetched once.
+  is an object found missing, so a manifest several checks read is fetched once. **A failed object is
+  remembered** too: on an object store, a read that failed after the backend's retries (a short body, a
+  reset, a 5xx that stayed) fails again at once for the rest of the run, whichever check asks (issue 32:
+  a short body was fetched 55 times, 560 s).
 * **``fetch_all``** runs many reads at once on ``io_parallelism`` threads (the storage option
   ``lancespec_io_parallelism`` or ``--io-parallelism``, which also sizes the S3 connection pool), with
   progress. Certify uses it to load the manifests of every version, then to run each selected check's
@@ -31,10 +34,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar, cast
 
-from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound
+from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
-from lancespec.reference.store import ObjectInfo, ObjectStore, Storage
-from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM
+from lancespec.reference.store import ObjectInfo, ObjectStore, Storage, Tail
+from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
 from lancespec.reference.store.uri import normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "RunStorage", "io_parallelism_of"]
@@ -66,8 +69,8 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
         parsed = int(str(value))
     except ValueError:
         parsed = 0
-    if parsed < 1:
-        raise InvalidOption(f"the I/O parallelism must be a positive integer, not {value!r}")
+    if not 1 <= parsed <= MAX_IO_PARALLELISM:
+        raise InvalidOption(f"the I/O parallelism must be an integer from 1 to {MAX_IO_PARALLELISM}, not {value!r}")
     return parsed
 
 
@@ -94,6 +97,7 @@ class RunStorage(Storage):
         self._listed_objects: dict[str, ObjectInfo] = {}
         self._objects: OrderedDict[str, bytes] = OrderedDict()
         self._absent: set[str] = set()
+        self._failed: dict[str, StorageError] = {}  # remote objects whose read failed: not asked again
         self._cached_bytes = 0
 
     def backend(self, uri: str) -> ObjectStore:
@@ -149,7 +153,31 @@ class RunStorage(Storage):
             return info
         if self._answered_by_listing(uri):
             raise ObjectNotFound("no such object", uri)
-        return super().head(uri)
+        return self._once(uri, lambda: super(RunStorage, self).head(uri))
+
+    def _once(self, uri: str, read: Callable[[], R]) -> R:
+        """``read()`` of the object ``uri``, unless a read of it failed before in this run: then that failure
+        again. Only remote failures are kept (a local one costs a system call, and may name a FIFO a moment
+        later replaced); a missing object is the listing's and ``_absent``'s business, not a failure."""
+        if scheme_of(uri) == "file":
+            return read()
+        failed = self._failed.get(uri)
+        if failed is not None:
+            raise failed
+        try:
+            return read()
+        except ObjectNotFound:
+            raise
+        except StorageError as exc:
+            with self._lock:
+                self._failed[uri] = exc
+            raise
+
+    def get_range(self, uri: str, start: int, length: int) -> bytes:
+        return self._once(uri, lambda: super(RunStorage, self).get_range(uri, start, length))
+
+    def get_tail(self, uri: str, length: int) -> Tail:
+        return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length))
 
     # --- objects -------------------------------------------------------------------------------------
 
@@ -163,7 +191,7 @@ class RunStorage(Storage):
                                    and self._answered_by_listing(uri)):
             raise ObjectNotFound("no such object", uri)
         try:
-            data = super().get(uri)
+            data = self._once(uri, lambda: super(RunStorage, self).get(uri))
         except ObjectNotFound:
             with self._lock:
                 self._absent.add(uri)

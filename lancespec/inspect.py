@@ -21,7 +21,7 @@ from .conformance.report import version_ranges
 from .reference.blob.columns import has_blob_column, is_blob_field
 from .reference.commit import load_transaction
 from .reference.errors import DatasetNotFound, LanceSpecError
-from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, index_directory_name
+from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, branch_root, index_directory_name
 from .reference.printable import printable
 from .reference.store import Storage
 from .reference.store.uri import join, relative_to
@@ -35,10 +35,12 @@ def _file_json(f: ResolvedFile) -> dict[str, Any]:
 
 
 def _latest_of_branch(main: Dataset, name: str) -> int | None:
-    """The latest version of branch ``name``; None when its root holds no readable version or its name
-    would leave ``tree/`` (then nothing of it is listed: docs/security.md)."""
+    """The latest version of branch ``name`` (a name ``main.branches()`` listed: its ref files are not read
+    again for each branch, issue 32); None when its root holds no readable version or its name would leave
+    ``tree/`` (then nothing of it is listed: docs/security.md)."""
     try:
-        return main.branch(name).latest_version()
+        return Dataset(branch_root(main.main_root, name), main.storage, main_root=main.main_root,
+                       branch=name).latest_version()
     except LanceSpecError:
         return None
 

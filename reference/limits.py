@@ -19,14 +19,19 @@ MIB = 1 << 20
 @dataclass(frozen=True)
 class Limits:
     """``max_object_bytes``: the largest object read whole (manifests, deletion, transaction and ref
-    files, a data file's metadata tail). ``max_fragments``: the most fragments one manifest may hold
+    files, counted as the bytes arrive, never inflated), and the largest read a data file's own metadata
+    asks for (its FileDescriptor, column metadata, pages). ``max_fragments``: the most fragments one manifest may hold
     (refused before decoding; decoded, a fragment costs about 130 bytes of protobuf and 700 bytes of
-    snapshot, so the default bounds one manifest at about 0.85 GB). ``codec_memory_bytes`` and
+    snapshot, so the default bounds one manifest at about 0.85 GB). ``max_manifest_entries``: the most
+    elements one manifest's other repeated fields may hold together (schema fields, schema and table
+    metadata, config, base paths, and the data files of all its fragments), counted before decoding.
+    ``codec_memory_bytes`` and
     ``codec_seconds``: the address space and the time per data file of the child process that runs the
     Lance file codec (``reference.isolated``)."""
 
     max_object_bytes: int = 256 * MIB
     max_fragments: int = 1_000_000
+    max_manifest_entries: int = 1_000_000
     codec_memory_bytes: int = 4096 * MIB
     codec_seconds: int = 120
 
@@ -46,8 +51,11 @@ DEFAULT_LIMITS = Limits()
 
 #: The command-line options of each limit, with their help (lancespec.cli adds them to certify and inspect).
 LIMIT_OPTIONS = {
-    "max_object_bytes": "the largest object read whole: manifests, deletion, transaction and ref files",
+    "max_object_bytes": "the largest object read whole (manifests, deletion, transaction and ref files) and the "
+                        "largest read a data file's metadata asks for",
     "max_fragments": "the most fragments one manifest may hold (about 830 bytes of memory each)",
+    "max_manifest_entries": "the most schema fields, base paths, metadata entries and data files one manifest "
+                            "may hold together",
     "codec_memory_bytes": "the address space of the child process that decodes data files",
     "codec_seconds": "the time the child process may take to decode one data file",
 }

@@ -26,6 +26,7 @@ from .errors import (
     DatasetNotFound,
     FormatError,
     LanceSpecError,
+    LimitExceeded,
     ObjectNotFound,
     RefNotFound,
     UnsupportedFeatureError,
@@ -299,6 +300,7 @@ class Dataset:
         self.branch_name = branch
         self._resolutions = ResolutionMemo()
         self._decoded: dict[str, ManifestFile] = {}
+        self._undecodable: dict[str, LanceSpecError] = {}
 
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, str] | None = None, *,
@@ -363,11 +365,18 @@ class Dataset:
         already read) for its next attempt to judge and build on without reading them again."""
         found = self._decoded.pop(uri, None)
         if found is None:
+            if uri in self._undecodable and data is None:
+                raise self._undecodable[uri]
             try:
                 found = decode_manifest_file(self.storage.get(uri) if data is None else data, uri,
-                                             self.storage.limits.max_fragments)
-            except CannotRead as exc:  # a limit reached while decoding: the reader's setup (errors.CannotRead)
+                                             self.storage.limits)
+            except CannotRead as exc:  # a limit reached while decoding, or a read the setup kept from it
                 self.storage.note(exc)
+                if isinstance(exc, LimitExceeded):  # remembered: many checks ask for the same manifest
+                    self._undecodable[uri] = exc
+                raise
+            except FormatError as exc:  # remembered: many checks ask for the same manifest
+                self._undecodable[uri] = exc
                 raise
         self._decoded[uri] = found
         while len(self._decoded) > _DECODED_KEPT:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancespec.reference.errors import LanceSpecError
+from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import Storage
-from lancespec.reference.table import Dataset, Snapshot
+from lancespec.reference.table import Dataset, Snapshot, VersionEntry
 
 from ..catalogue import load_catalogue
 from ..findings import Finding
@@ -67,36 +68,78 @@ class VersionContext(_Context):
         return self.snapshot
 
 
+HISTORY_KEPT_FRAGMENTS = 1_000_000
+"""Fragments of the versions not certified that the dataset checks of one root keep decoded between them
+(as protobuf, about 130 bytes a fragment); past it, each check that walks the history decodes such a version
+again, so memory stays bounded by one manifest whatever the number of versions (issue 32)."""
+
+
+@dataclass(frozen=True)
+class PastVersion:
+    """One attached version as the cross-version rules see it: its number, manifest file and manifest."""
+
+    version: int
+    manifest_uri: str
+    manifest: table_pb2.Manifest
+
+
+@dataclass
+class HistoryCache:
+    """What the dataset checks of one root share of its history: the listing, the versions that could not be
+    read, and the manifests kept within ``HISTORY_KEPT_FRAGMENTS``."""
+
+    entries: list[VersionEntry] | None = None
+    unreadable: set[int] = field(default_factory=set)
+    kept: dict[int, PastVersion] = field(default_factory=dict)
+    kept_fragments: int = 0
+
+
 @dataclass
 class DatasetContext(_Context):
     """One root, with the versions selected for certification (all attached versions with --all-versions).
 
     ``history()`` is the view cross-version rules need (ids never reused, counters that never decrease,
-    clones faithful to their source): every attached version, certified or not, loaded once per root
-    (``attached`` is shared by the dataset checks of one root)."""
+    clones faithful to their source): every attached version, certified or not, one at a time (``attached``
+    is shared by the dataset checks of one root)."""
 
     versions: list[int] = field(default_factory=list)
     snapshots: dict[int, Snapshot] = field(default_factory=dict)
-    attached: dict[int, Snapshot | None] = field(default_factory=dict)
+    attached: HistoryCache = field(default_factory=HistoryCache)
 
-    def history(self) -> list[Snapshot]:
-        """Every readable attached version of the root, oldest first, up to the latest certified one.
-        Manifests that cannot be read are left out (HIST-001 reports them)."""
-        if not self.attached:
+    def history(self) -> Iterator[PastVersion]:
+        """Every readable attached version of the root, oldest first, up to the latest certified one, each
+        decoded as it comes (a manifest, no snapshot) and dropped after unless the cache keeps it. Manifests
+        that cannot be read are left out (HIST-001 reports them)."""
+        cache = self.attached
+        if cache.entries is None:
             try:
-                entries = self.dataset.version_entries(allow_mixed=True)
+                cache.entries = self.dataset.version_entries(allow_mixed=True)
             except LanceSpecError:
-                entries = []
-            for entry in entries:
-                found = self.snapshots.get(entry.version)
-                if found is None:
-                    try:
-                        found = self.dataset.snapshot(entry.version, strict=False)
-                    except LanceSpecError:
-                        found = None
-                self.attached[entry.version] = found
+                cache.entries = []
         last = max(self.snapshots, default=None)
-        return [s for v, s in sorted(self.attached.items()) if s is not None and (last is None or v <= last)]
+        for entry in cache.entries:
+            if last is not None and entry.version > last:
+                break
+            certified = self.snapshots.get(entry.version)
+            if certified is not None:
+                yield PastVersion(entry.version, certified.manifest_uri, certified.manifest)
+                continue
+            found = cache.kept.get(entry.version)
+            if found is None and entry.version not in cache.unreadable:
+                try:
+                    manifest = self.dataset.manifest_file(entry.uri).manifest
+                except LanceSpecError:
+                    cache.unreadable.add(entry.version)
+                    continue
+                if manifest.version != entry.version:  # Dataset.head's rule: such a manifest is unreadable
+                    cache.unreadable.add(entry.version)
+                    continue
+                found = PastVersion(entry.version, entry.uri, manifest)
+                if cache.kept_fragments + len(manifest.fragments) <= HISTORY_KEPT_FRAGMENTS:
+                    cache.kept[entry.version] = found
+                    cache.kept_fragments += len(manifest.fragments)
+            if found is not None:
+                yield found
 
 
 VersionCheck = Callable[[VersionContext], None]

@@ -213,16 +213,50 @@ def overlap(ctx: VersionContext) -> None:
     def family(a: str, a_is_root: bool, b: str, b_is_root: bool) -> bool:
         return a_is_root and b_is_root and branch_family(a, b, roots)
 
+    pairs = _overlapping_pairs([b.path for b in bases])
+    by_first: dict[int, list[int]] = {}
+    for i, j in pairs:
+        by_first.setdefault(i, []).append(j)
     for i, base in enumerate(bases):
         rel = relation(base.path, own)
         if rel is not None and not family(base.path, base.is_dataset_root, own, True):
             ctx.finding("BASE-007", where, f"{_describe(base)} {rel} the dataset root {own}", f"base {base.id}",
                         code="base_overlaps_root")
-        for other in bases[i + 1:]:
+        for j in sorted(by_first.get(i, ())):
+            other = bases[j]
             rel = relation(base.path, other.path)
             if rel is not None and not family(base.path, base.is_dataset_root, other.path, other.is_dataset_root):
                 ctx.finding("BASE-007", where, f"{_describe(base)} {rel} {_describe(other)}", f"base {base.id}",
                             code="bases_overlap")
+    if len(pairs) >= MAX_OVERLAPS:
+        ctx.finding("BASE-007", where, f"more bases overlap: the listing stopped at {MAX_OVERLAPS} pairs",
+                    code="bases_overlap_listing_cut")
+
+
+MAX_OVERLAPS = 10_000
+"""Overlapping pairs of bases BASE-007 lists; n bases equal to one another make n(n-1)/2 pairs."""
+
+
+def _overlapping_pairs(paths: list[str]) -> list[tuple[int, int]]:
+    """The pairs ``(i, j)``, ``i < j``, of ``paths`` where one equals or contains the other (``relation``), at
+    most ``MAX_OVERLAPS``, in time n log n plus the pairs found, not n^2 (issue 32: 20,000 bases took
+    minutes). Sorted by location with a trailing ``/``, the locations equal to or below one form the run of
+    keys that follows it and start with it."""
+    keys = []
+    for index, path in enumerate(paths):
+        scheme, location = _location(path)
+        keys.append((scheme, location if location.endswith("/") else location + "/", index))
+    keys.sort()
+    found = []
+    for at, (scheme, prefix, index) in enumerate(keys):
+        following = at + 1
+        while following < len(keys) and keys[following][0] == scheme and keys[following][1].startswith(prefix):
+            other = keys[following][2]
+            found.append((min(index, other), max(index, other)))
+            if len(found) >= MAX_OVERLAPS:
+                return sorted(found)
+            following += 1
+    return sorted(found)
 
 
 def _holds_manifest(storage: Storage, path: str) -> bool:

@@ -307,7 +307,7 @@ def _referenced_data_files(ctx: DatasetContext) -> dict[str, dict[str, int]] | N
             try:
                 manifest = (snapshot.manifest if snapshot is not None
                             else decode_manifest_file(dataset.storage.get(entry.uri), entry.uri,
-                                                  dataset.storage.limits.max_fragments).manifest)
+                                                  dataset.storage.limits).manifest)
             except LanceSpecError:
                 return None
             blob_fields = blob_field_ids(manifest.fields)

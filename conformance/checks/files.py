@@ -204,7 +204,7 @@ def _decode_arrow(data: bytes, physical_rows: int) -> _Deletions:
     integers, no nulls), so that a column other than the readers' ``row_id: uint32 not null`` is reported
     as DEL-005 with its offsets still judged by DEL-003 and DEL-004."""
     try:
-        batches = arrow_batches(data, "")
+        batches = arrow_batches(data, "", physical_rows)
     except FormatError as exc:
         return _Deletions(True, problem=f"is {exc.message}")
     if len(batches) != 1:

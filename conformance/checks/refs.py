@@ -155,7 +155,7 @@ def _branch_root(ctx: DatasetContext, roots: _Roots, name: str) -> None:
     for version, entry in sorted(entries.items()):
         try:
             manifest = decode_manifest_file(ctx.storage.get(entry.uri), entry.uri,
-                                            ctx.storage.limits.max_fragments).manifest
+                                            ctx.storage.limits).manifest
         except LanceSpecError:
             continue  # an unreadable manifest is history.manifests_readable's finding (HIST-001)
         recorded = manifest.branch if manifest.HasField("branch") else None

@@ -20,6 +20,7 @@ from .options import (
     add_limit_options,
     add_report_options,
     add_storage_options,
+    dataset_uri,
     emit_report,
     limits_of,
     parse_storage_options,
@@ -44,7 +45,7 @@ def add_version_options(parser: argparse.ArgumentParser) -> None:
 def add_certify_options(parser: argparse.ArgumentParser) -> None:
     """What ``certify`` and ``spark-certify`` share: the dataset, its versions, the report, the areas, what
     to set aside, storage and limits."""
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("uri", type=dataset_uri, help="dataset root: a local path, file:// or s3:// URI")
     add_version_options(parser)
     add_report_options(parser, FORMATS, HTML_HELP)
     add_area_option(parser)

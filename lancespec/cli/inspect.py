@@ -17,6 +17,7 @@ from .options import (
     add_limit_options,
     add_report_options,
     add_storage_options,
+    dataset_uri,
     exits,
     limits_of,
     parse_storage_options,
@@ -30,7 +31,7 @@ def register(sub: Any) -> None:
     """Add ``inspect`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "inspect", help="show versions, bases, fragments and refs of a dataset", description=exits("0 shown"))
-    parser.add_argument("uri", help="dataset root: a local path, file:// or s3:// URI")
+    parser.add_argument("uri", type=dataset_uri, help="dataset root: a local path, file:// or s3:// URI")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--version", type=version_number, help="a version number (default: latest)")
     which.add_argument("--tag", help="the version a tag names")

@@ -4,6 +4,7 @@ output. Every value a dataset controls is printed through ``printable`` (docs/se
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
@@ -49,8 +50,18 @@ def positive_count(text: str) -> int:
     return int(digits)
 
 
+def dataset_uri(text: str) -> str:
+    """An argparse type: a dataset root, refused when empty (an empty path would name the working directory,
+    which no one asked to certify: issue 32)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the dataset URI is empty")
+    if "://" not in text:  # a local path: its links are the user's, resolved once here; none below it is
+        return os.path.realpath(text)  # followed (reference.store.local._no_link_on_the_way)
+    return text
+
+
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
-    """``--max-object-bytes``, ``--max-fragments``, ``--max-json-depth`` (reference.limits)."""
+    """Every limit of ``reference.limits.LIMIT_OPTIONS`` (``--max-object-bytes``, ``--max-fragments``, ...)."""
     for name, what in LIMIT_OPTIONS.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=positive_count, metavar="N",
                             default=getattr(DEFAULT_LIMITS, name), help=f"{what} (default %(default)s)")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import FormatError, UnsupportedFeatureError
+from ..limits import check_limit
 from ..proto import file_pb2
 from ..store.base import Tail
 from .wire import decode
@@ -92,10 +93,15 @@ class TailedObject:
         return self.tail.size
 
     def read(self, start: int, length: int) -> bytes:
-        """``length`` bytes from ``start`` (fewer at the end of the object)."""
+        """``length`` bytes from ``start`` (fewer at the end of the object). A read the file's own metadata
+        chose is bounded by the object's real size and by ``--max-object-bytes`` (LimitExceeded naming it)
+        before anything is fetched: a sparse 3 GiB file whose footer spans it costs no 3 GiB."""
         covered_from = self.tail.size - len(self.tail.data)
         if start >= covered_from:
             return self.tail.data[start - covered_from : start - covered_from + length]
+        length = max(0, min(length, self.tail.size - start))
+        limit = self.storage.limits.max_object_bytes
+        check_limit("max_object_bytes", limit, length, self.uri, "a read the data file's metadata asks for, in bytes")
         return self.storage.get_range(self.uri, start, length)
 
     @classmethod

@@ -16,6 +16,8 @@ from pyroaring import BitMap
 
 from ..errors import FormatError
 from ..layout import DELETION_ARROW, DELETION_BITMAP
+from ..limits import DEFAULT_LIMITS
+from .arrow_ipc import check_inflation
 
 BITMAP_THRESHOLD = 5000
 ARROW_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
@@ -39,7 +41,7 @@ def decode_deletions(data: bytes, file_type: int, where: str = "", physical_rows
     (given ``physical_rows``) when an offset is not below it: a bitmap is checked before it is expanded,
     so a small file cannot make a list of billions of offsets."""
     if file_type == DELETION_ARROW:
-        offsets = _decode_arrow(data, where)
+        offsets = _decode_arrow(data, where, physical_rows)
     elif file_type == DELETION_BITMAP:
         bitmap = deserialize_bitmap(data, where)
         if physical_rows is not None and bitmap and bitmap.max() >= physical_rows:
@@ -53,9 +55,13 @@ def decode_deletions(data: bytes, file_type: int, where: str = "", physical_rows
     return offsets
 
 
-def arrow_batches(data: bytes, where: str) -> list[pa.RecordBatch]:
+def arrow_batches(data: bytes, where: str, max_rows: int | None) -> list[pa.RecordBatch]:
     """The record batches of an Arrow IPC file, its field names checked as UTF-8 (pyarrow decodes them only
-    when first used, and then raises UnicodeDecodeError); FormatError when it is no such file."""
+    when first used, and then raises UnicodeDecodeError); FormatError when it is no such file. A batch of
+    more than ``max_rows`` rows (the fragment's ``physical_rows``; unknown: as many as ``--max-object-bytes``
+    holds at 8 bytes a row), or a compressed buffer declaring more than its rows need, is refused before
+    anything is inflated (``arrow_ipc.check_inflation``)."""
+    check_inflation(data, where, DEFAULT_LIMITS.max_object_bytes // 8 if max_rows is None else max_rows)
     try:
         reader = ipc.open_file(pa.BufferReader(data))
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
@@ -68,8 +74,8 @@ def arrow_batches(data: bytes, where: str) -> list[pa.RecordBatch]:
     return batches
 
 
-def _decode_arrow(data: bytes, where: str) -> list[int]:
-    batches = arrow_batches(data, where)
+def _decode_arrow(data: bytes, where: str, physical_rows: int | None) -> list[int]:
+    batches = arrow_batches(data, where, physical_rows)
     if len(batches) != 1:
         raise FormatError(f"expected exactly one record batch, found {len(batches)}", where)
     schema = batches[0].schema

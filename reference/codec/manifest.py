@@ -13,9 +13,9 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from ..limits import DEFAULT_LIMITS, check_limit
+from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from ..proto import table_pb2, transaction_pb2
-from .wire import count_field, decode
+from .wire import count_field, decode, varint
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
@@ -68,29 +68,68 @@ def read_footer(data: bytes, where: str) -> int:
 
 
 _FRAGMENTS_FIELD = table_pb2.Manifest.DESCRIPTOR.fields_by_name["fragments"].number
-_SMALLEST_FRAGMENT = 2  # bytes: the field key and a zero length
+_FILES_FIELD = table_pb2.DataFragment.DESCRIPTOR.fields_by_name["files"].number
+#: The Manifest's repeated message fields but fragments (fields, schema and table metadata, config, bases).
+_ENTRY_FIELDS = frozenset(f.number for f in table_pb2.Manifest.DESCRIPTOR.fields
+                          if f.is_repeated and f.message_type is not None and f.number != _FRAGMENTS_FIELD)
+_SMALLEST_ELEMENT = 2  # bytes: the field key and a zero length
 
 
-def _check_fragment_count(section: bytes, max_fragments: int, where: str) -> None:
-    """Refuse a manifest section of more than ``max_fragments`` fragments before decoding it (decoded,
-    each fragment costs memory whatever its size on disk). Only a section of at least 2 bytes a fragment
-    can hold that many, so smaller ones are not walked; a walk stops at the first fragment too many."""
-    if len(section) <= max_fragments * _SMALLEST_FRAGMENT:
+def _check_counts(section: bytes, limits: Limits, where: str) -> None:
+    """Refuse a manifest section of more than ``max_fragments`` fragments, or of more than
+    ``max_manifest_entries`` elements of its other repeated fields and data files, before decoding it
+    (decoded, each element costs memory whatever its size on disk). An element takes at least 2 bytes, so
+    a section too small to hold that many is not walked; a walk stops at the first element too many."""
+    if len(section) <= min(limits.max_fragments, limits.max_manifest_entries) * _SMALLEST_ELEMENT:
         return
     try:
-        count = count_field(section, _FRAGMENTS_FIELD, max_fragments + 1)
-    except FormatError:
+        fragments, entries = _count(section, limits.max_fragments + 1, limits.max_manifest_entries + 1)
+    except (FormatError, IndexError):
         return  # the decoder says what is wrong with it
-    check_limit("max_fragments", max_fragments, count, where, "the number of fragments (counted so far)")
+    check_limit("max_fragments", limits.max_fragments, fragments, where, "the number of fragments (counted so far)")
+    check_limit("max_manifest_entries", limits.max_manifest_entries, entries, where,
+                "the number of schema fields, base paths, metadata entries and data files (counted so far)")
 
 
-def decode_manifest_file(data: bytes, where: str = "", max_fragments: int = DEFAULT_LIMITS.max_fragments
-                         ) -> ManifestFile:
+def _count(section: bytes, fragment_stop: int, entry_stop: int) -> tuple[int, int]:
+    """``(fragments, entries)`` at the top level of a Manifest section, each counted no further than its stop."""
+    fragments = entries = i = 0
+    end = len(section)
+    while i < end and fragments < fragment_stop and entries < entry_stop:
+        key = section[i]  # one-byte keys and lengths inline: the walk is the hot loop of a huge section
+        if key < 0x80:
+            i += 1
+        else:
+            key, i = varint(section, i)
+        number, wire = key >> 3, key & 7
+        if wire == 2:
+            length = section[i] if i < end else 0x80
+            if length < 0x80:
+                i += 1
+            else:
+                length, i = varint(section, i)
+            if number == _FRAGMENTS_FIELD:
+                fragments += 1
+                if length > _SMALLEST_ELEMENT:
+                    entries += count_field(section[i:i + length], _FILES_FIELD, entry_stop - entries)
+            elif number in _ENTRY_FIELDS:
+                entries += 1
+            i += length
+        elif wire == 0:
+            _, i = varint(section, i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise FormatError(f"unsupported protobuf wire type {wire}")
+    return fragments, entries
+
+
+def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_LIMITS) -> ManifestFile:
     """Decode a whole ``.manifest`` file; raise FormatError naming ``where`` on any framing fault, and
-    LimitExceeded (before decoding) when it holds more than ``max_fragments`` fragments."""
+    LimitExceeded (before decoding) when it holds more fragments or other entries than ``limits`` allow."""
     position = read_footer(data, where)
     section = data[position + 4 : len(data) - FOOTER_SIZE]
-    _check_fragment_count(section, max_fragments, where)
+    _check_counts(section, limits, where)
     manifest = decode(table_pb2.Manifest, section, where, "manifest section")
     transaction = None
     transaction_bytes = None

@@ -16,12 +16,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import FormatError
+from ..limits import check_limit
 from ..proto import file_pb2
 from .datafile import MAGIC, OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE, parse_footer
 from .wire import decode, iter_fields, varint
 
 if TYPE_CHECKING:
     from ..store.base import ObjectStore
+
+_COPY_CHUNK = 8 * 1024 * 1024
+"""Bytes of a data region copied at once."""
 
 SchemaRepair = Callable[[file_pb2.FileDescriptor], bool]
 """Changes a file's FileDescriptor in place and says whether it changed anything."""
@@ -92,6 +96,9 @@ def _copy(storage: ObjectStore, uri: str, file_size: int | None, columns: Sequen
           repair: SchemaRepair, fetched: Callable[[int], None] | None) -> None:
 
     def fetch(start: int, length: int) -> bytes:
+        """``length`` bytes the file's metadata chose, each read bounded by ``--max-object-bytes`` first."""
+        check_limit("max_object_bytes", storage.limits.max_object_bytes, length, uri,
+                    "a read the data file's metadata asks for, in bytes")
         data = storage.get_range(uri, start, length)
         if fetched is not None:
             fetched(len(data))
@@ -119,7 +126,8 @@ def _copy(storage: ObjectStore, uri: str, file_size: int | None, columns: Sequen
     changed = repair(descriptor)
     with open(path, "wb") as out:
         if columns is None:
-            out.write(fetch(0, cms))
+            for start in range(0, cms, _COPY_CHUNK):  # in pieces: the data region may be as large as the file
+                out.write(fetch(start, min(_COPY_CHUNK, cms - start)))
         else:
             out.seek(schema_pos)
             out.write(original_schema)

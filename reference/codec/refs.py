@@ -20,6 +20,8 @@ def _load_object(data: bytes, where: str) -> dict[str, Any]:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(f"not valid JSON: {exc}", where) from exc
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise FormatError(f"a number too long to be a version: {exc}", where) from exc
     except RecursionError as exc:  # the parser's own bound on nesting: no ref is nested that deep
         raise FormatError("JSON nested too deeply to be a ref", where) from exc
     if not isinstance(obj, dict):

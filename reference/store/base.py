@@ -12,9 +12,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..limits import DEFAULT_LIMITS, Limits
+
 DEFAULT_IO_PARALLELISM = 32
 """Requests a reader keeps in flight at once: enough to hide 20-50 ms of object-store latency behind each
 other, far below the request rates S3 throttles at (thousands per second per prefix)."""
+MAX_IO_PARALLELISM = 1024
+"""The most requests in flight (and connections kept) a run accepts: pools and threads are sized by it."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class Tail:
 class ObjectStore(abc.ABC):
     """Byte-level access to one kind of storage. Errors are ``lancespec.reference.errors`` classes."""
 
+    #: The sizes its readers trust (``reference.limits``); a backend or a ``Storage`` is given its run's.
+    limits: Limits = DEFAULT_LIMITS
     #: Whether the storage's own listing comes back in lexical key order (S3 yes, a directory no): where it
     #: does, the newest V2 manifest is listed first and Lance writes no version hint (docs/lance-format.md §6).
     lexically_ordered = False

@@ -61,19 +61,47 @@ def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
     return StorageError(f"cannot be read: {exc.strerror or exc} ({code})", uri)
 
 
-def _path(uri: str) -> str:
-    """The filesystem path of ``uri``; a path with a ``..`` segment (after a ``file://`` URI's decoding)
-    is refused, so that no name a dataset records can climb out of the directory it is joined to."""
+def _path(uri: str, directory: bool = False) -> str:
+    """The filesystem path of ``uri`` to read (``directory``: to list); a path with a ``..`` segment (after a
+    ``file://`` URI's decoding) is refused, so that no name a dataset records can climb out of the directory
+    it is joined to, and so is a path with a symbolic link at any directory on the way (``_no_link_on_the_way``)."""
     path = local_path(uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
+    _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
     return path
+
+
+_REAL_DIRECTORIES: set[str] = set()
+"""Directories found to have no symbolic link on the way (a run reads the same few thousand many times)."""
+_REAL_DIRECTORIES_KEPT = 100_000
+
+
+def _no_link_on_the_way(directory: str, uri: str) -> None:
+    """Raise NotARegularFile when a component of ``directory`` is a symbolic link (issue 32: ``_versions``,
+    ``_refs``, ``tree`` or ``data`` linked elsewhere showed another dataset's versions as this one's, and led
+    to ``/proc/self/environ``). The final component of a file is opened with ``O_NOFOLLOW``; the directories
+    above it are checked here, every one of them: the root the user names is made canonical by the command
+    line (``lancespec.cli.options.dataset_uri``), so a link on the way is the dataset's doing."""
+    if directory in _REAL_DIRECTORIES or not os.path.isabs(directory) or "\x00" in directory:
+        return  # a NUL byte names no file: the open or listing that follows refuses it
+    if os.path.realpath(directory) != directory:
+        parts = directory.split("/")
+        for end in range(2, len(parts) + 1):
+            step = "/".join(parts[:end])
+            if os.path.islink(step):
+                raise NotARegularFile(f"the directory {step} on the way is a symbolic link (lancespec follows "
+                                      "none); it is not read", uri)
+    if len(_REAL_DIRECTORIES) >= _REAL_DIRECTORIES_KEPT:
+        _REAL_DIRECTORIES.clear()
+    _REAL_DIRECTORIES.add(directory)
 
 
 class LocalStore(ObjectStore):
     """Objects are regular files; directories are implicit and created on write. Reads open no symbolic
     link (the last component), never block (a FIFO is refused, not waited on) and check the size before
-    reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory."""
+    reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory; no read
+    or listing goes through a directory that is a symbolic link at any step of its path."""
 
     limits: Limits = DEFAULT_LIMITS
 
@@ -130,12 +158,13 @@ class LocalStore(ObjectStore):
         return _info(uri, st)
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
-        root = _path(prefix)
-        if not os.path.isdir(root):
-            return iter(())
-        if recursive and os.path.islink(root):
+        root = local_path(prefix)
+        if os.path.islink(root):
             raise NotARegularFile("is a symbolic link to a directory; lancespec lists nothing through links",
                                   prefix)
+        root = _path(prefix, directory=True)
+        if not os.path.isdir(root):
+            return iter(())
         return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
@@ -143,25 +172,30 @@ class LocalStore(ObjectStore):
         own size, so that a reader meets the refusal and says so); only real directories are entered,
         never a symbolic link to one, so a listing stays inside the tree. Entries that vanish between the
         directory read and the stat (another writer's staging file, a concurrent delete) are skipped: a
-        listing is a moment's view, not an error."""
-        try:
-            with os.scandir(root) as entries:
-                found = list(entries)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise _storage_error(exc, prefix) from exc
-        for entry in found:
-            uri = join(prefix, entry.name)
+        listing is a moment's view, not an error. The walk keeps its own stack of directories to enter, so
+        a tree nested thousands deep costs no recursion (issue 32: 2,000 levels under ``data/`` were a
+        RecursionError)."""
+        pending = [(prefix, root)]
+        while pending:
+            directory_uri, directory = pending.pop()
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    if recursive:
-                        yield from self._walk(uri, entry.path, recursive)
-                    continue
-                info = _info(uri, entry.stat(follow_symlinks=False))
+                with os.scandir(directory) as entries:
+                    found = list(entries)
             except FileNotFoundError:
                 continue
-            yield info
+            except OSError as exc:
+                raise _storage_error(exc, directory_uri) from exc
+            for entry in found:
+                uri = join(directory_uri, entry.name)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if recursive:
+                            pending.append((uri, entry.path))
+                        continue
+                    info = _info(uri, entry.stat(follow_symlinks=False))
+                except FileNotFoundError:
+                    continue
+                yield info
 
     def _temp_beside(self, path: str, data: bytes) -> str:
         directory = os.path.dirname(path)

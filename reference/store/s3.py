@@ -16,10 +16,14 @@ Configuration is a dict of pylance-style storage options (strings; keys are matc
 - ``lancespec_io_parallelism``: connections kept open to the endpoint, the most requests a reader such as
   ``certify`` sends at once (default ``DEFAULT_IO_PARALLELISM``).
 
-Credentials are looked up only for a store the user configured: with no S3 storage option at all, requests
-go unsigned and boto3's credential chain (environment, profile files, the instance-metadata address) is never
-consulted, so a dataset naming an ``s3://`` base cannot make lancespec reach for credentials the user did not
-offer (docs/security.md).
+**The rule of configuration** (docs/security.md; any store that replaces this one must keep it): a store is
+*configured* when the user gave a storage option that names it (credentials, endpoint, region, ``allow_http``;
+the run's own tuning options, ``TUNING_OPTIONS``, which lancespec itself sets, do not count). An S3 store
+nobody configured makes no request at all: every call raises StorageError naming the URI and the options that
+would configure it, before any credential is looked up and before any connection is made. So a dataset
+naming an ``s3://`` base cannot make lancespec read the environment's keys or profile files, contact the
+instance-metadata address, or send a request anywhere the user did not point it. A configured store without
+keys uses boto3's default chain (environment, profile, instance role): the user chose that store.
 
 Every request but ``copy`` takes the lean path of ``s3_http`` (signed urllib3 requests with their own
 retries); ``copy`` goes through boto3, whose client is made on first use.
@@ -58,7 +62,7 @@ from ..errors import (
     UnsupportedURI,
 )
 from ..limits import DEFAULT_LIMITS, Limits
-from .base import DEFAULT_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
+from .base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM, ObjectInfo, ObjectStore, Tail
 from .s3_http import SignedClient, list_page
 
 __all__ = ["CONFLICT_RETRIES", "CREDENTIAL_OPTIONS", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_IO_PARALLELISM",
@@ -69,6 +73,9 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 CONFLICT_RETRIES = 4
+MAX_DURATION_S = 3600.0
+"""The longest ``connect_timeout`` or ``timeout`` accepted (a run must end)."""
+MAX_ATTEMPTS = 100
 """Attempts ``put_if_absent`` makes while the endpoint answers 409 ConditionalRequestConflict."""
 
 _SCHEMES = ("s3", "s3a")
@@ -87,6 +94,10 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
+TUNING_OPTIONS = frozenset(_ALIASES["max_attempts"] + _ALIASES["connect_timeout"] + _ALIASES["read_timeout"]
+                           + _ALIASES["io_parallelism"])
+"""The storage options (lowercase) that tune requests and configure no store (``RunStorage`` sets
+``lancespec_io_parallelism`` on every run)."""
 CREDENTIAL_OPTIONS = frozenset(_ALIASES["access_key_id"] + _ALIASES["secret_access_key"] + _ALIASES["session_token"])
 """The storage options (lowercase) that carry credentials: never printed."""
 
@@ -105,11 +116,17 @@ def _true(value: str | None) -> bool:
 
 
 class S3Config:
-    """Storage options resolved to what boto3 needs; raises StoreConfigError on an unusable combination (an
-    ``http://`` endpoint without ``allow_http``, ``allow_http`` without an endpoint, half a key pair)."""
+    """Storage options resolved to what boto3 needs; raises StoreConfigError on an unusable combination or value
+    (an ``http://`` endpoint without ``allow_http``, ``allow_http`` without an endpoint, half a key pair, a control
+    character in any value, a duration that is not finite or above ``MAX_DURATION_S``, an endpoint whose port is
+    not one, a parallelism above ``MAX_IO_PARALLELISM``), naming the option."""
 
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         options = {str(k).lower(): str(v) for k, v in (storage_options or {}).items()}
+        for key, value in options.items():
+            if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):  # CR/LF would split a header or a URL
+                shown = "(hidden)" if key in CREDENTIAL_OPTIONS else repr(value[:60])
+                raise StorageError(f"storage option {key} holds a control character: {shown}")
 
         def pick(name: str) -> str | None:
             for key in _ALIASES[name]:
@@ -130,6 +147,11 @@ class S3Config:
             if scheme not in ("http", "https"):
                 raise StoreConfigError("the S3 endpoint (storage option aws_endpoint) must be an http:// or "
                                        "https:// URL", self.endpoint)
+            try:
+                urlparse(self.endpoint).port  # noqa: B018 - raises ValueError for a port that is no port
+            except ValueError as exc:
+                raise StoreConfigError(f"the S3 endpoint's port is not a port number (0-65535): {exc}",
+                                       self.endpoint) from exc
             if scheme == "http" and not self.allow_http:
                 raise StoreConfigError(
                     "refusing plain-HTTP S3 endpoint; set storage option allow_http=true to permit it",
@@ -139,16 +161,18 @@ class S3Config:
             raise StoreConfigError("storage option allow_http is set but aws_endpoint is not: requests would go to "
                                    "AWS over HTTPS; add --storage-option aws_endpoint=http://HOST:PORT (or drop "
                                    "allow_http)")
-        self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts")
+        self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts",
+                                      MAX_ATTEMPTS)
         self.io_parallelism = _positive(pick("io_parallelism"), DEFAULT_IO_PARALLELISM, int,
-                                        "lancespec_io_parallelism")
+                                        "lancespec_io_parallelism", MAX_IO_PARALLELISM)
         self.connect_timeout = _positive(pick("connect_timeout"), DEFAULT_CONNECT_TIMEOUT_S, parse_duration,
-                                         "connect_timeout")
-        self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout")
+                                         "connect_timeout", MAX_DURATION_S)
+        self.read_timeout = _positive(pick("read_timeout"), DEFAULT_READ_TIMEOUT_S, parse_duration, "timeout",
+                                      MAX_DURATION_S)
         if (self.access_key_id is None) != (self.secret_access_key is None):
             raise StoreConfigError("give both storage options aws_access_key_id and aws_secret_access_key, "
                                    "or neither")
-        self.unsigned = self.access_key_id is None and not options
+        self.configured = any(key not in TUNING_OPTIONS for key in options)
 
     def _session(self) -> Any:
         return boto3.session.Session(
@@ -160,8 +184,9 @@ class S3Config:
         )
 
     def credentials(self) -> Any:
-        """botocore credentials for signing (the given keys, else the default chain); None when unsigned."""
-        return None if self.unsigned else self._session().get_credentials()
+        """botocore credentials for signing: the given keys, else boto3's default chain (only ever asked for a
+        configured store: ``S3Store`` makes no reader for another)."""
+        return self._session().get_credentials()
 
     def reader(self) -> SignedClient:
         """The lean request path (``s3_http``) for this configuration."""
@@ -182,7 +207,7 @@ class S3Config:
             max_pool_connections=self.io_parallelism,
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
-            signature_version=UNSIGNED if self.unsigned else None,
+            signature_version=None if session.get_credentials() is not None else UNSIGNED,
         )
         return session.client("s3", endpoint_url=self.endpoint, config=config)
 
@@ -202,17 +227,21 @@ def _botocore_session() -> Any:
     return session
 
 
-def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str) -> Any:
-    """``value`` parsed, or ``default`` when absent; StoreConfigError naming the option when not positive."""
+def _positive(value: str | None, default: float, parse: Callable[[str], Any], name: str, most: float) -> Any:
+    """``value`` parsed, or ``default`` when absent; StoreConfigError naming the option when not positive or
+    above ``most`` (``inf`` and ``nan`` included)."""
     if value is None:
         return default
     try:
         parsed = parse(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         parsed = 0
+    what = "integer" if parse is int else "duration"
     if not parsed > 0:
-        raise StoreConfigError(f"storage option {name} must be a positive "
-                               f"{'integer' if parse is int else 'duration'}, not {value!r}")
+        raise StoreConfigError(f"storage option {name} must be a positive {what}, not {value!r}")
+    if not parsed <= most:
+        raise StoreConfigError(f"storage option {name} must be at most {most:g}{'' if parse is int else ' s'}, "
+                               f"not {value!r}")
     return parsed
 
 
@@ -229,12 +258,28 @@ class S3Store(ObjectStore):
         self.config = S3Config(storage_options)
         self.limits = limits
         self._boto3: Any = None
-        self._reader = self.config.reader()
+        self._signed: SignedClient | None = None
+
+    def _http(self, uri: str) -> SignedClient:
+        """The lean request path, made on first use; StorageError naming ``uri`` for a store nobody configured
+        (the rule of configuration, module docstring): nothing is looked up and nothing is sent."""
+        if self._signed is None:
+            if not self.config.configured:
+                raise StorageError("no S3 store is configured, so nothing is read from it (give a storage option: "
+                                   "aws_endpoint, aws_region or credentials)", uri)
+            self._signed = self.config.reader()
+        return self._signed
+
+    @property
+    def _reader(self) -> SignedClient:
+        return self._http("s3://")
 
     @property
     def _client(self) -> Any:
-        """The boto3 client, made on first use (about 0.3 s of CPU): only ``copy`` needs it."""
+        """The boto3 client, made on first use (about 0.3 s of CPU): only ``copy`` needs it. Refused, as
+        ``_http``, for a store nobody configured."""
         if self._boto3 is None:
+            self._http("s3://")
             self._boto3 = self.config.client()
         return self._boto3
 
@@ -242,7 +287,7 @@ class S3Store(ObjectStore):
 
     def get(self, uri: str) -> bytes:
         bucket, key = _object(uri)
-        response = self._reader.get(bucket, key, uri, max_bytes=self.limits.max_object_bytes)
+        response = self._http(uri).get(bucket, key, uri, max_bytes=self.limits.max_object_bytes)
         if response.status == 416:  # an empty object some stores answer so
             return b""
         return response.body
@@ -259,7 +304,10 @@ class S3Store(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        response = self._reader.get(bucket, key, uri, f"bytes={start}-{start + length - 1}")
+        # at most start + length bytes are read, whatever the store sends: one that ignores the Range header
+        # sends the object from its first byte (issue 32: a read is bounded by what was asked, never by the store)
+        response = self._http(uri).get(bucket, key, uri, f"bytes={start}-{start + length - 1}",
+                                       max_bytes=max(self.limits.max_object_bytes, length), cut=start + length)
         if response.status == 416:
             return b""  # the object exists but has no byte at ``start``
         if response.status == 200 and "content-range" not in response.headers:  # the Range header was ignored
@@ -271,7 +319,9 @@ class S3Store(ObjectStore):
         bucket, key = _object(uri)
         if length <= 0:
             return Tail(b"", self.head(uri).size)
-        response = self._reader.get(bucket, key, uri, f"bytes=-{length}")
+        # a store that ignores the Range header sends the whole object: read only up to --max-object-bytes
+        response = self._http(uri).get(bucket, key, uri, f"bytes=-{length}",
+                                       max_bytes=max(self.limits.max_object_bytes, length))
         if response.status == 416:  # an empty object has no suffix
             return Tail(b"", self.head(uri).size)
         total = response.headers.get("content-range", "").rpartition("/")[2]
@@ -280,7 +330,7 @@ class S3Store(ObjectStore):
 
     def head(self, uri: str) -> ObjectInfo:
         bucket, key = _object(uri)
-        headers = self._reader.request("HEAD", bucket, key, uri, op="head", expect=(200,)).headers
+        headers = self._http(uri).request("HEAD", bucket, key, uri, op="head", expect=(200,)).headers
         try:
             size, modified = int(headers["content-length"]), parsedate_to_datetime(headers["last-modified"])
         except (KeyError, ValueError, TypeError) as exc:
@@ -311,7 +361,7 @@ class S3Store(ObjectStore):
         while token is not None:  # a first page of ``first`` keys, then pages of the store's size (1,000 on S3)
             asked = {**query, "continuation-token": token} if token else {**query, "max-keys": str(first)} if first \
                 else query
-            answer = self._reader.get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
+            answer = self._http(prefix).get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
             page = list_page(answer.body, prefix)
             yield [ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
                    if not name.endswith("/")]
@@ -321,7 +371,7 @@ class S3Store(ObjectStore):
 
     def put(self, uri: str, data: bytes) -> None:
         bucket, key = _object(uri)
-        self._reader.request("PUT", bucket, key, uri, body=data, op="put", expect=(200,))
+        self._http(uri).request("PUT", bucket, key, uri, body=data, op="put", expect=(200,))
 
     def put_if_absent(self, uri: str, data: bytes, *, resend: bool = True) -> None:
         """``PutObject`` with ``If-None-Match: *``: 412 raises ObjectAlreadyExists.
@@ -336,8 +386,8 @@ class S3Store(ObjectStore):
         for attempt in range(CONFLICT_RETRIES):
             if attempt:  # the previous attempt got 409
                 time.sleep(0.05 * 2 ** (attempt - 1))
-            answer = self._reader.request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data, op="put_if_absent",
-                                          expect=(200, 409, 412), resend=resend)
+            answer = self._http(uri).request("PUT", bucket, key, uri, {"If-None-Match": "*"}, data,
+                                             op="put_if_absent", expect=(200, 409, 412), resend=resend)
             if answer.status == 200:
                 return
             if answer.status == 412:
@@ -350,7 +400,8 @@ class S3Store(ObjectStore):
     def _holds(self, bucket: str, key: str, data: bytes) -> bool:
         """Whether the stored object's ETag is the MD5 of ``data`` (a single-part upload of exactly it)."""
         try:
-            answer = self._reader.request("HEAD", bucket, key, f"s3://{bucket}/{key}", op="head", expect=(200,))
+            uri = f"s3://{bucket}/{key}"
+            answer = self._http(uri).request("HEAD", bucket, key, uri, op="head", expect=(200,))
         except StorageError:  # ObjectNotFound included
             return False
         return answer.headers.get("etag", "").strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
@@ -359,7 +410,7 @@ class S3Store(ObjectStore):
         """Remove the object; a missing object (or bucket) is not an error."""
         bucket, key = _object(uri)
         with contextlib.suppress(ObjectNotFound):
-            self._reader.request("DELETE", bucket, key, uri, op="delete", expect=(200, 204))
+            self._http(uri).request("DELETE", bucket, key, uri, op="delete", expect=(200, 204))
 
     def copy(self, src: str, dst: str) -> None:
         """Server-side ``CopyObject`` (within or across buckets; one request, so at most 5 GiB).

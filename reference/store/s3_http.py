@@ -2,8 +2,8 @@
 
 boto3 spends about 2.7 ms of CPU on each request (measured against the embedded server), more than the request
 itself on a fast store, and ``certify`` makes one per data file. This module signs each request with its own
-SigV4 signer (``sigv4``; or leaves it unsigned, ``S3Config.unsigned``) and sends it with urllib3, well under
-1 ms of CPU per request, and owns what boto3 would otherwise do for it:
+SigV4 signer (``sigv4``; or leaves it unsigned when the configured store finds no credentials) and sends it
+with urllib3, well under 1 ms of CPU per request, and owns what boto3 would otherwise do for it:
 
 * retries: a dropped or reset connection, a timeout, and HTTP 500/502/503/504 are retried up to
   ``max_attempts`` in all, with jittered exponential backoff (50 ms doubling, at most 2 s), honouring a
@@ -89,16 +89,18 @@ class SignedClient:
         )
 
     def get(self, bucket: str, key: str, uri: str, byte_range: str | None = None,
-            max_bytes: int | None = None, query: dict[str, str] | None = None) -> Response:
+            max_bytes: int | None = None, query: dict[str, str] | None = None, cut: int | None = None) -> Response:
         """``GET /bucket/key`` (with ``Range: byte_range``; ``GET /bucket?query`` for an empty key); 416 comes
         back as a Response for the caller. With ``max_bytes``, a body the store announces as larger is
-        refused before it is read (LimitExceeded naming the option that raises it)."""
+        refused before it is read, and one that turns out larger while it is read is refused then
+        (LimitExceeded naming the option that raises it). With ``cut``, no more than ``cut`` bytes of the body
+        are read (a store that ignores ``Range`` and sends the whole object is cut there)."""
         return self.request("GET", bucket, key, uri, {"Range": byte_range} if byte_range else {}, op="get",
-                            max_bytes=max_bytes, query=query)
+                            max_bytes=max_bytes, query=query, cut=cut)
 
     def request(self, method: str, bucket: str, key: str, uri: str, headers: dict[str, str] | None = None,
                 body: bytes = b"", *, op: str, expect: Collection[int] = READ_STATUSES, max_bytes: int | None = None,
-                query: dict[str, str] | None = None, resend: bool = True) -> Response:
+                query: dict[str, str] | None = None, resend: bool = True, cut: int | None = None) -> Response:
         """``method /bucket/key`` (``/bucket?query`` for an empty key) with ``headers`` and ``body``, retried as
         the module docstring says (``resend=False``: only where the store cannot have acted on it). An answer
         whose status is in ``expect`` comes back as a Response; 404 raises ObjectNotFound, anything else
@@ -107,7 +109,7 @@ class SignedClient:
         if query:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items())
         url = self._origin + path
-        signed = self._signed(method, url, headers or {}, body)
+        signed = self._signed(method, url, {**(headers or {}), "Accept-Encoding": "identity"}, body)
         problem, retry_after = "", None
         for attempt in range(self.max_attempts):
             if attempt:
@@ -115,37 +117,36 @@ class SignedClient:
             try:
                 answer = self._pool.urlopen(method, path, body=body if method in ("PUT", "POST") else None,
                                             headers=signed, preload_content=False, redirect=False,
-                                            assert_same_host=False)
+                                            assert_same_host=False, decode_content=False)
                 length = answer.headers.get("Content-Length", "")
                 if (max_bytes is not None and answer.status in (200, 206) and length.isdigit()
                         and int(length) > max_bytes):
                     answer.close()  # the connection goes with the unread body
                     check_limit("max_object_bytes", max_bytes, int(length), uri, "the object's size in bytes")
-                answer.read(cache_content=True)
-                answer.release_conn()
+                data = (_read_body(answer, uri, max_bytes, cut) if answer.status in (200, 206)
+                        else _read_body(answer, uri, None, _ERROR_BODY))
             except urllib3.exceptions.HTTPError as exc:  # connect or read failure, reset, timeout
                 problem, retry_after = f"{type(exc).__name__}: {exc}", None
                 if not resend and not _never_sent(exc):
                     raise StorageError(f"{op} got no answer ({problem}); not sent again", uri) from exc
                 continue
             if answer.status in _RETRY_STATUSES:
-                problem = _describe(answer.status, answer.data)
+                problem = _describe(answer.status, data)
                 if not resend and answer.status != 503:
                     raise StorageError(f"{op} failed: {problem}; not sent again", uri)
                 hint = answer.headers.get("Retry-After", "")
                 retry_after = float(hint) if hint.isdigit() else None
                 continue
             if answer.status in expect:
-                return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.data,
-                                attempt + 1)
+                return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, data, attempt + 1)
             if answer.status == 404:
-                if _code(answer.data) == "NoSuchBucket":
+                if _code(data) == "NoSuchBucket":
                     raise BucketNotFound(f"no such bucket {bucket!r} at {self.endpoint}: check the URI's bucket "
                                          "and the storage option aws_endpoint", uri)
                 raise ObjectNotFound("no such object", uri)
             if answer.status in (401, 403):
-                raise AccessDenied(f"{op} refused: {_describe(answer.status, answer.data)}: {self._remedy()}", uri)
-            raise StorageError(f"{op} failed: {_describe(answer.status, answer.data)}", uri)
+                raise AccessDenied(f"{op} refused: {_describe(answer.status, data)}: {self._remedy()}", uri)
+            raise StorageError(f"{op} failed: {_describe(answer.status, data)}", uri)
         unsigned = "; no credentials were given or found, which some stores answer so" if not self.credentials else ""
         raise StoreUnavailable(f"{op} failed after {self.max_attempts} attempt(s): {problem}: check that the store "
                                f"at {self.endpoint} is running and reachable (storage option aws_endpoint), or retry "
@@ -208,6 +209,38 @@ def list_page(body: bytes, uri: str) -> ListPage:
     if truncated and not token:
         raise StorageError("list failed: a truncated answer without a continuation token", uri)
     return ListPage(objects, token)
+
+
+_ERROR_BODY = 64 * 1024
+"""Bytes of an error answer's body read (its S3 code and message are near the start)."""
+_CHUNK = 1 << 20
+
+
+def _read_body(answer: Any, uri: str, max_bytes: int | None, cut: int | None) -> bytes:
+    """The body as sent (never decoded: a ``Content-Encoding`` is the object's metadata, not a transfer the
+    reader undoes, so a small gzip body cannot become gigabytes), read chunk by chunk: at most ``cut`` bytes,
+    and LimitExceeded when more than ``max_bytes`` arrive whatever the store announced. A body read to its
+    end gives its connection back to the pool; one cut short closes it."""
+    stop = min(x for x in (cut, None if max_bytes is None else max_bytes + 1) if x is not None) \
+        if cut is not None or max_bytes is not None else None
+    if stop is None:
+        data = answer.read(decode_content=False)
+        answer.release_conn()
+        return bytes(data)
+    chunks, got = [], 0
+    while got < stop:
+        chunk = answer.read(min(_CHUNK, stop - got), decode_content=False)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    if got < stop:
+        answer.release_conn()
+    else:
+        answer.close()  # the rest of the body is never read, so the connection cannot be reused
+    if max_bytes is not None and got > max_bytes:
+        check_limit("max_object_bytes", max_bytes, got, uri, "the object's size in bytes (counted while read)")
+    return b"".join(chunks)
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:

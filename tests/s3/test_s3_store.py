@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sys
 import time
@@ -75,13 +76,18 @@ def test_timeout_and_parallelism_options() -> None:
 
 
 def test_no_credential_lookup_without_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store nobody configured signs nothing and never asks boto3's credential chain (which would read
-    the environment and contact the instance-metadata address); one given options uses them."""
+    """A store nobody configured (no option, or only the run's tuning options) refuses every request before
+    asking boto3's credential chain (which would read the environment and contact the instance-metadata
+    address); one given options uses them."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    assert S3Store().config.unsigned and S3Store().config.reader().credentials is None
+    for options in ({}, {"lancespec_io_parallelism": "32", "timeout": "5s"}):
+        store = S3Store(options)
+        assert not store.config.configured
+        with pytest.raises(StorageError, match="no S3 store is configured"):
+            store.head("s3://bucket/key")
     configured = S3Store({"aws_region": "eu-west-1"}).config
-    assert not configured.unsigned
+    assert configured.configured
     assert configured.reader().credentials.access_key == "from-the-environment"
 
 
@@ -271,7 +277,8 @@ class _FakePool:
             raise answer
         status, code = answer
         body = f"<Error><Code>{code}</Code><Message>simulated {code}</Message></Error>".encode() if code else b""
-        return urllib3.HTTPResponse(body, headers={"ETag": self.etag}, status=status, preload_content=False)
+        return urllib3.HTTPResponse(io.BytesIO(body), headers={"ETag": self.etag}, status=status,
+                                    preload_content=False)
 
 
 @pytest.fixture

@@ -1,0 +1,67 @@
+"""No credential is looked up and no metadata service contacted unless the user configured that store
+(issue 32; docs/security.md): a local dataset whose manifest registers an ``s3://`` base, certified with the
+CI's AWS keys, profile and credential files in the environment and no storage option, reads none of them and
+connects nowhere. The child process records, through an audit hook, every open of a credential file and
+every connection or name lookup that is not loopback; the test fails on either."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance_kit import build_reference_dataset, rewrite_manifest
+
+from lancespec.reference.proto import table_pb2
+
+_AUDITED = r"""
+import json, sys
+watched, record = sys.argv[1].split(","), sys.argv[2]
+seen = []
+
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0] in watched:
+        seen.append(f"open {args[0]}")
+    elif event == "socket.connect":
+        address = args[1]
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if host not in ("127.0.0.1", "::1") and not str(host).startswith("/"):
+            seen.append(f"connect {address}")
+    elif event == "socket.getaddrinfo" and args[0] not in ("127.0.0.1", "localhost", "::1"):
+        seen.append(f"lookup {args[0]}")
+
+sys.addaudithook(hook)
+from lancespec.cli import main
+try:
+    code = main(sys.argv[3:])
+finally:
+    with open(record, "w") as out:
+        json.dump(seen, out)
+sys.exit(code)
+"""
+
+
+def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(tmp_path: Path) -> None:
+    uri = build_reference_dataset(tmp_path / "w")
+
+    def edit(m: table_pb2.Manifest) -> None:
+        m.base_paths.add(id=9, path="s3://attacker-bucket/data", is_dataset_root=False)
+        m.fragments[0].files[0].base_id = 9
+
+    rewrite_manifest(uri, 2, edit)
+    credentials, config = tmp_path / "credentials", tmp_path / "config"
+    credentials.write_text("[ci]\naws_access_key_id = AKIAFROMFILE\naws_secret_access_key = secret\n")
+    config.write_text("[profile ci]\nregion = eu-west-1\n")
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "AKIAFROMENV", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "ci",
+           "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_CONFIG_FILE": str(config)}
+    record = tmp_path / "seen.json"
+    done = subprocess.run([sys.executable, "-c", _AUDITED, f"{credentials},{config}", str(record),
+                           "certify", uri, "--format", "json"], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert json.loads(record.read_text()) == []  # no credential file opened, nothing but loopback contacted
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    named = [f for f in report["findings"] if "s3://attacker-bucket/data" in f["path"] + f["message"]]
+    assert named and all("no S3 store is configured" in f["message"] for f in named), report["findings"]

@@ -1,0 +1,167 @@
+"""Store answers that choose how much is read (issue 32; docs/security.md): a body stored with
+``Content-Encoding: gzip`` is read as stored, never inflated, and counted against ``--max-object-bytes``; a
+store that ignores ``Range`` and streams the whole object is cut at the length asked for."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from test_budgets import measured
+from test_hostile_datasets import run_cli
+
+from lancespec.reference.errors import LimitExceeded
+from lancespec.reference.limits import Limits
+from lancespec.reference.store.s3 import S3Store
+from lancespec.simulator.s3 import EmbeddedS3Server
+
+INFLATED = 256 * 1024 * 1024  # zeros; gzip makes them about 250 KB
+
+
+def _gzip_zeros() -> bytes:
+    out = gzip.compress(bytes(INFLATED // 64), compresslevel=9)  # 4 MiB of zeros, then repeated members
+    return out * 64  # a gzip stream of several members inflates to all of them
+
+
+def test_a_gzip_encoded_object_is_read_as_stored(s3_server: EmbeddedS3Server, bucket: str, tmp_path: Path) -> None:
+    """moto keeps ``Content-Encoding`` as the object's metadata and sends it back; the store returns the
+    bytes as stored (so the inflated 256 MiB never exist) and inspect refuses the manifest they are not."""
+    store = S3Store(s3_server.storage_options())
+    stored = _gzip_zeros()
+    assert len(stored) < 2_000_000
+    uri = f"s3://{bucket}/ds/_versions/18446744073709551614.manifest"
+    store._client.put_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest", Body=stored,
+                             ContentEncoding="gzip")
+    assert store._client.head_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest")[
+        "ContentEncoding"] == "gzip"
+    assert store.get(uri) == stored
+    assert store.get_range(uri, 0, 100) == stored[:100]
+    small = S3Store(s3_server.storage_options(), Limits(max_object_bytes=len(stored) - 1))
+    with pytest.raises(LimitExceeded, match="--max-object-bytes"):
+        small.get(uri)
+    options = [a for k, v in s3_server.storage_options().items() for a in ("--storage-option", f"{k}={v}")]
+    started = time.monotonic()
+    done = run_cli("inspect", f"s3://{bucket}/ds", *options, timeout=20)
+    assert done.returncode == 2 and "manifest footer magic" in done.stderr, done.stderr
+    assert time.monotonic() - started < 20
+
+
+class _RangeIgnoring(BaseHTTPRequestHandler):
+    """Answers every GET with the whole 1 GiB object (200, no Content-Range), and counts what it sent."""
+
+    sent = 0
+    SIZE = 1 << 30
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(self.SIZE))
+        self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+        self.end_headers()
+        chunk = bytes(64 * 1024)
+        try:
+            for _ in range(self.SIZE // len(chunk)):
+                self.wfile.write(chunk)
+                type(self).sent += len(chunk)
+        except OSError:
+            pass  # the reader hung up: what it asked for came first
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def range_ignoring() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RangeIgnoring)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_store_ignoring_range_is_cut_at_the_length_asked(range_ignoring: str) -> None:
+    store = S3Store({"aws_endpoint": range_ignoring, "allow_http": "true", "aws_access_key_id": "k",
+                     "aws_secret_access_key": "s"}, Limits(max_object_bytes=2 << 30))
+    assert store.get_range("s3://b/big.lance", 1000, 100) == bytes(100)
+    time.sleep(0.5)
+    assert _RangeIgnoring.sent < 64 * 1024 * 1024  # the socket's buffers, not the gigabyte
+
+
+# --- compressed deletion files ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_a_compressed_deletion_file_declaring_huge_buffers_is_refused_before_inflating(
+        tmp_path: Path, codec: str) -> None:
+    """An .arrow deletion file whose record batch is compressed and declares 2^29 offsets (a 2 GiB buffer
+    once inflated) in a few kilobytes: a DEL-002 finding, at small memory, never CONFORMANT."""
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    from conformance_kit import build_reference_dataset
+    from test_hostile_datasets import deletion_file, findings
+
+    uri = build_reference_dataset(tmp_path, deletions=("arrow",))
+    schema = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, schema, options=ipc.IpcWriteOptions(compression=codec)) as writer:
+        writer.write_batch(pa.record_batch([pa.array(range(1000), pa.uint32())], schema=schema))
+    honest = sink.getvalue().to_pybytes()
+    hostile = honest.replace(struct.pack("<q", 1000), struct.pack("<q", 2**29)).replace(
+        struct.pack("<q", 4000), struct.pack("<q", 2**31))
+    assert hostile.count(struct.pack("<q", 2**29)) >= 2 and struct.pack("<q", 2**31) in hostile
+    deletion_file(uri).write_bytes(hostile)
+    done, peak_kb = measured("certify", uri, "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert any(f["requirement"] == "DEL-002" and "not inflated" in str(f["message"]) for f in findings(done)), \
+        findings(done)
+    assert peak_kb < 1_000_000
+
+
+class _ShortBody(BaseHTTPRequestHandler):
+    """Announces 1,000 bytes, sends 10 and hangs up; counts the GETs per path."""
+
+    hits: ClassVar[dict[str, int]] = {}
+
+    def do_GET(self) -> None:
+        type(self).hits[self.path] = type(self).hits.get(self.path, 0) + 1
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_failed_object_is_read_once_per_run() -> None:
+    """A short body fails every attempt; the run remembers the failure, so the checks that ask for the same
+    object again meet it at once (55 fetches and 560 s before)."""
+    from lancespec.conformance.fetch import RunStorage
+    from lancespec.reference.errors import StorageError
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        storage = RunStorage({"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+                              "aws_access_key_id": "k", "aws_secret_access_key": "s", "lancespec_max_attempts": "2"})
+        for read in (lambda: storage.get("s3://b/short"), lambda: storage.get_tail("s3://b/short", 64),
+                     lambda: storage.get_range("s3://b/short", 0, 8)):
+            with pytest.raises(StorageError):
+                read()
+        assert _ShortBody.hits == {"/b/short": 2}  # the first read's two attempts, nothing after
+    finally:
+        server.shutdown()
+        server.server_close()
