@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import bisect
 
-from lancespec.reference.codec import decode_transaction
+from lancespec.reference.commit import load_transaction
 from lancespec.reference.conflicts import Resolution, judge
-from lancespec.reference.errors import FormatError
+from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.proto import transaction_pb2
-from lancespec.reference.table import Snapshot
 
 from . import DatasetContext, dataset_check
-from .history import transaction_file, transaction_reads
+from .history import transaction_reads
 
 #: The most versions in between that one committed transaction is judged against (the nearest ones).
 MAX_IN_BETWEEN = 1000
@@ -39,21 +38,6 @@ MAX_IN_BETWEEN = 1000
 #: (``Finding.code``; a verdict's own code, naming a case of the matrix, comes first).
 _REFUSED = {Resolution.INCOMPATIBLE: ("incompatible with", "committed_incompatible"),
             Resolution.RETRYABLE: ("had to be retried after", "committed_without_retry")}
-
-
-def _transaction(ctx: DatasetContext, snapshot: Snapshot) -> transaction_pb2.Transaction | None:
-    """The transaction that made ``snapshot``: its manifest's inline copy, else its ``_transactions/`` file;
-    None when neither is there or it does not decode (HIST-002 says so)."""
-    inline = snapshot.manifest_file.transaction
-    if inline is not None:
-        return inline
-    found = transaction_file(ctx, snapshot)
-    if found is None or found[1] is None:
-        return None
-    try:
-        return decode_transaction(found[1], found[0])
-    except FormatError:
-        return None
 
 
 def _judged_read_version(txn: transaction_pb2.Transaction, version: int) -> int | None:
@@ -71,18 +55,22 @@ def _judged_read_version(txn: transaction_pb2.Transaction, version: int) -> int 
 @dataset_check("history.conflicts", "COMMIT-002", prefetch=transaction_reads)
 def committed_despite_conflict(ctx: DatasetContext) -> None:
     """MUST: no certified version was committed on top of a version its transaction is incompatible with or
-    must be retried after, according to the conflict matrix (COMMIT-002; docs/lance-format.md §7.3)."""
-    history = {snapshot.version: snapshot for snapshot in ctx.history()}
-    order = sorted(history)
-    transactions: dict[int, transaction_pb2.Transaction | None] = {}
+    must be retried after, according to the conflict matrix (COMMIT-002; docs/lance-format.md §7.3).
+
+    A transaction is read as the reference's commit loop reads it (``commit.load_transaction``: the manifest's
+    inline copy, else its ``_transactions/`` file); only the versions in between are kept while judging."""
+    listed = {past.version: past.manifest_uri for past in ctx.history()}
+    order = sorted(listed)
+    concurrent_of: dict[int, transaction_pb2.Transaction | None] = {}
 
     def transaction_of(version: int) -> transaction_pb2.Transaction | None:
-        if version not in transactions:
-            transactions[version] = _transaction(ctx, history[version])
-        return transactions[version]
+        try:
+            return load_transaction(ctx.dataset, version, listed[version])
+        except LanceSpecError:  # a transaction that does not decode: HIST-002 says so
+            return None
 
     for version in sorted(ctx.snapshots):
-        if version not in history:
+        if version not in listed:
             continue
         committing = transaction_of(version)
         read = None if committing is None else _judged_read_version(committing, version)
@@ -91,7 +79,9 @@ def committed_despite_conflict(ctx: DatasetContext) -> None:
         start = bisect.bisect_right(order, read)
         end = bisect.bisect_left(order, version)
         for other in order[max(start, end - MAX_IN_BETWEEN):end]:
-            concurrent = transaction_of(other)
+            if other not in concurrent_of:
+                concurrent_of[other] = transaction_of(other)
+            concurrent = concurrent_of[other]
             if concurrent is None or concurrent.WhichOneof("operation") is None:
                 continue
             verdict = judge(committing, concurrent, concurrent_version=other)
