@@ -61,7 +61,10 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                   storage_options: Mapping[str, str] | None = None, with_deleted: bool = False) -> pa.Table:
     """The fragment's rows with every top-level column of the schema. Columns are found by field id (the
     data file's own schema gives each id's stored name), so renamed, dropped and cast columns read as the
-    schema says; a column no data file holds (added as all-null, metadata only) reads as nulls."""
+    schema says. A data file holds only the ids its DataFile lists: a column whose id the list replaces by
+    the tombstone -2 is ignored, and a column no data file holds (added as all-null, metadata only, or
+    tombstoned) reads as nulls (Table Format "Data Files": -2 tombstones; a field without a data file reads
+    as NULL; docs/lance-format.md §3.2)."""
     fields = list(snapshot.manifest.fields)
     live = {f.id: f for f in fields}
     columns: dict[int, tuple[pa.Field, pa.ChunkedArray]] = {}
@@ -80,8 +83,9 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                 f"data file holds {table.num_rows} rows, the fragment records {fragment.physical_rows}",
                 data_file.uri,
             )
+        held = {i for i in proto.fields if i >= 0}  # -2: tombstoned, the column is ignored
         for stored in file_fields:
-            if stored.parent_id != -1 or stored.id not in live:
+            if stored.parent_id != -1 or stored.id not in live or stored.id not in held:
                 continue
             if stored.name not in table.column_names:
                 raise FormatError(f"data file has no column {stored.name!r} (field id {stored.id})", data_file.uri)

@@ -23,13 +23,13 @@ from lancespec.reference.codec.datafile import (
     FOOTER_VERSION_FOR,
     DataFileFooter,
     TailedObject,
+    file_descriptor,
     read_footer,
-    row_count,
 )
 from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
-from lancespec.reference.proto import table_pb2
+from lancespec.reference.proto import file_pb2, table_pb2
 from lancespec.reference.store import Storage
 from lancespec.reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
@@ -44,13 +44,15 @@ from .portability import is_relative_path
 @dataclass(frozen=True)
 class _DataFileState:
     """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
-    (None for a legacy file or one without a footer; a sentence when it cannot be read) and, when something
-    is wrong with the file itself, a sentence saying what."""
+    (None for a legacy file or one without a footer; a sentence when it cannot be read), the fields of its
+    own schema (its FileDescriptor; None when there is no count) and, when something is wrong with the file
+    itself, a sentence saying what."""
 
     size: int | None
     footer: DataFileFooter | None
     problem: str | None
     rows: int | str | None = None
+    fields: tuple[file_pb2.Field, ...] | None = None
 
 
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
@@ -71,10 +73,10 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
         if footer.is_legacy:
             return _DataFileState(obj.size, footer, None)
         try:
-            rows: int | str = row_count(obj, footer)
+            descriptor = file_descriptor(obj, footer)
         except LanceSpecError as exc:
-            rows = exc.message
-        return _DataFileState(obj.size, footer, None, rows)
+            return _DataFileState(obj.size, footer, None, exc.message)
+        return _DataFileState(obj.size, footer, None, int(descriptor.length), tuple(descriptor.schema.fields))
 
     return run_cached(storage, ("data-file", uri), compute)
 

@@ -61,6 +61,20 @@ def _transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byt
         return uri, None
 
 
+def transaction_of(ctx: DatasetContext, snapshot: Snapshot) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``snapshot``: the manifest's inline copy, else its transaction file; None
+    when neither is there or the file does not decode (HIST-002 reports that)."""
+    if snapshot.manifest_file.transaction is not None:
+        return snapshot.manifest_file.transaction
+    found = _transaction_file(ctx, snapshot)
+    if found is None or found[1] is None:
+        return None
+    try:
+        return decode_transaction(found[1], found[0])
+    except FormatError:
+        return None
+
+
 def _transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
     """The transaction file of every certified version."""
     for snapshot in ctx.snapshots.values():
