@@ -79,6 +79,7 @@ def field_ids(ctx: DatasetContext) -> None:
     attached = {s.version: s for s in history}
     appearances: dict[int, set[Meaning]] = {}
     current: set[int] | None = None
+    before: table_pb2.Manifest | None = None
     for snap in history:
         fields = _meanings(snap)
         made = _made(ctx, snap, attached) if current is not None else _Made(None)
@@ -88,18 +89,21 @@ def field_ids(ctx: DatasetContext) -> None:
             highest = max(appearances, default=None)
             for fid in sorted(set(fields) - current):
                 if fid in appearances:
-                    _returning_field(ctx, snap, made, fid, fields[fid], appearances[fid])
+                    assert before is not None
+                    _returning_field(ctx, snap, before, made, fid, fields[fid], appearances[fid])
                 elif highest is not None and fid <= highest:
                     ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
                                    f"new field {fields[fid][0]!r} has id {fid}, not above the highest id used before "
                                    f"({highest})")
         for fid, meaning in fields.items():
             appearances.setdefault(fid, set()).add(meaning)
-        current = set(fields)
+        current, before = set(fields), snap.manifest
 
 
-def _returning_field(ctx: DatasetContext, snap: Snapshot, made: _Made, fid: int, meaning: Meaning,
-                     earlier: set[Meaning]) -> None:
+def _returning_field(ctx: DatasetContext, snap: Snapshot, before: table_pb2.Manifest, made: _Made, fid: int,
+                     meaning: Meaning, earlier: set[Meaning]) -> None:
+    """Judge field ``fid`` coming back in ``snap`` (absent from ``before``, the attached version before it),
+    as ``meaning``; ``earlier``: what it meant at every earlier appearance."""
     if made.restore and made.restored is not None:
         was = _meanings(made.restored).get(fid)
         if was == meaning:
@@ -113,14 +117,17 @@ def _returning_field(ctx: DatasetContext, snap: Snapshot, made: _Made, fid: int,
             ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
                            f"field {meaning[0]!r} has id {fid}, which an earlier version used for the since "
                            f"dropped field {' or '.join(sorted(repr(m[0]) for m in earlier))}")
-    elif meaning in earlier:
-        ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
-                       f"field {_field_text(meaning)} comes back under its old id {fid} in a {made.operation} "
-                       "commit: a dropped field added again takes a new id; only a restore brings an old id back")
     else:
+        again = meaning in earlier
+        was = f"its old id {fid}" if again else f"id {fid}, the id of the since dropped field " + " or ".join(
+            sorted(_field_text(m) for m in earlier))
+        still = ("data files of the version before still hold that id, so readers return the dropped values"
+                 if any(fid in d.fields for f in before.fragments for d in f.files)
+                 else "no data file of the version before holds that id")
         ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
-                       f"field {_field_text(meaning)} has id {fid}, which an earlier version used for the since "
-                       f"dropped field {' or '.join(sorted(_field_text(m) for m in earlier))}")
+                       f"field {_field_text(meaning)} {'comes back under' if again else 'is added with'} {was} in a "
+                       f"{made.operation} commit ({still}): a field added after a drop takes a new id; only a "
+                       "restore brings an old id back")
 
 
 @version_check("evolution.data_file_field_ids", "MAN-016", prefetch=_data_file_reads, fragment_local=True)
