@@ -14,6 +14,9 @@ How certify reads a restore, a rename and a re-add (spec/README.md, "Restore, re
   same name and type or not) is a reuse.
 - an Overwrite starts the schema afresh, as a creation does (pylance numbers its fields from 0 again);
   its fragments still take ids above max_fragment_id.
+- without a transaction, or when cleanup removed the version just before (the commits that made the
+  difference are gone; only a Restore or an Overwrite still tells), a return is judged against every
+  earlier appearance.
 - when cleanup removed the versions that used an id, what storage still holds is judged: a new fragment
   id not above the previous version's max_fragment_id (``fragment_ids``), and a field id whose data files
   disagree on what it is (``data_file_field_ids``).
@@ -53,12 +56,22 @@ class _Made:
 
 
 def _made(ctx: DatasetContext, snap: Snapshot, attached: dict[int, Snapshot]) -> _Made:
+    """How ``snap`` was made. When the version before it is gone (cleanup), what changed since the attached
+    version before it was made by commits no longer known: only a restore or an overwrite, which set the
+    whole schema, still tell; any other operation counts as unknown."""
     txn = transaction_of(ctx, snap)
     operation = txn.WhichOneof("operation") if txn is not None else None
+    if operation not in ("restore", "overwrite") and snap.version - 1 not in attached:
+        return _Made(None)
     if operation != "restore":
         return _Made(operation)
     assert txn is not None
     return _Made(operation, attached.get(txn.restore.version))
+
+
+def _commit(operation: str | None) -> str:
+    """'a delete commit', 'an append commit'."""
+    return f"{'an' if (operation or 'x')[0] in 'aeiou' else 'a'} {operation} commit"
 
 
 def _meanings(snap: Snapshot) -> dict[int, Meaning]:
@@ -125,8 +138,8 @@ def _returning_field(ctx: DatasetContext, snap: Snapshot, before: table_pb2.Mani
                  if any(fid in d.fields for f in before.fragments for d in f.files)
                  else "no data file of the version before holds that id")
         ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
-                       f"field {_field_text(meaning)} {'comes back under' if again else 'is added with'} {was} in a "
-                       f"{made.operation} commit ({still}): a field added after a drop takes a new id; only a "
+                       f"field {_field_text(meaning)} {'comes back under' if again else 'is added with'} {was} in "
+                       f"{_commit(made.operation)} ({still}): a field added after a drop takes a new id; only a "
                        "restore brings an old id back")
 
 
@@ -184,7 +197,7 @@ def fragment_ids(ctx: DatasetContext) -> None:
             elif (made.operation is not None and made.operation not in _OLD_FRAGMENT_IDS_ALLOWED
                   and previous is not None and previous.HasField("max_fragment_id")
                   and fid <= previous.max_fragment_id):
-                problem = (f"new fragment {fid} (made by a {made.operation} commit) is not above max_fragment_id "
+                problem = (f"new fragment {fid} (made by {_commit(made.operation)}) is not above max_fragment_id "
                            f"{previous.max_fragment_id} of version {previous.version}: an id used before")
             else:
                 continue
@@ -208,7 +221,7 @@ def _returning_fragment(made: _Made, fid: int, files: frozenset[str], earlier: l
             return None
         return (f"fragment id {fid} names a new fragment, but an earlier version used it for another fragment "
                 "since removed")
-    return (f"fragment id {fid} comes back in a {made.operation} commit, but an earlier version used it for a "
+    return (f"fragment id {fid} comes back in {_commit(made.operation)}, but an earlier version used it for a "
             "fragment since removed: only a restore brings an old fragment id back")
 
 

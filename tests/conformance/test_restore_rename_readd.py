@@ -7,6 +7,7 @@ the dropped field's id when no data file holds that id any more (F-040), which c
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,4 +54,24 @@ def test_a_rename_keeps_the_id(tmp_path: Path) -> None:
     _field_sequence(uri)
     renamed = [(f.id, f.name) for f in Dataset.open(uri).snapshot(3).manifest.fields]
     assert renamed == [(0, "id"), (1, "name"), (2, "y")]
+    assert_clean(certify_findings(uri))
+
+
+def test_a_restore_cleanup_removed_between_tagged_versions(tmp_path: Path) -> None:
+    """Versions 1 and 3 are tagged; version 2 deletes fragment 1, version 4 restores version 1 (fragment 1
+    back), version 5 appends; cleanup removes 2 and 4. Between the attached versions 3 and 5, fragment 1
+    returns in an append: the commits that made the difference are gone, so the append is not taken for
+    the one that brought the id back (the check that did reported MAN-017 here)."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": pa.array(range(6), pa.int64())}), uri, max_rows_per_file=3)
+    lance.dataset(uri).tags.create("one", 1)
+    lance.dataset(uri).delete("id >= 3")
+    lance.dataset(uri).add_columns({"x": "id * 2"})
+    lance.dataset(uri).tags.create("three", 3)
+    lance.dataset(uri).checkout_version(1).restore()
+    lance.write_dataset(pa.table({"id": pa.array([9], pa.int64())}), uri, mode="append")
+    lance.dataset(uri).cleanup_old_versions(older_than=timedelta(0), error_if_tagged_old_versions=False)
+    assert [v["version"] for v in lance.dataset(uri).versions()] == [1, 3, 5]
+    assert [f.id for f in Dataset.open(uri).snapshot(3).manifest.fragments] == [0]
+    assert [f.id for f in Dataset.open(uri).snapshot(5).manifest.fragments] == [0, 1, 2]
     assert_clean(certify_findings(uri))
