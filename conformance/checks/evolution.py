@@ -157,23 +157,22 @@ def data_file_field_ids(ctx: VersionContext) -> None:
         fields = _data_file_state(ctx.storage, uri).fields
         if fields is None:
             continue
-        own = {f.id: f for f in fields}
+        own = {fid: (name, logical_type) for fid, name, logical_type in fields}
         where = f"fragment {fragment.id} file {data_file.path}"
         for fid in data_file.fields:
-            stored = own.get(fid)
-            if fid < 0 or stored is None:
+            if fid < 0 or fid not in own:
                 continue
+            name, logical_type = own[fid]
             field = schema.get(fid)
-            if field is not None and field.logical_type != stored.logical_type:
-                ctx.finding("MAN-016", uri, f"the data file holds field id {fid} as {stored.name!r} "
-                            f"({stored.logical_type}), the schema gives id {fid} to {field.name!r} "
-                            f"({field.logical_type}): the id names another field than the one the file holds",
+            if field is not None and field.logical_type != logical_type:
+                ctx.finding("MAN-016", uri, f"the data file holds field id {fid} as {name!r} ({logical_type}), the "
+                            f"schema gives id {fid} to {field.name!r} ({field.logical_type}): the id names another "
+                            "field than the one the file holds", where)
+            other = held.setdefault((fragment.id, fid), (name, logical_type, data_file.path))
+            if other[:2] != (name, logical_type):
+                ctx.finding("MAN-016", uri, f"field id {fid} is {name!r} ({logical_type}) in this data file and "
+                            f"{other[0]!r} ({other[1]}) in {other[2]} of the same fragment: one id names two fields",
                             where)
-            other = held.setdefault((fragment.id, fid), (stored.name, stored.logical_type, data_file.path))
-            if other[:2] != (stored.name, stored.logical_type):
-                ctx.finding("MAN-016", uri, f"field id {fid} is {stored.name!r} ({stored.logical_type}) in this data "
-                            f"file and {other[0]!r} ({other[1]}) in {other[2]} of the same fragment: one id names "
-                            "two fields", where)
 
 
 @dataset_check("evolution.fragment_ids", "MAN-017")

@@ -29,7 +29,7 @@ from lancespec.reference.codec.datafile import (
 from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
-from lancespec.reference.proto import file_pb2, table_pb2
+from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import Storage
 from lancespec.reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
@@ -44,15 +44,16 @@ from .portability import is_relative_path
 @dataclass(frozen=True)
 class _DataFileState:
     """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
-    (None for a legacy file or one without a footer; a sentence when it cannot be read), the fields of its
-    own schema (its FileDescriptor; None when there is no count) and, when something is wrong with the file
-    itself, a sentence saying what."""
+    (None for a legacy file or one without a footer; a sentence when it cannot be read), the ``(id, name,
+    logical type)`` of each field of its own schema (its FileDescriptor; None when there is no count; one
+    shared tuple for the files of one schema) and, when something is wrong with the file itself, a sentence
+    saying what."""
 
     size: int | None
     footer: DataFileFooter | None
     problem: str | None
     rows: int | str | None = None
-    fields: tuple[file_pb2.Field, ...] | None = None
+    fields: tuple[tuple[int, str, str], ...] | None = None
 
 
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
@@ -76,7 +77,9 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
             descriptor = file_descriptor(obj, footer)
         except LanceSpecError as exc:
             return _DataFileState(obj.size, footer, None, exc.message)
-        return _DataFileState(obj.size, footer, None, int(descriptor.length), tuple(descriptor.schema.fields))
+        fields = tuple((f.id, f.name, f.logical_type) for f in descriptor.schema.fields)
+        shared = run_cached(storage, ("data-file-schema", repr(fields)), lambda: fields)
+        return _DataFileState(obj.size, footer, None, int(descriptor.length), shared)
 
     return run_cached(storage, ("data-file", uri), compute)
 
