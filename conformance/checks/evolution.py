@@ -132,13 +132,13 @@ def _returning_field(ctx: DatasetContext, snap: Snapshot, before: table_pb2.Mani
                            f"dropped field {' or '.join(sorted(repr(m[0]) for m in earlier))}")
     else:
         again = meaning in earlier
-        was = f"its old id {fid}" if again else f"id {fid}, the id of the since dropped field " + " or ".join(
+        old = f"its old id {fid}" if again else f"id {fid}, the id of the since dropped field " + " or ".join(
             sorted(_field_text(m) for m in earlier))
         still = ("data files of the version before still hold that id, so readers return the dropped values"
                  if any(fid in d.fields for f in before.fragments for d in f.files)
                  else "no data file of the version before holds that id")
         ctx.finding_at(snap.version, "MAN-016", snap.manifest_uri,
-                       f"field {_field_text(meaning)} {'comes back under' if again else 'is added with'} {was} in "
+                       f"field {_field_text(meaning)} {'comes back under' if again else 'is added with'} {old} in "
                        f"{_commit(made.operation)} ({still}): a field added after a drop takes a new id; only a "
                        "restore brings an old id back")
 
