@@ -95,12 +95,17 @@ def field_ids(ctx: DatasetContext) -> None:
     before: table_pb2.Manifest | None = None
     for snap in history:
         fields = _meanings(snap)
-        made = _made(ctx, snap, attached) if current is not None else _Made(None)
+        arrived = sorted(set(fields) - current) if current is not None else []
+        if arrived:
+            made = _made(ctx, snap, attached)
+        else:  # only an overwrite matters here: the manifest's inline transaction, never a read, tells
+            inline = snap.manifest_file.transaction
+            made = _Made(inline.WhichOneof("operation") if inline is not None else None)
         if made.operation == "overwrite":
             appearances = {}
         elif current is not None:
             highest = max(appearances, default=None)
-            for fid in sorted(set(fields) - current):
+            for fid in arrived:
                 if fid in appearances:
                     assert before is not None
                     _returning_field(ctx, snap, before, made, fid, fields[fid], appearances[fid])

@@ -75,3 +75,16 @@ def test_a_restore_cleanup_removed_between_tagged_versions(tmp_path: Path) -> No
     assert [f.id for f in Dataset.open(uri).snapshot(3).manifest.fragments] == [0]
     assert [f.id for f in Dataset.open(uri).snapshot(5).manifest.fragments] == [0, 1, 2]
     assert_clean(certify_findings(uri))
+
+
+def test_an_overwrite_starts_the_schema_afresh(tmp_path: Path) -> None:
+    """pylance numbers an overwrite's fields from 0, as at creation: after x (id 2) was added and dropped,
+    an overwrite with id, name, y gives y id 2. No data file of the overwrite holds x, so no reuse."""
+    uri = str(tmp_path / "ds")
+    _field_sequence(uri)
+    table = pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "y": pa.array([2.5], pa.float64())})
+    lance.write_dataset(table, uri, mode="overwrite")
+    fields = Dataset.open(uri).snapshot().manifest.fields
+    assert [(f.id, f.name, f.logical_type) for f in fields] == [(0, "id", "int64"), (1, "name", "string"),
+                                                               (2, "y", "double")]
+    assert_clean(certify_findings(uri))
