@@ -169,6 +169,22 @@ def test_man016_man017_a_restore_brings_back_ids_as_they_were(clean_dataset: Bui
             "(int64)") in found[0].message
 
 
+def test_man017_a_restore_bringing_back_another_fragment(clean_dataset: Build) -> None:
+    """Version 3 restores version 1, but its fragment 1 holds the data file of fragment 3 (appended by
+    version 2) instead of version 1's."""
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 2, lambda m: m.fragments.pop(1))
+    appended = snapshot(uri, 2).manifest.fragments[-1]
+
+    def swap(m: table_pb2.Manifest) -> None:
+        m.fragments[1].files[0].CopyFrom(appended.files[0])
+
+    _restore(uri, 3, 1, swap)
+    found = assert_only(certify_findings(uri), "MAN-017")
+    assert found[0].version == 3
+    assert "the restore of version 1 brings back fragment id 1 with other data files" in found[0].message
+
+
 def test_man017_fragment_id_reused(clean_dataset: Build) -> None:
     """v2 drops fragment 1; v3 (latest) gives id 1 to the fragment v2 appended as 3."""
     uri = clean_dataset(deletions=("arrow",))
