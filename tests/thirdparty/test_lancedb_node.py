@@ -1,9 +1,10 @@
 """Zero false positives on LanceDB for Node: tests/thirdparty/node/write_shapes.mjs writes seven tables with
 @lancedb/lancedb 0.39.0 (create, add, delete, update, add/rename/cast/drop columns, scalar, full-text and
-vector indices, optimize, merge_insert, tags, checkout and restore, a restore from before a schema change); each certifies --all-versions with no
-MUST finding and only known divergences, and the reference reader reads what pylance reads from it. The
-database folder itself is answered with the tables it holds. Skipped, with the reason, when node or the
-package is not installed (``npm install --prefix tests/thirdparty/node``)."""
+vector indices, optimize, merge_insert, tags, checkout and restore, a restore from before a schema
+change); each certifies --all-versions with no MUST finding and only known divergences, and the reference
+reader reads what pylance reads from it. The database folder itself is answered with the tables it holds.
+Skipped, with the reason, when node or the package is not installed (``npm install --prefix
+tests/thirdparty/node``)."""
 
 from __future__ import annotations
 
