@@ -263,6 +263,32 @@ def restore(workdir: Path) -> Shape:
     return Shape("restore", str(root), "version 1 restored as version 3")
 
 
+def restore_after_schema_change(workdir: Path) -> Shape:
+    """The sequence from the field (issue 26): two fragments, add_columns ``x`` (a second data file per
+    fragment, same fragment ids), rename ``x`` to ``y``, drop ``y``, compact (fragments 0 and 1 become 2),
+    then restore version 2: field id 2 comes back as ``x`` and fragments 0 and 1 with both data files."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 6), str(root), max_rows_per_file=3)
+    lance.dataset(str(root)).add_columns({"x": "id * 2"})
+    _alter(root, path="x", name="y")
+    lance.dataset(str(root)).drop_columns(["y"])
+    lance.dataset(str(root)).optimize.compact_files()
+    second: Any = lance.dataset(str(root), version=2)
+    second.restore()
+    return Shape("restore_after_schema_change", str(root), "add, rename, drop, compact, then version 2 restored")
+
+
+def field_readded(workdir: Path) -> Shape:
+    """F-040: add_columns ``x``, drop it (its data files leave the fragments), add ``z``: pylance gives ``z``
+    the dropped field's id 2 (breaches MAN-016)."""
+    root = _fresh(workdir) / "ds"
+    lance.write_dataset(rows(0, 6), str(root), max_rows_per_file=3)
+    lance.dataset(str(root)).add_columns({"x": "id * 2"})
+    lance.dataset(str(root)).drop_columns(["x"])
+    lance.dataset(str(root)).add_columns({"z": "id * 3"})
+    return Shape("field_readded", str(root), "a dropped field's id given to the next field added (F-040)")
+
+
 def manifest_migrated(workdir: Path) -> Shape:
     """V1 manifest names migrated to V2 (``migrate_manifest_paths_v2``, which renames every manifest), then
     an append under the V2 scheme."""
@@ -397,6 +423,7 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
     "merge_update": merge_update,
     "stable_row_ids": stable_row_ids,
     "restore": restore,
+    "restore_after_schema_change": restore_after_schema_change,
     "manifest_migrated": manifest_migrated,
     **{f"storage_{v.replace('.', '_')}": _storage_version(v) for v in ("2.0", "2.1", "2.2", "legacy")},
 }
@@ -431,5 +458,8 @@ DIVERGENCE_SHAPES: dict[str, Callable[[Path], Shape]] = {
     # F-038: an UpdateConfig that sets only config keys lands after a concurrent Overwrite (breaches COMMIT-002).
     "config_over_overwrite": _shape("config_over_overwrite", "ds", "an update_config committed over a concurrent "
                                     "overwrite it never saw (F-038)", Create("ds", 0, 4), _config_over_overwrite),
+    # F-040: a field added after a drop takes the dropped field's id once no data file holds it (breaches
+    # MAN-016).
+    "field_readded": field_readded,
 }
 

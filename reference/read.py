@@ -8,7 +8,7 @@ deletion files with its own codec. Rows come back in fragment order, then row or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,11 +57,30 @@ def _conform(column: pa.ChunkedArray, stored: pa.Field, field_id: int, file_fiel
     return pa.field(name, struct.type, nullable=stored.nullable), pa.chunked_array([struct])
 
 
+def _held_top_level(file_fields: list[file_pb2.Field], listed: Iterable[int]) -> set[int]:
+    """The top-level field ids a data file holds: those whose id, or the id of a field below them, its
+    DataFile lists (pylance lists a struct by its own id, a list by its item's). An id the list replaced by
+    the tombstone -2 is not held: that column is ignored."""
+    parent = {f.id: f.parent_id for f in file_fields}
+
+    def top_level(field_id: int) -> int:
+        for _ in parent:  # a cycle in a damaged schema ends after as many steps as there are fields
+            if parent[field_id] == -1 or parent[field_id] not in parent:
+                break
+            field_id = parent[field_id]
+        return field_id
+
+    return {top_level(i) for i in listed if i >= 0 and i in parent}
+
+
 def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                   storage_options: Mapping[str, str] | None = None, with_deleted: bool = False) -> pa.Table:
     """The fragment's rows with every top-level column of the schema. Columns are found by field id (the
     data file's own schema gives each id's stored name), so renamed, dropped and cast columns read as the
-    schema says; a column no data file holds (added as all-null, metadata only) reads as nulls."""
+    schema says. A data file holds only the ids its DataFile lists: a column whose id the list replaces by
+    the tombstone -2 is ignored, and a column no data file holds (added as all-null, metadata only, or
+    tombstoned) reads as nulls (Table Format "Data Files": -2 tombstones; a field without a data file reads
+    as NULL; docs/lance-format.md §3.2)."""
     fields = list(snapshot.manifest.fields)
     live = {f.id: f for f in fields}
     columns: dict[int, tuple[pa.Field, pa.ChunkedArray]] = {}
@@ -80,8 +99,9 @@ def read_fragment(snapshot: Snapshot, fragment: FragmentView, storage: Storage,
                 f"data file holds {table.num_rows} rows, the fragment records {fragment.physical_rows}",
                 data_file.uri,
             )
+        held = _held_top_level(file_fields, proto.fields)
         for stored in file_fields:
-            if stored.parent_id != -1 or stored.id not in live:
+            if stored.parent_id != -1 or stored.id not in live or stored.id not in held:
                 continue
             if stored.name not in table.column_names:
                 raise FormatError(f"data file has no column {stored.name!r} (field id {stored.id})", data_file.uri)

@@ -23,8 +23,8 @@ from lancespec.reference.codec.datafile import (
     FOOTER_VERSION_FOR,
     DataFileFooter,
     TailedObject,
+    file_descriptor,
     read_footer,
-    row_count,
 )
 from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
@@ -44,14 +44,17 @@ from .portability import is_relative_path
 @dataclass(frozen=True)
 class _DataFileState:
     """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
-    (None for a legacy file or one without a footer; a sentence when it cannot be read) and, when something
-    is wrong with the file itself, a sentence saying what and a word for it (``Finding.code``)."""
+    (None for a legacy file or one without a footer; a sentence when it cannot be read), the ``(id, name,
+    logical type)`` of each field of its own schema (its FileDescriptor; None when there is no count; one
+    shared tuple for the files of one schema) and, when something is wrong with the file itself, a sentence
+    saying what and a word for it (``Finding.code``)."""
 
     size: int | None
     footer: DataFileFooter | None
     problem: str | None
     rows: int | str | None = None
     code: str = ""
+    fields: tuple[tuple[int, str, str], ...] | None = None
 
 
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
@@ -72,10 +75,12 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
         if footer.is_legacy:
             return _DataFileState(obj.size, footer, None)
         try:
-            rows: int | str = row_count(obj, footer)
+            descriptor = file_descriptor(obj, footer)
         except LanceSpecError as exc:
-            rows = exc.message
-        return _DataFileState(obj.size, footer, None, rows)
+            return _DataFileState(obj.size, footer, None, exc.message)
+        fields = tuple((f.id, f.name, f.logical_type) for f in descriptor.schema.fields)
+        shared = run_cached(storage, ("data-file-schema", repr(fields)), lambda: fields)
+        return _DataFileState(obj.size, footer, None, int(descriptor.length), fields=shared)
 
     return run_cached(storage, ("data-file", uri), compute)
 

@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from lancespec.reference import flags as feature_flags
 from lancespec.reference.codec import decode_manifest_file, decode_transaction
+from lancespec.reference.commit import load_transaction
 from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
 from lancespec.reference.layout import TRANSACTIONS_DIR, bare_name_escape
 from lancespec.reference.proto import transaction_pb2
@@ -59,6 +60,16 @@ def transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, byte
         return uri, ctx.storage.get(uri)
     except ObjectNotFound:
         return uri, None
+
+
+def transaction_of(ctx: DatasetContext, version: int, manifest_uri: str) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``version`` (its manifest at ``manifest_uri``), read as the reference's commit
+    loop reads it (``commit.load_transaction``: the manifest's inline copy, else its ``_transactions/`` file);
+    None when neither is there or it does not decode (HIST-002 reports that)."""
+    try:
+        return load_transaction(ctx.dataset, version, manifest_uri)
+    except LanceSpecError:
+        return None
 
 
 def transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:

@@ -22,14 +22,26 @@ from conformance_kit import (
     build_reference_dataset,
     certify_findings,
     latest_version,
+    local_manifest_file,
+    manifest_uri,
     rewrite_manifest,
     rows,
     snapshot,
 )
 
+from lancespec.conformance.fixtures.breach_history import (
+    CASES,
+    HistoryBreach,
+    breach_field_id_in_data_files,
+    breach_field_readded,
+    breach_fragment_id_below_max,
+    register,
+)
+from lancespec.conformance.traceability import load_matrix
 from lancespec.reference import clone as clone_ops
 from lancespec.reference import ops
-from lancespec.reference.proto import file_pb2, rowids_pb2, table_pb2
+from lancespec.reference.codec import encode_manifest_file
+from lancespec.reference.proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
 from lancespec.reference.table import Dataset
 
 Build = Callable[..., str]
@@ -77,11 +89,100 @@ def test_man016_new_field_id_not_above_the_ids_used_before(clean_dataset: Build)
     assert "not above the highest id used before (7)" in found[0].message
 
 
-def test_man016_a_restored_field_is_no_reuse(clean_dataset: Build) -> None:
+def test_man016_a_dropped_field_readded_under_its_old_id(clean_dataset: Build) -> None:
+    """The audit's breach: same name and type, but version 3 is a delete, not a restore; the data files
+    still hold id 1, so readers return the dropped values."""
+    uri = clean_dataset(deletions=("arrow",))
+    breach_field_readded(uri)
+    found = assert_only(certify_findings(uri), "MAN-016")
+    assert [f.version for f in found] == [3]
+    assert ("comes back under its old id 1 in a delete commit (data files of the version before still hold that "
+            "id") in found[0].message
+
+
+def test_man016_a_field_id_reused_after_cleanup(clean_dataset: Build) -> None:
+    """The versions that used id 1 are cleaned up; the data files' own schemas still hold it as 'name'."""
+    uri = clean_dataset(deletions=("arrow",))
+    breach_field_id_in_data_files(uri)
+    assert Dataset(uri).versions() == [3]
+    found = assert_only(certify_findings(uri), "MAN-016")
+    assert len(found) == 4  # every data file of the latest version holds id 1
+    assert all("holds field id 1 as 'name' (string), the schema gives id 1 to 'score' (int64)" in f.message
+               for f in found)
+
+
+def test_man016_one_field_id_two_names_in_one_fragment(clean_dataset: Build, tmp_path: Path) -> None:
+    """Fragment 0 gets a second data file holding id 1, which its own schema calls 'label' while the first
+    file's calls it 'name': one id names two fields (a reuse whose versions a cleanup removed). Both are
+    strings, so only the names disagree; the overlap itself is MAN-007's (SHOULD)."""
+    uri = clean_dataset()
+    labels = str(tmp_path / "labels")
+    ops.create(labels, pa.table({"id": pa.array(range(4), pa.int64()), "label": list("abcd")}))
+    donor = snapshot(labels).manifest.fragments[0].files[0]
+    shutil.copy(Path(labels, "data", donor.path), Path(uri, "data", donor.path))
+
+    def add(m: table_pb2.Manifest) -> None:
+        extra = m.fragments[0].files.add()
+        extra.CopyFrom(donor)
+        extra.fields[:] = [-2, 1]
+
+    rewrite_manifest(uri, latest_version(uri), add)
+    findings = certify_findings(uri)
+    found = assert_only(findings, "MAN-016")
+    assert "field id 1 is 'label' (string) in this data file and 'name' (string) in " in found[0].message
+    assert {f.severity for f in assert_reported(findings, "MAN-007")} == {"SHOULD"}
+
+
+def _restore(uri: str, version: int, restored: int, edit: Callable[[table_pb2.Manifest], None]) -> None:
+    """Make ``version`` a restore of ``restored``: its schema and fragments those of ``restored`` (then
+    ``edit``ed), its transaction (inline and file) a Restore."""
+    source = snapshot(uri, restored).manifest
+    where = manifest_uri(uri, version)
+    decoded = local_manifest_file(where)
+    manifest = table_pb2.Manifest()
+    manifest.CopyFrom(decoded.manifest)
+    for name in ("fields", "fragments"):
+        manifest.ClearField(name)  # type: ignore[arg-type]
+    manifest.fields.extend(source.fields)
+    manifest.fragments.extend(source.fragments)
+    manifest.reader_feature_flags, manifest.writer_feature_flags = source.reader_feature_flags, \
+        source.writer_feature_flags
+    edit(manifest)
+    txn = transaction_pb2.Transaction(read_version=version - 1, uuid=decoded.transaction.uuid if decoded.transaction
+                                      else "", restore=transaction_pb2.Transaction.Restore(version=restored))
+    data = txn.SerializeToString()
+    Path(uri, "_transactions", manifest.transaction_file).write_bytes(data)
+    Path(where).write_bytes(encode_manifest_file(manifest, data, decoded.index_section))
+
+
+def test_man016_man017_a_restore_brings_back_ids_as_they_were(clean_dataset: Build) -> None:
+    """Version 1 has a field 'ghost' (id 5) that version 2 drops; version 3 restores version 1, so 'ghost'
+    and fragment ids come back as they were: no reuse. The same restore giving id 5 to 'other' is one."""
     uri = clean_dataset(deletions=("arrow",))
     rewrite_manifest(uri, 1, _add_field("ghost", 5))
-    rewrite_manifest(uri, 3, _add_field("ghost", 5))
-    assert not [f for f in certify_findings(uri) if f.requirement == "MAN-016"]
+    rewrite_manifest(uri, 2, lambda m: m.fragments.pop(1))  # fragment 1 leaves, the restore brings it back
+    _restore(uri, 3, 1, lambda m: None)
+    assert_clean(certify_findings(uri))
+    _restore(uri, 3, 1, lambda m: setattr(m.fields[-1], "name", "other"))
+    found = assert_only(certify_findings(uri), "MAN-016")
+    assert ("the restore of version 1 brings back field id 5 as 'other' (int64), which version 1 had as 'ghost' "
+            "(int64)") in found[0].message
+
+
+def test_man017_a_restore_bringing_back_another_fragment(clean_dataset: Build) -> None:
+    """Version 3 restores version 1, but its fragment 1 holds the data file of fragment 3 (appended by
+    version 2) instead of version 1's."""
+    uri = clean_dataset(deletions=("arrow",))
+    rewrite_manifest(uri, 2, lambda m: m.fragments.pop(1))
+    appended = snapshot(uri, 2).manifest.fragments[-1]
+
+    def swap(m: table_pb2.Manifest) -> None:
+        m.fragments[1].files[0].CopyFrom(appended.files[0])
+
+    _restore(uri, 3, 1, swap)
+    found = assert_only(certify_findings(uri), "MAN-017")
+    assert found[0].version == 3
+    assert "the restore of version 1 brings back fragment id 1 with other data files" in found[0].message
 
 
 def test_man017_fragment_id_reused(clean_dataset: Build) -> None:
@@ -96,7 +197,18 @@ def test_man017_fragment_id_reused(clean_dataset: Build) -> None:
 
     rewrite_manifest(uri, 3, reuse)
     found = assert_only(certify_findings(uri), "MAN-017")
-    assert found[0].version == 3 and "[1]" in found[0].message
+    assert found[0].version == 3 and "fragment id 1 comes back in a delete commit" in found[0].message
+
+
+def test_man017_fragment_id_reused_after_cleanup(clean_dataset: Build) -> None:
+    """Version 1, where fragment 2 lived, is cleaned up; version 3 names new data fragment 2, not above the
+    max_fragment_id 3 of version 2."""
+    uri = clean_dataset(deletions=("arrow",))
+    breach_fragment_id_below_max(uri)
+    assert Dataset(uri).versions() == [2, 3]
+    found = assert_only(certify_findings(uri), "MAN-017")
+    assert [f.version for f in found] == [3]
+    assert "new fragment 2 (made by a delete commit) is not above max_fragment_id 3 of version 2" in found[0].message
 
 
 def test_man018_max_fragment_id_decreases(clean_dataset: Build) -> None:
@@ -260,3 +372,37 @@ def test_clone007_deep_copy_differs(tmp_path: Path) -> None:
     found = assert_only(certify_findings(target.uri), "CLONE-007")
     assert "differs from the source's" in found[0].message
     assert ops  # the reference writer built both
+
+
+# --- the breach cases of conformance/fixtures/breach_history.py, as the corpus will build them ------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_history_breach_cases(case: HistoryBreach, tmp_path: Path) -> None:
+    """Each case, applied to the clean dataset it names, gives its requirement at MUST and no other MUST;
+    its statements are in the matrix and list that requirement."""
+    uri = build_reference_dataset(tmp_path, deletions=case.deletions)
+    assert_clean(certify_findings(uri))
+    case.build(uri)
+    assert {f.severity for f in assert_only(certify_findings(uri), case.requirement)} == {"MUST"}
+    statements = load_matrix().statements
+    for sid in case.statements:
+        assert case.requirement in statements[sid].requirements, sid
+
+
+def test_history_breaches_register_in_the_corpus_format(tmp_path: Path) -> None:
+    """``register`` hands each case to a registry shaped like the corpus's (``breach(id, requirement=,
+    statements=, how=, clean=)(edit)``, ``Clean(deletions=)``); the edit it registers builds on ``site.root``."""
+    registered: dict[str, tuple[dict[str, object], Callable[[object], None]]] = {}
+
+    def breach(id_: str, **kwargs: object) -> Callable[[Callable[[object], None]], None]:
+        return lambda edit: registered.__setitem__(id_, (kwargs, edit))
+
+    register(breach, lambda **kind: kind)
+    assert sorted(registered) == sorted(c.id for c in CASES)
+    assert all(registered[c.id][0]["requirement"] == c.requirement for c in CASES)
+    kwargs, edit = registered["breach-man-016-field-readded"]
+    assert kwargs["requirement"] == "MAN-016" and kwargs["clean"] == {"deletions": ("arrow",)}
+    uri = build_reference_dataset(tmp_path, deletions=("arrow",))
+    edit(type("Site", (), {"root": uri})())
+    assert [f.name for f in snapshot(uri, 2).manifest.fields] == ["id"]

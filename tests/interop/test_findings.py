@@ -103,3 +103,30 @@ def test_f032_a_deletion_file_in_a_non_root_base_is_refused(tmp_path: Path) -> N
     rewrite_manifest(uri, version, lambda m: setattr(m.fragments[0].deletion_file, "base_id", 1))
     with pytest.raises(Exception, match=r"(?i)dataset root"):
         lance.dataset(uri).to_table()
+
+
+def test_f040_a_field_added_after_a_drop_takes_the_dropped_id(tmp_path: Path) -> None:
+    """Table Format spec "Schema & Fields": field ids are assigned incrementally for newly added fields.
+    pylance 14.0.2 numbers a new field from the highest id the schema or a data file of the current version
+    holds: once drop_columns removed x's data files, z gets x's id 1. While a data file still holds the
+    dropped id (the dropped column shared a file with a kept one), the next field gets a new id."""
+    from conformance_kit import certify_findings
+
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": pa.array(range(4), pa.int64())}), uri)
+    lance.dataset(uri).add_columns({"x": "id * 2"})
+    lance.dataset(uri).drop_columns(["x"])
+    lance.dataset(uri).add_columns({"z": "id * 3"})
+    ids = {f.name: f.id for f in Dataset.open(uri).snapshot().manifest.fields}
+    assert ids == {"id": 0, "z": 1}
+    assert {f.name: f.id for f in Dataset.open(uri).snapshot(2).manifest.fields} == {"id": 0, "x": 1}
+    found = [f for f in certify_findings(uri) if f.severity == "MUST"]
+    assert [(f.requirement, f.version, f.known) for f in found] == [("MAN-016", 4, "F-040")]
+
+    shared = str(tmp_path / "shared")
+    lance.write_dataset(pa.table({"id": pa.array(range(4), pa.int64()), "g": pa.array(range(4), pa.int64())}),
+                        shared)
+    lance.dataset(shared).drop_columns(["g"])
+    lance.dataset(shared).add_columns({"z": "id * 3"})
+    assert {f.name: f.id for f in Dataset.open(shared).snapshot().manifest.fields} == {"id": 0, "z": 2}
+    assert not [f for f in certify_findings(shared) if f.severity == "MUST"]

@@ -7,12 +7,17 @@ the other's expectation alone: the schema_evolution rows are also written out in
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import lance
+import pyarrow as pa
 import pytest
+from conformance_kit import latest_version, rewrite_manifest
 
 from lancespec.conformance.shapes import Shape
 from lancespec.reference.errors import UnsupportedFeatureError
+from lancespec.reference.proto import file_pb2, table_pb2
 from lancespec.reference.read import read_snapshot
 from lancespec.reference.table import Dataset
 
@@ -60,3 +65,35 @@ def test_legacy_data_files_are_refused_by_name(build_shape: Callable[[str], Shap
     first_file = snapshot.fragments[0].files[0].uri
     assert caught.value.where == first_file
     assert "legacy (0.2) data file" in caught.value.message
+
+
+def _tombstoned(tmp_path: Path) -> str:
+    """Two fragments of three rows with ``id``, ``name`` and a list column ``tags`` (listed in DataFile.fields
+    by its item's id). In fragment 0's data file the ids of ``g`` and of ``tags``' item are tombstoned (-2);
+    a field ``extra`` is in the schema and in no data file."""
+    uri = str(tmp_path / "ds")
+    table = pa.table({"id": pa.array(range(6), pa.int64()), "g": pa.array(range(10, 16), pa.int64()),
+                      "tags": pa.array([[f"t{i}"] for i in range(6)], pa.list_(pa.string()))})
+    lance.write_dataset(table, uri, max_rows_per_file=3)
+    ids = {f.name: f.id for f in Dataset.open(uri).snapshot().manifest.fields}
+
+    def edit(m: table_pb2.Manifest) -> None:
+        listed = m.fragments[0].files[0].fields
+        listed[:] = [-2 if i in (ids["g"], ids["item"]) else i for i in listed]
+        m.fields.add(name="extra", id=max(ids.values()) + 1, parent_id=-1, logical_type="int64",
+                     type=file_pb2.Field.LEAF, nullable=True)
+
+    rewrite_manifest(uri, latest_version(uri), edit)
+    return uri
+
+
+def test_tombstoned_columns_and_fields_without_a_data_file_read_as_nulls(tmp_path: Path) -> None:
+    """Table Format spec "Data Files": a field id replaced by the tombstone -2 is ignored, and a field no data
+    file holds reads as NULL. pylance 14.0.2 reads both as NULL; so does the reference, and both give the rows
+    written out here."""
+    uri = _tombstoned(tmp_path)
+    expected = [{"id": i, "g": None if i < 3 else 10 + i, "tags": None if i < 3 else [f"t{i}"], "extra": None}
+                for i in range(6)]
+    assert by_id(lance.dataset(uri).to_table().to_pylist()) == expected
+    dataset = Dataset.open(uri)
+    assert by_id(read_snapshot(dataset.snapshot(), dataset.storage).to_pylist()) == expected

@@ -68,6 +68,21 @@ def schema_evolution(folder: Path) -> Any:
     return table
 
 
+def restore_after_schema_change(folder: Path) -> Any:
+    """The sequence from the field (issue 26): add a computed column (a second data file per fragment, same
+    fragment ids), rename it, drop it, optimize (compaction), then restore version 3, where the column was
+    added: its field id and fragments 0 and 1 come back as they were."""
+    columns = ["id", "text", "value"]
+    table = _db(folder).create_table("t", rows(0, 10).select(columns))
+    table.add(rows(10, 5).select(columns))
+    table.add_columns({"double": "id * 2"})
+    table.alter_columns({"path": "double", "rename": "twice"})
+    table.drop_columns(["twice"])
+    table.optimize()
+    table.restore(3)
+    return table
+
+
 def indices(folder: Path) -> Any:
     """BTree, Bitmap, LabelList, FTS, IVF_PQ, IVF_FLAT and IVF_HNSW_SQ on 300 rows, then rows no index
     covers and ``optimize`` (which updates the indices)."""
@@ -234,6 +249,7 @@ def materialized_view(folder: Path) -> Any:
 SHAPES: dict[str, Callable[[Path], Any]] = {
     "basic": basic,
     "schema_evolution": schema_evolution,
+    "restore_after_schema_change": restore_after_schema_change,
     "indices": indices,
     "optimize_cleanup": optimize_cleanup,
     "compaction": compaction,

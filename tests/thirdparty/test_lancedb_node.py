@@ -1,9 +1,10 @@
-"""Zero false positives on LanceDB for Node: tests/thirdparty/node/write_shapes.mjs writes six tables with
+"""Zero false positives on LanceDB for Node: tests/thirdparty/node/write_shapes.mjs writes seven tables with
 @lancedb/lancedb 0.39.0 (create, add, delete, update, add/rename/cast/drop columns, scalar, full-text and
-vector indices, optimize, merge_insert, tags, checkout and restore); each certifies --all-versions with no
-MUST finding and only known divergences, and the reference reader reads what pylance reads from it. The
-database folder itself is answered with the tables it holds. Skipped, with the reason, when node or the
-package is not installed (``npm install --prefix tests/thirdparty/node``)."""
+vector indices, optimize, merge_insert, tags, checkout and restore, a restore from before a schema
+change); each certifies --all-versions with no MUST finding and only known divergences, and the reference
+reader reads what pylance reads from it. The database folder itself is answered with the tables it holds.
+Skipped, with the reason, when node or the package is not installed (``npm install --prefix
+tests/thirdparty/node``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from lancespec.reference.read import read_snapshot
 from lancespec.reference.table import Dataset
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
-TABLES = ["basic", "schema_evolution", "indices", "optimize", "merge_insert", "tags_versions"]
+TABLES = ["basic", "schema_evolution", "indices", "optimize", "merge_insert", "restore_after_schema_change",
+          "tags_versions"]
 
 
 @pytest.fixture(scope="module")

@@ -61,6 +61,17 @@ const shapes = {
     await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows(5, 10));
     await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedBySourceDelete().execute(rows(0, 12));
   },
+  // the sequence from the field (issue 26): add a computed column, rename it, drop it, optimize (compaction),
+  // then restore version 2, where the column was added: its field id and fragment ids come back as they were
+  async restore_after_schema_change(db) {
+    const t = await db.createTable("restore_after_schema_change", rows(0, 10));
+    await t.addColumns([{ name: "double", valueSql: "id * 2" }]);
+    await t.alterColumns([{ path: "double", rename: "twice" }]);
+    await t.dropColumns(["twice"]);
+    await t.optimize();
+    await t.checkout(2);
+    await t.restore();
+  },
   // tags, checkout and restore
   async tags_versions(db) {
     const t = await db.createTable("tags_versions", rows(0, 5));
