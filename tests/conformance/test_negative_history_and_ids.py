@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from conformance_kit import (
     assert_clean,
@@ -163,3 +164,28 @@ def test_idx001_index_file_truncated(indexed: str) -> None:
 # --- CLONE -----------------------------------------------------------------------------------------------
 
 
+
+
+# --- IDX-002 (breach: breach-idx-002-rewritten-fragment-still-covered) -----------------------------------
+
+
+@pytest.mark.interop
+def test_idx002_pylance_index_maintenance_keeps_coverage_true(tmp_path: Path) -> None:
+    """pylance 14.0.2 remaps or narrows an index when compaction, update, add_columns and optimize_indices
+    rewrite fragments, and refuses a cast of an indexed column: no IDX-002 on what it writes."""
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "indexed")
+    table = pa.table({"id": pa.array(range(40), pa.int64()), "v": pa.array([float(i) for i in range(40)])})
+    dataset = lance.write_dataset(table, uri, max_rows_per_file=10)
+    dataset.create_scalar_index("id", "BTREE")
+    dataset.delete("id < 5")
+    dataset.optimize.compact_files(target_rows_per_fragment=25, materialize_deletions_threshold=0.01)
+    dataset = lance.dataset(uri)
+    dataset.update({"v": "2.0"}, where="id = 20")
+    dataset.add_columns({"w": "id * 2"})
+    lance.dataset(uri).optimize.optimize_indices()
+    lance.dataset(uri).create_scalar_index("v", "BTREE")
+    lance.dataset(uri).update({"v": "3.0"}, where="id = 30")
+    findings = certify_findings(uri)
+    assert_clean(findings)
+    assert not [f for f in findings if f.requirement == "IDX-002"]
