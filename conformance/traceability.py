@@ -4,7 +4,10 @@ the reason it is not adopted, or the statement of another document it repeats.
 
 ``check_matrix`` holds the matrix and the catalogue to each other: every statement has exactly one
 disposition, every requirement it names exists, and every requirement's ``statements`` are exactly the
-statements that name it. ``render_matrix`` is the part of spec/README.md that shows the counts.
+statements that name it. ``case_problems`` holds the matrix and the breach cases to each other: a covered
+statement names at least one breach case (``cases``, a must-reject case of the golden corpus that breaks it,
+``lancespec.conformance.fixtures.breaches``), each case it names expects one of its requirements, and each
+case's statements name it back. ``render_matrix`` is the part of spec/README.md that shows the counts.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -41,6 +45,7 @@ class Statement:
     note: str = ""  # gap (partly), why (not_adopted)
     reason: str = ""  # not_adopted
     same_as: str = ""
+    cases: tuple[str, ...] = ()  # covered (at least one) / partly: breach cases of the golden corpus
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,13 @@ def _statement(entry: dict[str, object], documents: dict[str, str]) -> Statement
             raise MatrixError(f"{sid}: {kind} must list at least one requirement id")
         if kind == "partly" and not entry.get("gap"):
             raise MatrixError(f"{sid}: a partly covered statement says what is not covered (gap)")
-        return replace(base, requirements=tuple(map(str, requirements)), note=str(entry.get("gap", "")))
+        cases = entry.get("cases", [])
+        if not isinstance(cases, list) or not all(isinstance(c, str) for c in cases):
+            raise MatrixError(f"{sid}: cases must be a list of breach case ids")
+        return replace(base, requirements=tuple(map(str, requirements)), note=str(entry.get("gap", "")),
+                       cases=tuple(cases))
+    if "cases" in entry:
+        raise MatrixError(f"{sid}: only a covered or partly covered statement names breach cases")
     if kind == "not_adopted":
         if entry["not_adopted"] not in REASONS:
             raise MatrixError(f"{sid}: not_adopted reason must be one of {REASONS}")
@@ -147,15 +158,59 @@ def check_matrix(matrix: Matrix, catalogue: dict[str, Requirement]) -> None:
                               f"{sorted(naming.get(rid, set()))}")
 
 
+#: A breach case as the matrix sees it: the requirement it must produce and the statements it breaks.
+BreachIndex = Mapping[str, tuple[str, tuple[str, ...]]]
+
+
+def breach_index() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The registered breach cases (``lancespec.conformance.fixtures.breaches``) by id."""
+    from .fixtures.breaches import BREACHES
+
+    return {b.id: (b.requirement, b.statements) for b in BREACHES.values()}
+
+
+def case_problems(matrix: Matrix, breaches: BreachIndex) -> list[str]:
+    """Where the matrix and the breach cases disagree (empty when they agree): a covered statement naming
+    no case, a case that does not exist or expects a requirement the statement does not name, a case
+    breaking a statement that does not name it."""
+    problems = []
+    for s in matrix.statements.values():
+        if s.disposition == "covered" and not s.cases:
+            problems.append(f"{s.id} is covered ({', '.join(s.requirements)}) but names no breach case: add one in "
+                            "conformance/fixtures/breach_*.py and list it under `cases`, or make the statement "
+                            "partly covered saying what no breach can show")
+        for case in s.cases:
+            if case not in breaches:
+                problems.append(f"{s.id} names breach case {case}, which is not registered")
+                continue
+            requirement, statements = breaches[case]
+            if requirement not in s.requirements:
+                problems.append(f"{s.id} names breach case {case}, which expects {requirement}, not one of the "
+                                f"statement's requirements {list(s.requirements)}")
+            if s.id not in statements:
+                problems.append(f"{s.id} names breach case {case}, whose statements {list(statements)} omit it")
+    for case, (_requirement, statements) in breaches.items():
+        for sid in statements:
+            named = matrix.statements.get(sid)
+            if named is None or case not in named.cases:
+                problems.append(f"breach case {case} breaks {sid}, which does not name it under `cases`")
+    return problems
+
+
 @cache
 def load_matrix() -> Matrix:
     """The matrix shipped with lancespec (spec/traceability.toml)."""
     return parse_matrix(resources.files("lancespec.spec").joinpath("traceability.toml").read_text())
 
 
-def render_matrix(matrix: Matrix) -> list[str]:
-    """The README section: counts, then the readings taken where the documents disagree."""
+def render_matrix(matrix: Matrix, breaches: BreachIndex | None = None) -> list[str]:
+    """The README section: counts, the breach cases behind the covered statements, the readings taken where
+    the documents disagree, the partly covered statements (with what is missing) and those not adopted."""
+    breaches = breach_index() if breaches is None else breaches
     c = matrix.counts()
+    distinct = [s for s in matrix.statements.values() if s.disposition != "same_as"]
+    backed = [s for s in distinct if s.disposition == "covered" and s.cases]
+    unbacked = [s.id for s in distinct if s.disposition == "covered" and not s.cases]
     reasons = ", ".join(f"{c[f'not adopted: {r}']} {r}" for r in REASONS)
     lines = [
         "## Traceability",
@@ -165,6 +220,12 @@ def render_matrix(matrix: Matrix) -> list[str]:
         f"**{c['statements']} distinct statements**: **{c['covered']} covered**, **{c['partly']} partly covered**, "
         f"**{c['not_adopted']} not adopted** ({reasons}), **0 without a disposition**. Covered statements are "
         f"{matrix.covered_share():.0%} of the adoptable ones (covered + partly).",
+        "",
+        f"Every covered statement is backed by a breach case: a must-reject case of the golden corpus "
+        f"(`fixtures/cases/breach-*`, docs/fixtures.md) that breaks it and that `lancespec certify` must flag with "
+        f"its requirement and no other MUST. **{len(breaches)} breach cases**; **{len(backed)} covered statements "
+        f"with a case**, **{len(unbacked)} covered without a case**"
+        + (f" ({', '.join(unbacked)})." if unbacked else "."),
         "",
         "| document | statements | covered | partly | not adopted | repeats |",
         "|---|---|---|---|---|---|",
@@ -180,4 +241,7 @@ def render_matrix(matrix: Matrix) -> list[str]:
     partly = [s for s in matrix.statements.values() if s.disposition == "partly"]
     lines += ["", "### Partly covered", ""]
     lines += [f"- {s.id} ({', '.join(s.requirements)}): {s.says} Not covered: {s.note}" for s in partly]
+    not_adopted = [s for s in matrix.statements.values() if s.disposition == "not_adopted"]
+    lines += ["", "### Not adopted", ""]
+    lines += [f"- {s.id} ({s.reason}): {s.says} Why: {s.note}" for s in not_adopted]
     return lines

@@ -13,128 +13,39 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from lancespec.conformance.certify import certify
 from lancespec.conformance.findings import Finding, Report
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops, refs
-from lancespec.reference.codec import ManifestFile, decode_manifest_file, encode_manifest_file
+from lancespec.conformance.fixtures.clean import (
+    PLAIN_BASE,
+    ROOT_BASE,
+    latest_version,
+    manifest_uri,
+    rewrite_manifest,
+    rows,
+    snapshot,
+)
+from lancespec.conformance.fixtures.clean import build_clean_dataset as build_reference_dataset
+from lancespec.reference.codec import ManifestFile, decode_manifest_file
 from lancespec.reference.proto import table_pb2
-from lancespec.reference.store import open_store
-from lancespec.reference.table import Dataset, Snapshot
 
 __all__ = [
+    "PLAIN_BASE",
+    "ROOT_BASE",
     "assert_clean",
     "assert_only",
     "assert_reported",
     "build_reference_dataset",
     "certify_findings",
     "latest_version",
+    "manifest_uri",
     "rewrite_manifest",
     "rows",
     "snapshot",
 ]
-
-#: Names of the bases ``build_reference_dataset(bases=True)`` registers, and their directories.
-PLAIN_BASE = "plain"
-ROOT_BASE = "rootlike"
-
-
-def rows(start: int, count: int) -> pa.Table:
-    """Deterministic rows ``id = start .. start+count-1`` with a string column."""
-    ids = list(range(start, start + count))
-    return pa.table({"id": pa.array(ids, pa.int64()), "name": [f"n{i}" for i in ids]})
-
-
-def build_reference_dataset(tmp_path: Path, *, bases: bool = False, deletions: Sequence[str] = (),
-                            tags: bool = False, branch: bool = False, clone: bool = False,
-                            v1_names: bool = False) -> str:
-    """A clean dataset written by the reference writer under ``tmp_path``; returns the URI to certify.
-
-    Always: version 1 creates three 4-row fragments, version 2 appends a fragment. ``bases``: a non-root
-    base (``{tmp}/plain``, named "plain") and a dataset-root base (``{tmp}/rootlike``, "rootlike") are
-    registered at create and the three first files are spread over the root and both bases.
-    ``deletions``: ``"arrow"`` deletes two rows of fragment 0 (an ``.arrow`` file); ``"bin"`` appends a
-    5002-row fragment and deletes 5000 of its rows (a ``.bin`` bitmap). ``tags``: tags ``first`` (v1)
-    and ``latest``. ``branch``: branch ``feat`` forked from the latest version, with one append of its
-    own. ``clone``: a shallow clone at ``{tmp}/clone`` of the latest version (tagged ``cloned`` so the
-    source is protected), with one append; the clone's URI is returned instead of the root's.
-    ``v1_names``: V1 manifest names.
-    """
-    root = str(tmp_path / "ds")
-    storage = open_store()
-    initial = ([ops.DatasetBasePath(str(tmp_path / PLAIN_BASE), name=PLAIN_BASE),
-                ops.DatasetBasePath(str(tmp_path / ROOT_BASE), name=ROOT_BASE, is_dataset_root=True)]
-               if bases else [])
-    ops.create(root, rows(0, 12), storage=storage, initial_bases=initial,
-               target_all_bases=True if bases else None, max_rows_per_file=4,
-               enable_v2_manifest_paths=not v1_names)
-    dataset = Dataset(root, storage)
-    ops.append(dataset, rows(12, 4))
-    for kind in deletions:
-        if kind == "arrow":
-            ops.delete(dataset, rows={0: [1, 2]})
-        elif kind == "bin":
-            result = ops.append(dataset, rows(100, 5002), max_rows_per_file=10_000)
-            fragment = dataset.snapshot(result.version).fragments[-1]
-            ops.delete(dataset, rows={fragment.id: range(5000)})
-        else:
-            raise ValueError(f"unknown deletion kind {kind!r}: use 'arrow' or 'bin'")
-    if tags:
-        refs.create_tag(dataset, "first", 1)
-        refs.create_tag(dataset, "latest")
-    if branch:
-        feat = refs.create_branch(dataset, "feat")
-        ops.append(feat, rows(200, 3))
-    if clone:
-        refs.create_tag(dataset, "cloned")
-        target = clone_ops.shallow_clone(dataset, dataset.latest_version(), str(tmp_path / "clone"))
-        ops.append(target, rows(300, 2))
-        return target.uri
-    return dataset.uri
-
-
-def latest_version(uri: str) -> int:
-    return Dataset(uri).latest_version()
-
-
-def snapshot(uri: str, version: int | None = None) -> Snapshot:
-    """The snapshot of ``uri`` (latest by default), with unresolvable files allowed."""
-    return Dataset(uri).snapshot(version, strict=False)
-
-
-def manifest_uri(uri: str, version: int) -> str:
-    """The URI of the manifest file of ``version`` (either naming scheme)."""
-    for entry in Dataset(uri).version_entries(allow_mixed=True):
-        if entry.version == version:
-            return entry.uri
-    raise AssertionError(f"{uri} has no manifest for version {version}")
-
-
-def rewrite_manifest(uri: str, version: int, edit: Callable[[table_pb2.Manifest], None], *,
-                     edit_indices: Callable[[table_pb2.IndexSection], None] | None = None) -> None:
-    """Decode the manifest of ``version``, let ``edit`` change it in place (and ``edit_indices`` its index
-    section, created empty when the version has none), re-encode it with the same inline transaction
-    bytes and write it back under the same name."""
-    where = manifest_uri(uri, version)
-    storage = open_store()
-    decoded = decode_manifest_file(storage.get(where), where)
-    manifest = table_pb2.Manifest()
-    manifest.CopyFrom(decoded.manifest)
-    edit(manifest)
-    indices = decoded.index_section
-    if edit_indices is not None:
-        indices = table_pb2.IndexSection()
-        if decoded.index_section is not None:
-            indices.CopyFrom(decoded.index_section)
-        edit_indices(indices)
-    storage.put(where, encode_manifest_file(manifest, decoded.transaction_bytes, indices))
-
 
 def certify_findings(uri: str, **kwargs: Any) -> list[Finding]:
     """The findings of certifying ``uri``; every version of every root unless told otherwise. Certifies

@@ -374,3 +374,26 @@ def orphans(ctx: DatasetContext) -> None:
     for (directory, reason), names in sorted(orphaned.items()):
         ctx.finding("BLOB-007", directory, f"{len(names)} sidecar(s) orphaned ({', '.join(sorted(names)[:_SHOWN])}"
                     f"{' …' if len(names) > _SHOWN else ''}): {reason}")
+
+
+#: The first data_format version whose files hold blob v2 columns (the Blob v2 post, "A Unified Experience").
+BLOB_V2_FORMAT = (2, 2)
+
+
+def _format_version(text: str) -> tuple[int, int] | None:
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+@version_check("blobs.format_version", "BLOB-010")
+def format_version(ctx: VersionContext) -> None:
+    """A schema with a blob v2 column declares data_format 2.2 or later (BLOB-010): earlier file versions
+    have no blob v2 encoding. A version text that is not major.minor is certify's "cannot judge" or
+    MAN-009's, not this check's."""
+    declared = ctx.snap.manifest.data_format.version
+    version = _format_version(declared)
+    blobs = blob_field_ids(ctx.snap.manifest.fields)
+    if blobs and version is not None and version < BLOB_V2_FORMAT:
+        names = ", ".join(repr(f.name) for f in blobs.values())
+        ctx.finding("BLOB-010", ctx.snap.manifest_uri,
+                    f"blob v2 column(s) {names} in a dataset whose data_format is {declared}, below 2.2")

@@ -1,16 +1,21 @@
 """Checks of a version's indices: the index directory each resolves to exists and holds the files its
 metadata lists (catalogue IDX-001; the Storage Layout's Basic Layout ``_indices/{UUID}/`` and two-step
-resolution; docs/lance-format.md §3.3). A base_id naming no base (BASE-003), an unusable base (BASE-001,
-BASE-002) or an absolute file path (PORT-001) is another check's finding, and the index is skipped.
+resolution; docs/lance-format.md §3.3), and an index covers no fragment rewritten since it was built
+(IDX-002; the Table Format's Deletion Files: rewriting files invalidates row addresses and indices).
+A base_id naming no base (BASE-003), an unusable base (BASE-001, BASE-002) or an absolute file path
+(PORT-001) is another check's finding, and the index is skipped.
 """
 
 from __future__ import annotations
 
+from pyroaring import BitMap
+
 from lancespec.reference.errors import LanceSpecError, ObjectNotFound
 from lancespec.reference.layout import FileKind, base_directory, index_directory_name
+from lancespec.reference.proto import table_pb2
 from lancespec.reference.store.uri import join
 
-from . import VersionContext, version_check
+from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import unusable_base_ids
 from .portability import is_relative_path
 
@@ -54,3 +59,55 @@ def files_exist(ctx: VersionContext) -> None:
             if index_file.size_bytes and size != index_file.size_bytes:
                 ctx.finding("IDX-001", uri, f"index file {uri} is {size} bytes, the metadata records "
                             f"{index_file.size_bytes}", where, code="index_file_size_mismatch")
+
+
+def _covered_fragments(index: table_pb2.IndexMetadata) -> frozenset[int]:
+    """The fragment ids an index's ``fragment_bitmap`` covers (none when it is absent or does not decode)."""
+    if not index.fragment_bitmap:
+        return frozenset()
+    try:
+        return frozenset(int(i) for i in BitMap.deserialize(index.fragment_bitmap))
+    except Exception:  # pyroaring raises plain exceptions on bytes that are no bitmap
+        return frozenset()
+
+
+def _indexed_files(fragment: table_pb2.DataFragment, fields: frozenset[int]) -> tuple[str, ...]:
+    """The paths of the fragment's data files that hold any of ``fields``."""
+    return tuple(sorted(f.path for f in fragment.files if fields & set(f.fields)))
+
+
+@dataset_check("indices.coverage", "IDX-002")
+def coverage(ctx: DatasetContext) -> None:
+    """An index covers a fragment only while the data files holding its fields are those of the version it
+    was built on (IDX-002): a fragment rewritten under the same id (its indexed column in another file)
+    leaves the index's coverage. Judged where that version is still attached; a fragment id the index
+    covers that the built-on version does not hold (compaction remaps an index onto new fragments) is
+    not judged."""
+    seen: dict[int, str] = {}
+    for snap in ctx.history():  # one manifest at a time; the index section and a built-on version read when needed
+        seen[snap.version] = snap.manifest_uri
+        if not snap.manifest.HasField("index_section"):
+            continue
+        try:
+            section = ctx.dataset.manifest_file(snap.manifest_uri).index_section
+        except LanceSpecError:
+            continue
+        for index in section.indices if section is not None else ():
+            built_uri = seen.get(index.dataset_version)
+            if built_uri is None or index.dataset_version == snap.version or not index.fields:
+                continue
+            try:
+                built = ctx.dataset.manifest_file(built_uri).manifest
+            except LanceSpecError:
+                continue
+            fields = frozenset(index.fields)
+            then = {f.id: f for f in built.fragments}
+            for fragment in snap.manifest.fragments:
+                if fragment.id not in _covered_fragments(index) or fragment.id not in then:
+                    continue
+                before, now = _indexed_files(then[fragment.id], fields), _indexed_files(fragment, fields)
+                if before != now:
+                    ctx.finding_at(snap.version, "IDX-002", snap.manifest_uri,
+                                   f"index {index.name!r} (built on version {index.dataset_version}) still covers "
+                                   f"fragment {fragment.id}, whose indexed column(s) now live in {list(now)}, "
+                                   f"not {list(before)}", f"index {index.name}")

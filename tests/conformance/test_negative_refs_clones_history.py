@@ -4,6 +4,9 @@ altered on storage, then the requirement must be reported and no unrelated MUST 
 
 Certify runs with the areas in ``AREAS`` (the checks that exist today: these three and the manifest
 checks); widen it as the layout, bases, files and portability checks land.
+The breaches that are cases of the golden corpus (conformance/fixtures/breach_*.py) are tested there, by
+tests/fixtures/test_breach_cases.py; what stays here is what those cases do not show (variants, messages,
+what must NOT be reported).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -185,21 +187,9 @@ def test_ref001_tag_with_invalid_json_does_not_hide_the_others(main: str) -> Non
     assert [Path(f.path).name for f in findings_of(report, "REF-002")] == ["t2.json"]
 
 
-def test_ref001_tag_without_version(main: str) -> None:
-    edit_json(Path(main) / "_refs" / "tags" / "t1.json", lambda obj: obj.pop("version"))
-    found = assert_only(certify_all(main), "REF-001")
-    assert "version" in messages(found)
-
-
 def test_ref001_tag_with_non_integer_version(main: str) -> None:
     edit_json(Path(main) / "_refs" / "tags" / "t1.json", lambda obj: obj.update(version="1"))
     assert_only(certify_all(main), "REF-001")
-
-
-def test_ref002_tag_names_a_missing_version(main: str) -> None:
-    edit_json(Path(main) / "_refs" / "tags" / "t1.json", lambda obj: obj.update(version=99))
-    found = assert_only(certify_all(main), "REF-002")
-    assert "99" in messages(found)
 
 
 def test_ref002_tag_names_a_version_missing_on_its_branch(branched: str) -> None:
@@ -215,13 +205,6 @@ def test_ref002_tag_on_branch_main_is_a_tag_on_main(main: str) -> None:
     assert findings_of(certify_all(main), "REF-002") == []
 
 
-def test_ref005_tag_with_wrong_manifest_size(main: str) -> None:
-    edit_json(Path(main) / "_refs" / "tags" / "t2.json", lambda obj: obj.update(manifestSize=1))
-    report = certify_all(main)
-    found = assert_only(report, "REF-005")
-    assert [f.severity for f in found] == ["SHOULD"] and report.must_findings == []
-
-
 def test_ref_checks_run_once_for_the_main_root(branched: str) -> None:
     edit_json(Path(branched) / "_refs" / "tags" / "on-feat.json", lambda obj: obj.update(version=99))
     found = findings_of(certify_all(branched), "REF-002")
@@ -229,12 +212,6 @@ def test_ref_checks_run_once_for_the_main_root(branched: str) -> None:
 
 
 # --- refs.branches: REF-003, REF-004, REF-005 --------------------------------------------------------------
-
-
-def test_ref003_branch_without_parent_version(branched: str) -> None:
-    edit_json(Path(branched) / "_refs" / "branches" / "feat.json", lambda obj: obj.pop("parentVersion"))
-    found = assert_only(certify_all(branched), "REF-003")
-    assert [Path(f.path).name for f in found] == ["feat.json"] and "parentVersion" in found[0].message
 
 
 def test_ref003_branch_file_not_json(branched: str) -> None:
@@ -245,12 +222,6 @@ def test_ref003_branch_file_not_json(branched: str) -> None:
 def test_all_versions_survives_a_bad_branch_file(branched: str) -> None:
     (Path(branched) / "_refs" / "branches" / "feat.json").write_text("[1, 2")
     assert_only(certify_all(branched), "REF-003")
-
-
-def test_ref003_branch_manifest_records_another_branch(branched: str) -> None:
-    rewrite_manifest(f"{branched}/tree/feat", 3, lambda m: setattr(m, "branch", "other"))
-    found = assert_only(certify_all(branched), "REF-003")
-    assert "'other'" in messages(found) and len(found) == 1
 
 
 def test_ref003_branch_without_a_dataset(branched: str) -> None:
@@ -332,15 +303,6 @@ def _move_new_file_into_source(clone_root: str, source_root: str, version: int, 
 
     rewrite_manifest(clone_root, version, edit)
     return path
-
-
-def test_clone003_shallow_clone_write_lands_in_the_source(shallow: tuple[str, str]) -> None:
-    source, target = shallow
-    [base] = Dataset(target).snapshot(2).bases
-    assert base.path == source
-    path = _move_new_file_into_source(target, source, 3, base.id)
-    found = assert_only(certify_all(target), "CLONE-003")
-    assert len(found) == 1 and path in found[0].path
 
 
 def test_clone003_branch_write_lands_in_main(branched: str) -> None:
@@ -462,32 +424,10 @@ def test_hist001_unreadable_branch_manifest(branched: str) -> None:
 # --- history.transactions: HIST-002, HIST-003, HIST-004 -------------------------------------------------------
 
 
-def test_hist002_transaction_file_differs_from_inline_copy(main: str) -> None:
-    path = transaction_path(main, 2)
-    txn = decode_transaction(path.read_bytes())
-    txn.tag = "altered"
-    path.write_bytes(encode_transaction(txn))
-    found = assert_only(certify_all(main), "HIST-002")
-    assert [f.version for f in found] == [2] and "differs" in found[0].message
-
-
 def test_hist002_transaction_file_does_not_decode(main: str) -> None:
     transaction_path(main, 3).write_bytes(b"\xff\xff\xff\xff")
     found = assert_only(certify_all(main), "HIST-002")
     assert [f.version for f in found] == [3] and "decode" in found[0].message
-
-
-def test_hist003_read_version_not_below_version(main: str) -> None:
-    old = transaction_path(main, 2)
-    txn = decode_transaction(old.read_bytes())
-    txn.read_version = 2
-    data = encode_transaction(txn)
-    name = transaction_file_name(2, txn.uuid)
-    old.unlink()
-    (old.parent / name).write_bytes(data)
-    rewrite_manifest(main, 2, lambda m: setattr(m, "transaction_file", name), transaction=data)
-    found = assert_only(certify_all(main), "HIST-003")
-    assert [f.version for f in found] == [2]
 
 
 def test_hist003_clone_read_version_is_the_source_version(shallow: tuple[str, str]) -> None:
@@ -505,13 +445,6 @@ def test_hist003_clone_read_version_is_the_source_version(shallow: tuple[str, st
     assert [f.version for f in found] == [2]
 
 
-def test_hist004_latest_transaction_file_deleted(main: str) -> None:
-    transaction_path(main, 3).unlink()
-    report = certify_all(main)
-    found = assert_only(report, "HIST-004")
-    assert [(f.version, f.severity) for f in found] == [(3, "SHOULD")] and report.must_findings == []
-
-
 def test_hist004_older_transaction_files_may_go(main: str) -> None:
     transaction_path(main, 2).unlink()
     report = certify_all(main)
@@ -519,14 +452,6 @@ def test_hist004_older_transaction_files_may_go(main: str) -> None:
 
 
 # --- history.timestamps: HIST-005 ------------------------------------------------------------------------------
-
-
-def test_hist005_timestamp_before_the_previous_version(main: str) -> None:
-    earlier = Dataset(main).snapshot(2).manifest.timestamp.ToDatetime() - timedelta(days=1)
-    rewrite_manifest(main, 3, lambda m: m.timestamp.FromDatetime(earlier))
-    report = certify_all(main)
-    found = assert_only(report, "HIST-005")
-    assert [(f.version, f.severity) for f in found] == [(3, "SHOULD")] and report.must_findings == []
 
 
 def test_clone001_follows_a_relocated_source(tmp_path: Path) -> None:
