@@ -24,6 +24,7 @@ How certify reads a restore, a rename and a re-add (spec/README.md, "Restore, re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ from lancespec.reference.proto import table_pb2
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
 from .files import _data_file_reads, _data_file_state, _followed_data_files
 from .history import transaction_of
+from .manifest import known_logical_type
 
 #: What a field id means: its name, logical type and parent id.
 Meaning = tuple[str, str, int]
@@ -167,7 +169,11 @@ def data_file_field_ids(ctx: VersionContext) -> None:
     record the same name and type for it. A file keeping the id of a dropped field is legal (MAN-006); a
     rename changes the manifest only, so names are compared within a fragment only, where no writer puts
     one field in two files."""
-    schema = {f.id: f for f in ctx.snap.manifest.fields}
+    counts = Counter(f.id for f in ctx.snap.manifest.fields)
+    # an id two fields of the schema share has no one meaning to compare with (MAN-005's finding), and a type
+    # the format does not know says nothing to compare (MAN-014's)
+    schema = {f.id: f for f in ctx.snap.manifest.fields
+              if counts[f.id] == 1 and known_logical_type(f.logical_type)}
     held: dict[tuple[int, int], tuple[str, str, str]] = {}  # (fragment, field id) -> name, type, file
     for fragment, _, data_file, uri in _followed_data_files(ctx.snap):
         fields = _data_file_state(ctx.storage, uri).fields

@@ -93,7 +93,7 @@ def _latest_bases(ctx: DatasetContext, root: str, versions: tuple[int, ...] = ()
     for version in {max(entries), *(v for v in versions if v in entries)}:
         uri = entries[version].uri
         try:
-            decoded = decode_manifest_file(ctx.storage.get(uri), uri, ctx.storage.limits.max_fragments)
+            decoded = decode_manifest_file(ctx.storage.get(uri), uri, ctx.storage.limits)
             found += bases_of(decoded.manifest)
         except LanceSpecError:
             if version == max(entries):

@@ -93,7 +93,7 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
     except CertifyError as exc:
         from . import certify
 
-        if exc.report is not None:
+        if exc.report is not None and hasattr(args, "format"):  # a command that reports (certify, spark-certify)
             emit_report(exc.report, certify.renderers(args), args)
         if os.environ.get("LANCESPEC_DEBUG"):
             raise
