@@ -142,3 +142,55 @@ def test_certify_writer_on_the_scenarios_sql_can_express(tmp_path: Path) -> None
     run = {r.scenario: r for r in report.runs}["delete-matching-nothing"]
     assert run.completed and run.certify is not None and run.certify.outcome == PASS
     assert run.compare is not None and run.compare.outcome == PASS
+
+
+def _session_on(uri: Path) -> JsonLinesProcess:
+    proc = JsonLinesProcess(_writer().command().removeprefix("cmd:"))
+    hello(proc, {}, "writer")
+    proc.call({"op": "create", "uri": str(uri), "data": DATA})
+    return proc
+
+
+def _versions(uri: Path) -> int:
+    return len(list((uri / "_versions").glob("*.manifest")))
+
+
+def test_update_sets_the_matching_rows_and_refuses_what_it_cannot_push_down(tmp_path: Path) -> None:
+    """UPDATE applies the comparisons DELETE gets wrong (F-050) and refuses, committing nothing, the forms it
+    cannot hand to Lance: where DELETE deletes every row, UPDATE says so."""
+    by_id, by_name, modulo = tmp_path / "a.lance", tmp_path / "b.lance", tmp_path / "c.lance"
+    proc = _session_on(by_id)
+    try:
+        proc.call({"op": "sql", "uri": str(by_id), "statement": "UPDATE {table} SET value = -1 WHERE id = 4"})
+        proc.call({"op": "create", "uri": str(by_name), "data": DATA})
+        proc.call({"op": "sql", "uri": str(by_name), "statement": "UPDATE {table} SET value = -1 WHERE name = 'row-2'"})
+        proc.call({"op": "create", "uri": str(modulo), "data": DATA})
+        answer = proc.request({"op": "sql", "uri": str(modulo),
+                               "statement": "UPDATE {table} SET value = -1 WHERE id % 3 = 0"})
+    finally:
+        proc.close()
+    assert _rows(by_id) == [{**r, "value": -1.0} if r["id"] == 4 else r for r in ROWS]
+    assert _rows(by_name) == [{**r, "value": -1.0} if r["name"] == "row-2" else r for r in ROWS]
+    assert not answer["ok"] and "does not support" in answer["error"]["message"]
+    assert _rows(modulo) == ROWS and _versions(modulo) == 1
+
+
+def test_alter_and_merge_are_read_back_as_sql_says(tmp_path: Path) -> None:
+    uri = tmp_path / "t.lance"
+    proc = _session_on(uri)
+    try:
+        for statement in ("ALTER TABLE {table} ADD COLUMN extra BIGINT DEFAULT 7",
+                          "ALTER TABLE {table} DROP COLUMN name",
+                          "MERGE INTO {table} AS t USING (SELECT 3::BIGINT AS id, 9.0::DOUBLE AS value) AS s "
+                          "ON t.id = s.id WHEN MATCHED THEN UPDATE SET value = s.value "
+                          "WHEN NOT MATCHED THEN INSERT (id, value, extra) VALUES (s.id, s.value, 0)",
+                          "MERGE INTO {table} AS t USING (SELECT 99::BIGINT AS id, 1.0::DOUBLE AS value) AS s "
+                          "ON t.id = s.id WHEN MATCHED THEN UPDATE SET value = s.value "
+                          "WHEN NOT MATCHED THEN INSERT (id, value, extra) VALUES (s.id, s.value, 0)"):
+            proc.call({"op": "sql", "uri": str(uri), "statement": statement})
+    finally:
+        proc.close()
+    want = [{"id": r["id"], "value": 9.0 if r["id"] == 3 else r["value"], "extra": 7} for r in ROWS]
+    assert _rows(uri) == [*want, {"id": 99, "value": 1.0, "extra": 0}]
+    report = certify(str(uri), all_versions=True)
+    assert report.must_findings == [] and [f for f in report.findings if f.known is None] == []

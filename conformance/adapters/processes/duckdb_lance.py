@@ -62,7 +62,8 @@ class Writer:
         """``uri`` = ``{folder}/{name}.lance``: the SQL name of that table in its attached namespace."""
         folder, leaf = uri.rstrip("/").rsplit("/", 1)
         if not leaf.endswith(".lance"):
-            raise Refused("invalid_input", f"DuckDB's Lance namespace keeps a table at {{folder}}/{{name}}.lance, not {uri}")
+            raise Refused("invalid_input",
+                          f"DuckDB's Lance namespace keeps a table at {{folder}}/{{name}}.lance, not {uri}")
         if folder not in self.attached:
             alias = f"ns{len(self.attached)}"
             self.con.execute(f"ATTACH {quoted(folder)} AS {alias} (TYPE LANCE)")
