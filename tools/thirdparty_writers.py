@@ -50,9 +50,9 @@ class ThirdPartyWriter:
 
 WRITERS = {w.name: w for w in (
     ThirdPartyWriter("duckdb-lance", ("duckdb==1.5.5", "duckdb-extension-lance==1.5.5", "pyarrow"),
-                     "Lance core 6.0.0 (bundled in lance.duckdb_extension)", "duckdb_lance"),
+                     "Lance core 6.0.0 (bundled in lance.duckdb_extension)", "duckdb_writer"),
     ThirdPartyWriter("polars-lance", ("polars-lance==0.5.0", "pyarrow"),
-                     "Lance core 0.38.3 (bundled in _polars_lance)", "polars_lance"),
+                     "Lance core 0.38.3 (bundled in _polars_lance)", "polars_writer"),
 )}
 
 

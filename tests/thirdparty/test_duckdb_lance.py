@@ -1,5 +1,5 @@
 """DuckDB with its Lance extension (duckdb 1.5.5 + duckdb-extension-lance 1.5.5) as a writer: through its SQL
-only, driven by the JSON-lines adapter conformance/adapters/processes/duckdb_lance.py in an environment of its
+only, driven by the JSON-lines adapter conformance/adapters/processes/duckdb_writer.py in an environment of its
 own (tools/thirdparty_writers.py makes it on first use; the tests skip, with the reason, when it cannot be made).
 
 Every table is read back with lancespec's reference reader and compared row by row with a plain Python

@@ -3,8 +3,8 @@
 contract (docs/writer-contract.md). It runs in its own environment (duckdb + duckdb-extension-lance, made by
 ``python tools/thirdparty_writers.py install duckdb-lance``) and imports nothing from lancespec.
 
-    lancespec certify-writer --writer "cmd:$HOME/.cache/lancespec/writers/duckdb-lance/bin/python \
-        conformance/adapters/processes/duckdb_lance.py" --capabilities conformance/adapters/processes/duckdb_lance.toml
+    lancespec certify-writer --writer "$(python tools/thirdparty_writers.py command duckdb-lance)" \
+        --capabilities conformance/adapters/processes/duckdb_writer.toml
 
 The extension is loaded from the file the ``duckdb-extension-lance`` wheel ships (``LOAD '<path>'``): DuckDB's
 extension repository is never contacted. A directory is attached as a Lance namespace
@@ -85,8 +85,8 @@ class Writer:
             raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
         if m.get("storage_options"):
             raise Refused("invalid_input", "this adapter writes to the local disk only")
-        return {"writer": "duckdb-lance", "version": f"duckdb {duckdb.__version__}, "
-                f"duckdb-extension-lance {version('duckdb-extension-lance')}"}
+        extension = version("duckdb-extension-lance")
+        return {"writer": "duckdb-lance", "version": f"{extension} (duckdb {duckdb.__version__})"}
 
     def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
         return {}
@@ -113,7 +113,7 @@ class Writer:
 
     def op_sql(self, m: dict[str, Any]) -> dict[str, Any]:
         """Not part of the contract: one SQL statement on the table at ``uri`` (written ``{table}``), for the
-        semantic tests (tests/thirdparty/test_duckdb_lance.py). Answers the rows it returns."""
+        semantic tests (tests/thirdparty/test_duckdb_writer.py). Answers the rows it returns."""
         rows = self.con.execute(m["statement"].replace("{table}", self.table(m["uri"]))).fetchall()
         return {"rows": [list(r) for r in rows]}
 
