@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import thirdparty_writers
 from typecheck import ROOT, build_tree
 
 from lancespec.render.html import Cell, Facet, esc, grid, page
@@ -45,6 +46,7 @@ HTML_PAGE = ROOT / "docs" / "compatibility.html"
 FINDINGS = ROOT / "spec" / "findings.md"
 RELEASES = Path(os.environ.get("LANCESPEC_COMPAT_RELEASES", Path.home() / ".cache" / "lancespec" / "releases"))
 NODE_ADAPTER = ROOT / "tests" / "thirdparty" / "node"
+STORES = ("local", "s3")
 
 PASS, DIVERGENCE, UNSUPPORTED, FAIL = "pass", "divergence", "unsupported", "fail"
 
@@ -55,10 +57,23 @@ class Column:
 
     key: str
     writer: str  # the --writer / --reader argument
-    environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release) or "node"
+    environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release), "node" or "venv:NAME"
     capabilities: str | None = None  # a capability file, relative to the checkout
     reads: bool = True  # also a reader of the corpus
     note: str = ""  # what a reader of the page should know about the column
+    core: str = ""  # the Lance core the implementation carries
+    stores: tuple[str, ...] = STORES  # the stores it runs on (the note says why not on another)
+
+    def writer_argument(self) -> list[str]:
+        """certify-writer's --writer (and --capabilities): a ``venv:NAME`` column is a third-party writer in the
+        environment tools/thirdparty_writers.py makes, driven through its JSON-lines adapter."""
+        if self.environment.startswith("venv:"):
+            writer = thirdparty_writers.WRITERS[self.environment.removeprefix("venv:")]
+            return ["--writer", writer.command(), "--capabilities", str(writer.capabilities())]
+        args = ["--writer", self.writer]
+        if self.capabilities:
+            args += ["--capabilities", str(ROOT / self.capabilities)]
+        return args
 
     def runnable(self) -> str | None:
         """Why this column cannot run on this machine, or None."""
@@ -67,6 +82,10 @@ class Column:
                 return "node is not installed"
             if not (NODE_ADAPTER / "node_modules" / "@lancedb" / "lancedb").is_dir():
                 return "the Node packages are not installed (setup.sh runs npm where npm is)"
+        if self.environment.startswith("venv:"):
+            problem = thirdparty_writers.install(self.environment.removeprefix("venv:"))
+            if problem:
+                return problem
         if self.writer == "lancedb" and self.environment == "here":
             try:
                 import lancedb  # noqa: F401
@@ -76,16 +95,26 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("reference", "reference"),
-    Column("pylance-14", "pylance"),
-    Column("pylance-13", "pylance", "pip:pylance==13.0.0"),
-    Column("pylance-12", "pylance", "pip:pylance==12.0.0"),
-    Column("lancedb", "lancedb", reads=False,
+    Column("reference", "reference", core="none (lancespec's own implementation of the format)"),
+    Column("pylance-14", "pylance", core="14.0.2"),
+    Column("pylance-13", "pylance", "pip:pylance==13.0.0", core="13.0.0"),
+    Column("pylance-12", "pylance", "pip:pylance==12.0.0", core="12.0.0"),
+    Column("lancedb", "lancedb", reads=False, core="13",
            note="LanceDB opens a table only as {database}/{name}.lance, and the corpus's roots are not named so: "
                 "it is not a reader of the corpus"),
     Column("lancedb-node", "cmd:node tests/thirdparty/node/writer.mjs", "node",
-           "tests/thirdparty/node/writer.capabilities.toml", reads=False,
+           "tests/thirdparty/node/writer.capabilities.toml", reads=False, core="12",
            note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only"),
+    Column("duckdb-lance", "duckdb-lance", "venv:duckdb-lance", reads=False, core="6.0.0", stores=("local",),
+           note="DuckDB's SQL through its Lance extension (conformance/adapters/processes/duckdb_writer.py), which "
+                "writes only; not on S3: DuckDB reaches S3 through its httpfs extension, which it downloads from "
+                "DuckDB's extension repository (not reachable here; the registry's httpfs packages are built for "
+                "DuckDB 1.4.4, the Lance extension needs 1.5.5). Its DELETE removes the wrong rows for most "
+                "predicate forms (F-050), which no shipped scenario uses: tests/thirdparty/test_duckdb_lance.py"),
+    Column("polars-lance", "polars-lance", "venv:polars-lance", reads=False, core="0.38.3",
+           note="write_lance through conformance/adapters/processes/polars_writer.py, which writes only (no "
+                "delete, tags or branches in polars-lance); reading back with polars-lance panics (F-051): "
+                "tests/thirdparty/test_polars_lance.py"),
 )
 
 
@@ -152,13 +181,6 @@ def _environment(column: Column, tree: Path, log: Callable[[str], None]) -> dict
     return env
 
 
-def _writer_argument(column: Column) -> list[str]:
-    args = ["--writer", column.writer]
-    if column.capabilities:
-        args += ["--capabilities", str(ROOT / column.capabilities)]
-    return args
-
-
 def _lancespec(env: Mapping[str, str], args: Sequence[str]) -> dict[str, Any]:
     """Run ``lancespec ARGS --format json``; its report (a failed certification is data, not an error)."""
     done = subprocess.run([sys.executable, "-m", "lancespec", *args, "--format", "json"],
@@ -176,7 +198,8 @@ def run_column(column: Column, log: Callable[[str], None] = print) -> dict[str, 
     with tempfile.TemporaryDirectory(prefix="lancespec-compat-") as tmp:
         env = _environment(column, Path(tmp), log)
         log(f"{column.key}: certify-writer")
-        writes = _lancespec(env, ["certify-writer", *_writer_argument(column)])
+        stores = [arg for store in column.stores for arg in ("--store", store)]
+        writes = _lancespec(env, ["certify-writer", *column.writer_argument(), *stores])
         entry: dict[str, Any] = {"key": column.key, "writer": column.writer, "version": writes["writer_version"],
                                  "writes": writer_cells(writes)}
         if column.note:
@@ -242,6 +265,9 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
             with_ns = sum("features" in c for c in cells.values())
             out.append(f"| {_label(entry)} | {store} | {len(cells)} | {_count(cells, PASS)} | "
                        f"{_count(cells, DIVERGENCE)} | {with_ns} | {_count(cells, FAIL)} |")
+    out += ["", "### Versions", "", "| writer | Lance core | stores |", "|---|---|---|"]
+    cores = {c.key: c.core for c in COLUMNS}
+    out += [f"| {_label(e)} | {cores.get(e['key'], '')} | {', '.join(e['writes'])} |" for e in columns]
     stores = sorted({store for entry in columns for store in entry["writes"]})
     scenarios = sorted({s for entry in columns for cells in entry["writes"].values() for s in cells})
     out += ["", "### Scenarios", "", f"Each cell: {' / '.join(stores)}.", "",
