@@ -55,6 +55,8 @@ WRITERS = {w.name: w for w in (
                      "Lance core 0.38.3 (bundled in _polars_lance)", "polars_writer"),
     ThirdPartyWriter("daft-lance", ("daft-lance==0.6.0", "daft", "pyarrow"),
                      "Lance core 14.0.2 (the pylance pip resolves for daft-lance: pylance>=12)", "daft_writer"),
+    ThirdPartyWriter("lance-ray", ("lance-ray==0.5.0", "ray[data]", "pyarrow"),
+                     "Lance core 14.0.2 (the pylance pip resolves for lance-ray: pylance>=9)", "ray_writer"),
 )}
 
 
