@@ -115,11 +115,13 @@ COLUMNS: tuple[Column, ...] = (
            note="write_lance through conformance/adapters/processes/polars_writer.py, which writes only (no "
                 "delete, tags or branches in polars-lance); reading back with polars-lance panics (F-051): "
                 "tests/thirdparty/test_polars_lance.py"),
-    Column("daft-lance", "daft-lance", "venv:daft-lance", reads=False, core="14.0.2", stores=("local",),
+    Column("daft-lance", "daft-lance", "venv:daft-lance", reads=False, core="14.0.2",
            note="daft_lance.write_lance through conformance/adapters/processes/daft_writer.py, which writes only (no "
                 "delete, tags or branches in daft-lance; insert_overwrite, held to every predicate form in "
-                "tests/thirdparty/test_daft_lance.py, is not a contract operation); not on S3: the adapter does "
-                "not yet turn the contract's storage options into Daft's IOConfig"),
+                "tests/thirdparty/test_daft_lance.py, is not a contract operation)"),
+    Column("lance-ray", "lance-ray", "venv:lance-ray", reads=False, core="14.0.2",
+           note="lance_ray.write_lance through conformance/adapters/processes/ray_writer.py, which writes only (no "
+                "delete, add_bases, tags or branches in lance-ray)"),
 )
 
 

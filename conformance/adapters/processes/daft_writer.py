@@ -5,11 +5,12 @@ and the pylance they resolve, made by ``python tools/thirdparty_writers.py insta
 nothing from lancespec.
 
     lancespec certify-writer --writer "$(python tools/thirdparty_writers.py command daft-lance)" \\
-        --capabilities conformance/adapters/processes/daft_writer.toml --store local
+        --capabilities conformance/adapters/processes/daft_writer.toml
 
 ``write_lance(df, uri, mode=...)``: mode ``create``, ``append`` and ``overwrite``, with ``max_rows_per_file``
-passed on to Lance; ``insert_overwrite`` with ``overwrite_where`` (replace the rows a predicate matches) is the
-``insert_overwrite`` operation, not part of the contract (tests/thirdparty/test_daft_lance.py).
+and ``storage_options`` passed on to Lance; ``insert_overwrite`` with ``overwrite_where`` (replace the rows a
+predicate matches) is the ``insert_overwrite`` operation, not part of the contract
+(tests/thirdparty/test_daft_lance.py).
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def frame(data: dict[str, Any]) -> Any:
 
 
 class Writer:
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
     def write(self, m: dict[str, Any], mode: str, **extra: Any) -> dict[str, Any]:
+        if self.options:
+            extra["storage_options"] = self.options
         if m.get("max_rows_per_file") is not None:
             extra["max_rows_per_file"] = m["max_rows_per_file"]
         daft_lance.write_lance(frame(m["data"]), m["uri"], mode=mode, **extra)
@@ -53,8 +59,7 @@ class Writer:
     def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
         if m.get("contract") != CONTRACT:
             raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
-        if m.get("storage_options"):
-            raise Refused("invalid_input", "this adapter writes to the local disk only")
+        self.options = dict(m.get("storage_options") or {})
         return {"writer": "daft-lance",
                 "version": f"{version('daft-lance')} (daft {version('daft')}, pylance {version('pylance')})"}
 
