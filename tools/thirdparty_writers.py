@@ -53,7 +53,7 @@ WRITERS = {w.name: w for w in (
                      "Lance core 6.0.0 (bundled in lance.duckdb_extension)", "duckdb_writer"),
     ThirdPartyWriter("polars-lance", ("polars-lance==0.5.0", "pyarrow"),
                      "Lance core 0.38.3 (bundled in _polars_lance)", "polars_writer"),
-    ThirdPartyWriter("daft-lance", ("daft-lance==0.6.0", "daft", "pyarrow"),
+    ThirdPartyWriter("daft-lance", ("daft-lance==0.6.0", "daft", "pyarrow", "pandas"),  # compact_files needs pandas
                      "Lance core 14.0.2 (the pylance pip resolves for daft-lance: pylance>=12)", "daft_writer"),
     ThirdPartyWriter("lance-ray", ("lance-ray==0.5.0", "ray[data]", "pyarrow"),
                      "Lance core 14.0.2 (the pylance pip resolves for lance-ray: pylance>=9)", "ray_writer"),

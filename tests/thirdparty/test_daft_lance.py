@@ -103,3 +103,23 @@ def test_certify_writer_on_the_scenarios_write_lance_can_express(tmp_path: Path)
     run = {r.scenario: r for r in report.runs}["create-append-overwrite"]
     assert run.completed and run.certify is not None and run.certify.outcome == PASS
     assert run.compare is not None and run.compare.outcome == PASS
+
+
+def test_compaction_after_replacing_rows_keeps_the_live_rows(tmp_path: Path) -> None:
+    """Five files of 4 rows, the rows matching ``id % 3 = 0`` replaced by none (deletion files), then
+    compact_files: the live rows are unchanged and the result certifies."""
+    uri = tmp_path / "t.lance"
+    proc = JsonLinesProcess(_writer().command().removeprefix("cmd:"))
+    try:
+        hello(proc, {}, "writer")
+        proc.call({"op": "create", "uri": str(uri), "data": DATA, "max_rows_per_file": 4})
+        proc.call({"op": "insert_overwrite", "uri": str(uri), "data": NO_ROWS, "where": "id % 3 = 0"})
+        proc.call({"op": "compact", "uri": str(uri), "compaction_options": {"target_rows_per_fragment": 100}})
+    finally:
+        proc.close()
+    live = [r for r in ROWS if r["id"] % 3 != 0]
+    assert _rows(uri) == live
+    snapshot = Dataset.open(str(uri)).snapshot()
+    assert len(snapshot.manifest.fragments) == 1 and not snapshot.manifest.fragments[0].HasField("deletion_file")
+    report = certify(str(uri), all_versions=True)
+    assert report.must_findings == [] and [f for f in report.findings if f.known is None] == []

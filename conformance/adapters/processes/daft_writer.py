@@ -79,6 +79,12 @@ class Writer:
         """Not part of the contract: replace the rows ``where`` matches with ``data`` (one commit)."""
         return self.write(m, "insert_overwrite", overwrite_where=m["where"])
 
+    def op_compact(self, m: dict[str, Any]) -> dict[str, Any]:
+        """Not part of the contract: ``daft_lance.compact_files(uri, compaction_options=...)``."""
+        daft_lance.compact_files(m["uri"], storage_options=self.options or None,
+                                 compaction_options=m.get("compaction_options"))
+        return {}
+
     def op_read(self, m: dict[str, Any]) -> dict[str, Any]:
         """The latest version's live rows as ``daft_lance.read_lance(uri)`` returns them."""
         if m.get("version") is not None or m.get("tag") or m.get("branch") or m.get("blob_columns"):
