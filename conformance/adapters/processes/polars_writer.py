@@ -44,7 +44,7 @@ class Writer:
         return pl.DataFrame(series)
 
     def write(self, m: dict[str, Any], mode: str) -> dict[str, Any]:
-        polars_lance.write_lance(self.frame(m["data"]), m["uri"], mode=mode,  # type: ignore[arg-type]
+        polars_lance.write_lance(self.frame(m["data"]), m["uri"], mode=mode,
                                  storage_options=self.options or None, max_rows_per_file=m.get("max_rows_per_file"))
         return {}
 
