@@ -308,22 +308,30 @@ _HTML_OUTCOMES = {PASS: ("pass", "✓ pass"), DIVERGENCE: ("xfail", "recorded di
                   UNSUPPORTED: ("skip", "n/s (feature not declared)"), FAIL: ("fail", "FAIL")}
 
 
-def _html_cell(cell: Mapping[str, Any]) -> Cell:
+def finding_titles(findings_md: str) -> dict[str, str]:
+    """F-id -> its heading's title in spec/findings.md."""
+    return {m[0]: m[1] for m in re.findall(r"^## (F-\d+): (.*)$", findings_md, flags=re.MULTILINE)}
+
+
+def _html_cell(cell: Mapping[str, Any], titles: Mapping[str, str]) -> Cell:
+    """A cell of the page: its detail (opened on click) names each finding by its title."""
     outcome = cell["outcome"]
     summary = {PASS: "✓", FAIL: "FAIL"}.get(outcome) or (
         " ".join(cell["findings"]) if outcome == DIVERGENCE else "n/s")
-    detail = "; ".join([*(f"{f} (spec/findings.md)" for f in cell.get("findings", [])),
+    detail = "; ".join([*(f"{f}: {titles.get(f, '')} (spec/findings.md)" for f in cell.get("findings", [])),
                         *(f"not declared: {f}" for f in cell.get("features", []))]) or _HTML_OUTCOMES[outcome][1]
     return Cell(_HTML_OUTCOMES[outcome][0], esc(summary), f"<p>{esc(detail)}</p>")
 
 
-def render_html(data: Mapping[str, Any]) -> str:
+def render_html(data: Mapping[str, Any], findings_md: str | None = None) -> str:
     """docs/compatibility.html from the cells alone: the writers' grid (scenario x implementation and store)
-    and the readers' grid (corpus case x implementation), filtered by outcome."""
+    and the readers' grid (corpus case x implementation), filtered by outcome; a finding's title from
+    spec/findings.md (``findings_md``, read from the checkout unless given)."""
+    titles = finding_titles(FINDINGS.read_text(encoding="utf-8") if findings_md is None else findings_md)
     columns = data["columns"]
-    writes = {(scenario, f"{_label(e)} · {store}"): _html_cell(cell)
+    writes = {(scenario, f"{_label(e)} · {store}"): _html_cell(cell, titles)
               for e in columns for store, cells in e["writes"].items() for scenario, cell in cells.items()}
-    reads = {(case, _label(e)): _html_cell(cell) for e in columns for case, cell in e.get("reads", {}).items()}
+    reads = {(case, _label(e)): _html_cell(cell, titles) for e in columns for case, cell in e.get("reads", {}).items()}
     writer_columns = [f"{_label(e)} · {store}" for e in columns for store in e["writes"]]
     header = ("<h1>Compatibility matrix</h1><div>What each Lance implementation writes and reads, as lancespec "
               "certifies it (docs/compatibility.md says how it is made; docs/compatibility.json holds the cells)."
