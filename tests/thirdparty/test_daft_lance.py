@@ -93,6 +93,7 @@ def test_a_replaced_table_certifies(written: tuple[Path, dict[str, Path], list[R
     assert len(report.versions) == 2
 
 
+@pytest.mark.slow
 def test_certify_writer_on_the_scenarios_write_lance_can_express(tmp_path: Path) -> None:
     writer = _writer()
     chosen = [s for s in builtin_scenarios() if s.name in ("create-append-overwrite", "refuse-empty-operations")]

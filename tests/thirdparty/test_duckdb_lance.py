@@ -97,6 +97,7 @@ def test_a_broken_table_is_noticed(deleted: tuple[Path, dict[str, Path]], tmp_pa
     assert report.exit_code != 0 and (report.must_findings or report.cannot_judge or not report.readable)
 
 
+@pytest.mark.slow
 def test_certify_writer_on_the_scenarios_sql_can_express(tmp_path: Path) -> None:
     writer = _writer()
     caps = writer.capabilities()
