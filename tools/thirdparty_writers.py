@@ -7,7 +7,8 @@ conformance/adapters/processes/.
     python tools/thirdparty_writers.py install duckdb-lance     # make (or keep) the environment
     python tools/thirdparty_writers.py command duckdb-lance     # the --writer argument for certify-writer
 
-The pins are the versions issue 29 certified; a writer's Lance core is the one its wheel bundles.
+The pins are the versions issue 29 certified (polars, daft, ray and pylance as pip resolved them for the
+writer then); a writer's Lance core is the one its wheel bundles, or its pylance.
 """
 
 from __future__ import annotations
@@ -51,11 +52,12 @@ class ThirdPartyWriter:
 WRITERS = {w.name: w for w in (
     ThirdPartyWriter("duckdb-lance", ("duckdb==1.5.5", "duckdb-extension-lance==1.5.5", "pyarrow"),
                      "Lance core 6.0.0 (bundled in lance.duckdb_extension)", "duckdb_writer"),
-    ThirdPartyWriter("polars-lance", ("polars-lance==0.5.0", "pyarrow"),
+    ThirdPartyWriter("polars-lance", ("polars-lance==0.5.0", "polars==2.1.0", "pyarrow"),
                      "Lance core 0.38.3 (bundled in _polars_lance)", "polars_writer"),
-    ThirdPartyWriter("daft-lance", ("daft-lance==0.6.0", "daft", "pyarrow", "pandas"),  # compact_files needs pandas
+    # daft-lance's compact_files needs pandas, which daft-lance does not declare
+    ThirdPartyWriter("daft-lance", ("daft-lance==0.6.0", "daft==0.7.26", "pylance==14.0.2", "pyarrow", "pandas"),
                      "Lance core 14.0.2 (the pylance pip resolves for daft-lance: pylance>=12)", "daft_writer"),
-    ThirdPartyWriter("lance-ray", ("lance-ray==0.5.0", "ray[data]", "pyarrow"),
+    ThirdPartyWriter("lance-ray", ("lance-ray==0.5.0", "ray[data]==2.60.0", "pylance==14.0.2", "pyarrow"),
                      "Lance core 14.0.2 (the pylance pip resolves for lance-ray: pylance>=9)", "ray_writer"),
 )}
 
