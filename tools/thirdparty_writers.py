@@ -63,8 +63,10 @@ WRITERS = {w.name: w for w in (
 
 
 def ready(name: str) -> bool:
-    """True when ``name``'s environment was made completely (its marker file is written last)."""
-    return (ENVS / name / "lancespec-ready").is_file()
+    """True when ``name``'s environment was made completely with today's pins (its marker file, written last,
+    lists them)."""
+    marker = ENVS / name / "lancespec-ready"
+    return marker.is_file() and marker.read_text(encoding="utf-8").split() == list(WRITERS[name].requirements)
 
 
 def install(name: str, timeout: float = 900) -> str | None:
