@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import thirdparty_writers
 from typecheck import ROOT, build_tree
 
 from lancespec.render.html import Cell, Facet, esc, grid, page
@@ -45,6 +46,7 @@ HTML_PAGE = ROOT / "docs" / "compatibility.html"
 FINDINGS = ROOT / "spec" / "findings.md"
 RELEASES = Path(os.environ.get("LANCESPEC_COMPAT_RELEASES", Path.home() / ".cache" / "lancespec" / "releases"))
 NODE_ADAPTER = ROOT / "tests" / "thirdparty" / "node"
+STORES = ("local", "s3")
 
 PASS, DIVERGENCE, UNSUPPORTED, FAIL = "pass", "divergence", "unsupported", "fail"
 
@@ -55,10 +57,23 @@ class Column:
 
     key: str
     writer: str  # the --writer / --reader argument
-    environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release) or "node"
+    environment: str = "here"  # "here", "pip:REQUIREMENT" (an older release), "node" or "venv:NAME"
     capabilities: str | None = None  # a capability file, relative to the checkout
     reads: bool = True  # also a reader of the corpus
     note: str = ""  # what a reader of the page should know about the column
+    core: str = ""  # the Lance core the implementation carries
+    stores: tuple[str, ...] = STORES  # the stores it runs on (the note says why not on another)
+
+    def writer_argument(self) -> list[str]:
+        """certify-writer's --writer (and --capabilities): a ``venv:NAME`` column is a third-party writer in the
+        environment tools/thirdparty_writers.py makes, driven through its JSON-lines adapter."""
+        if self.environment.startswith("venv:"):
+            writer = thirdparty_writers.WRITERS[self.environment.removeprefix("venv:")]
+            return ["--writer", writer.command(), "--capabilities", str(writer.capabilities())]
+        args = ["--writer", self.writer]
+        if self.capabilities:
+            args += ["--capabilities", str(ROOT / self.capabilities)]
+        return args
 
     def runnable(self) -> str | None:
         """Why this column cannot run on this machine, or None."""
@@ -67,6 +82,10 @@ class Column:
                 return "node is not installed"
             if not (NODE_ADAPTER / "node_modules" / "@lancedb" / "lancedb").is_dir():
                 return "the Node packages are not installed (setup.sh runs npm where npm is)"
+        if self.environment.startswith("venv:"):
+            problem = thirdparty_writers.install(self.environment.removeprefix("venv:"))
+            if problem:
+                return problem
         if self.writer == "lancedb" and self.environment == "here":
             try:
                 import lancedb  # noqa: F401
@@ -76,16 +95,33 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("reference", "reference"),
-    Column("pylance-14", "pylance"),
-    Column("pylance-13", "pylance", "pip:pylance==13.0.0"),
-    Column("pylance-12", "pylance", "pip:pylance==12.0.0"),
-    Column("lancedb", "lancedb", reads=False,
+    Column("reference", "reference", core="none (lancespec's own implementation of the format)"),
+    Column("pylance-14", "pylance", core="14.0.2"),
+    Column("pylance-13", "pylance", "pip:pylance==13.0.0", core="13.0.0"),
+    Column("pylance-12", "pylance", "pip:pylance==12.0.0", core="12.0.0"),
+    Column("lancedb", "lancedb", reads=False, core="13",
            note="LanceDB opens a table only as {database}/{name}.lance, and the corpus's roots are not named so: "
                 "it is not a reader of the corpus"),
     Column("lancedb-node", "cmd:node tests/thirdparty/node/writer.mjs", "node",
-           "tests/thirdparty/node/writer.capabilities.toml", reads=False,
+           "tests/thirdparty/node/writer.capabilities.toml", reads=False, core="12",
            note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only"),
+    Column("duckdb-lance", "duckdb-lance", "venv:duckdb-lance", reads=False, core="6.0.0", stores=("local",),
+           note="DuckDB's SQL through its Lance extension (conformance/adapters/processes/duckdb_writer.py), which "
+                "writes only; not on S3: DuckDB reaches S3 through its httpfs extension, which it downloads from "
+                "DuckDB's extension repository (not reachable here; the registry's httpfs packages are built for "
+                "DuckDB 1.4.4, the Lance extension needs 1.5.5). Its DELETE removes the wrong rows for most "
+                "predicate forms (F-050), which no shipped scenario uses: tests/thirdparty/test_duckdb_lance.py"),
+    Column("polars-lance", "polars-lance", "venv:polars-lance", reads=False, core="0.38.3",
+           note="write_lance through conformance/adapters/processes/polars_writer.py, which writes only (no "
+                "delete, tags or branches in polars-lance); reading back with polars-lance panics (F-051): "
+                "tests/thirdparty/test_polars_lance.py"),
+    Column("daft-lance", "daft-lance", "venv:daft-lance", reads=False, core="14.0.2",
+           note="daft_lance.write_lance through conformance/adapters/processes/daft_writer.py, which writes only (no "
+                "delete, tags or branches in daft-lance; insert_overwrite, held to every predicate form in "
+                "tests/thirdparty/test_daft_lance.py, is not a contract operation)"),
+    Column("lance-ray", "lance-ray", "venv:lance-ray", reads=False, core="14.0.2",
+           note="lance_ray.write_lance through conformance/adapters/processes/ray_writer.py, which writes only (no "
+                "delete, add_bases, tags or branches in lance-ray)"),
 )
 
 
@@ -155,13 +191,6 @@ def _environment(column: Column, tree: Path, log: Callable[[str], None]) -> dict
     return env
 
 
-def _writer_argument(column: Column) -> list[str]:
-    args = ["--writer", column.writer]
-    if column.capabilities:
-        args += ["--capabilities", str(ROOT / column.capabilities)]
-    return args
-
-
 def _lancespec(env: Mapping[str, str], args: Sequence[str]) -> dict[str, Any]:
     """Run ``lancespec ARGS --format json``; its report (a failed certification is data, not an error)."""
     done = subprocess.run([sys.executable, "-m", "lancespec", *args, "--format", "json"],
@@ -179,7 +208,8 @@ def run_column(column: Column, log: Callable[[str], None] = print) -> dict[str, 
     with tempfile.TemporaryDirectory(prefix="lancespec-compat-") as tmp:
         env = _environment(column, Path(tmp), log)
         log(f"{column.key}: certify-writer")
-        writes = _lancespec(env, ["certify-writer", *_writer_argument(column)])
+        stores = [arg for store in column.stores for arg in ("--store", store)]
+        writes = _lancespec(env, ["certify-writer", *column.writer_argument(), *stores])
         entry: dict[str, Any] = {"key": column.key, "writer": column.writer, "version": writes["writer_version"],
                                  "writes": writer_cells(writes)}
         if column.note:
@@ -245,6 +275,9 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
             with_ns = sum("features" in c for c in cells.values())
             out.append(f"| {_label(entry)} | {store} | {len(cells)} | {_count(cells, PASS)} | "
                        f"{_count(cells, DIVERGENCE)} | {with_ns} | {_count(cells, FAIL)} |")
+    out += ["", "### Versions", "", "| writer | Lance core | stores |", "|---|---|---|"]
+    cores = {c.key: c.core for c in COLUMNS}
+    out += [f"| {_label(e)} | {cores.get(e['key'], '')} | {', '.join(e['writes'])} |" for e in columns]
     stores = sorted({store for entry in columns for store in entry["writes"]})
     scenarios = sorted({s for entry in columns for cells in entry["writes"].values() for s in cells})
     out += ["", "### Scenarios", "", f"Each cell: {' / '.join(stores)}.", "",
@@ -278,22 +311,30 @@ _HTML_OUTCOMES = {PASS: ("pass", "✓ pass"), DIVERGENCE: ("xfail", "recorded di
                   UNSUPPORTED: ("skip", "n/s (feature not declared)"), FAIL: ("fail", "FAIL")}
 
 
-def _html_cell(cell: Mapping[str, Any]) -> Cell:
+def finding_titles(findings_md: str) -> dict[str, str]:
+    """F-id -> its heading's title in spec/findings.md."""
+    return {m[0]: m[1] for m in re.findall(r"^## (F-\d+): (.*)$", findings_md, flags=re.MULTILINE)}
+
+
+def _html_cell(cell: Mapping[str, Any], titles: Mapping[str, str]) -> Cell:
+    """A cell of the page: its detail (opened on click) names each finding by its title."""
     outcome = cell["outcome"]
     summary = {PASS: "✓", FAIL: "FAIL"}.get(outcome) or (
         " ".join(cell["findings"]) if outcome == DIVERGENCE else "n/s")
-    detail = "; ".join([*(f"{f} (spec/findings.md)" for f in cell.get("findings", [])),
+    detail = "; ".join([*(f"{f}: {titles.get(f, '')} (spec/findings.md)" for f in cell.get("findings", [])),
                         *(f"not declared: {f}" for f in cell.get("features", []))]) or _HTML_OUTCOMES[outcome][1]
     return Cell(_HTML_OUTCOMES[outcome][0], esc(summary), f"<p>{esc(detail)}</p>")
 
 
-def render_html(data: Mapping[str, Any]) -> str:
+def render_html(data: Mapping[str, Any], findings_md: str | None = None) -> str:
     """docs/compatibility.html from the cells alone: the writers' grid (scenario x implementation and store)
-    and the readers' grid (corpus case x implementation), filtered by outcome."""
+    and the readers' grid (corpus case x implementation), filtered by outcome; a finding's title from
+    spec/findings.md (``findings_md``, read from the checkout unless given)."""
+    titles = finding_titles(FINDINGS.read_text(encoding="utf-8") if findings_md is None else findings_md)
     columns = data["columns"]
-    writes = {(scenario, f"{_label(e)} · {store}"): _html_cell(cell)
+    writes = {(scenario, f"{_label(e)} · {store}"): _html_cell(cell, titles)
               for e in columns for store, cells in e["writes"].items() for scenario, cell in cells.items()}
-    reads = {(case, _label(e)): _html_cell(cell) for e in columns for case, cell in e.get("reads", {}).items()}
+    reads = {(case, _label(e)): _html_cell(cell, titles) for e in columns for case, cell in e.get("reads", {}).items()}
     writer_columns = [f"{_label(e)} · {store}" for e in columns for store in e["writes"]]
     header = ("<h1>Compatibility matrix</h1><div>What each Lance implementation writes and reads, as lancespec "
               "certifies it (docs/compatibility.md says how it is made; docs/compatibility.json holds the cells)."

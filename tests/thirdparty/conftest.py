@@ -1,6 +1,7 @@
-"""Third-party writers: datasets written by LanceDB for Python and for Node, certified by lancespec. Every
-test collected from this folder carries ``pytest.mark.thirdparty``; the tests skip, with the reason, when
-the writer is not installed (``pip install 'lancespec[lancedb]'``; ``npm install --prefix tests/thirdparty/node``)."""
+"""Third-party writers: datasets written by LanceDB for Python and for Node, DuckDB and Polars, certified by
+lancespec. Every test collected from this folder carries ``pytest.mark.thirdparty``; the tests skip, with the
+reason, when the writer is not installed (``pip install 'lancespec[lancedb]'``; ``npm install --prefix
+tests/thirdparty/node``; DuckDB's and Polars' environments are made on first use by tools/thirdparty_writers.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Polars with polars-lance as a writer under certification, through its public API only (``write_lance``), over
+lancespec's JSON-lines contract (docs/writer-contract.md). It runs in its own environment (polars-lance and the
+polars it installs, made by ``python tools/thirdparty_writers.py install polars-lance``) and imports nothing from
+lancespec.
+
+    lancespec certify-writer --writer "$(python tools/thirdparty_writers.py command polars-lance)" \
+        --capabilities conformance/adapters/processes/polars_writer.toml
+
+``write_lance(df, uri, mode=...)`` is the whole write API: mode ``error`` (create), ``append`` and ``overwrite``,
+with ``max_rows_per_file``. Reading back is ``scan_lance`` (the ``read`` operation: a reader of the contract).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.metadata import version
+from typing import Any
+
+import polars as pl
+import polars_lance
+
+CONTRACT = "lancespec.writer/1"
+TYPES = {"int64": pl.Int64, "float64": pl.Float64, "string": pl.String}
+
+
+class Refused(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def frame(self, data: dict[str, Any]) -> pl.DataFrame:
+        series = []
+        for col in data["columns"]:
+            if col["type"] not in TYPES:
+                raise Refused("invalid_input", f"column type {col['type']} is not written by this adapter")
+            series.append(pl.Series(col["name"], col["values"], dtype=TYPES[col["type"]]))
+        return pl.DataFrame(series)
+
+    def write(self, m: dict[str, Any], mode: str) -> dict[str, Any]:
+        polars_lance.write_lance(self.frame(m["data"]), m["uri"], mode=mode,
+                                 storage_options=self.options or None, max_rows_per_file=m.get("max_rows_per_file"))
+        return {}
+
+    def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
+        if m.get("contract") != CONTRACT:
+            raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
+        self.options = dict(m.get("storage_options") or {})
+        return {"writer": "polars-lance", "version": f"{version('polars-lance')} (polars {pl.__version__})"}
+
+    def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def op_create(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, "error")
+
+    def op_append(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, "append")
+
+    def op_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, "overwrite")
+
+    def op_read(self, m: dict[str, Any]) -> dict[str, Any]:
+        """The latest version's live rows as ``scan_lance(uri).collect(engine=...)`` returns them (``engine``, not
+        part of the contract: polars' default ``auto`` unless given; see F-051)."""
+        if m.get("version") is not None or m.get("tag") or m.get("branch") or m.get("blob_columns"):
+            raise Refused("invalid_input", "scan_lance reads the latest version only")
+        frame = polars_lance.scan_lance(m["uri"], storage_options=self.options or None).collect(
+            engine=m.get("engine", "auto"))
+        return {"num_rows": frame.height,
+                "columns": [{"name": name, "values": frame[name].to_list()} for name in frame.columns]}
+
+
+def main() -> int:
+    writer = Writer()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        op = message.get("op")
+        handler = getattr(writer, f"op_{op}", None)
+        try:
+            if handler is None:
+                raise Refused("unsupported", f"polars-lance has no API for {op!r}")
+            answer = {"id": message.get("id"), "ok": True, "result": handler(message)}
+        except Refused as exc:
+            answer = {"id": message.get("id"), "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+        except BaseException as exc:  # a Rust panic surfaces as pyo3's PanicException, a BaseException
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            kind = "dataset_exists" if "already exists" in text else "invalid_input"
+            answer = {"id": message.get("id"), "ok": False,
+                      "error": {"kind": kind, "message": f"{type(exc).__name__}: {text}"}}
+        print(json.dumps(answer, ensure_ascii=False), flush=True)
+        if op == "bye":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
