@@ -35,6 +35,15 @@ else
   echo "lancespec setup: npm not found; the tests that need Node packages (s3rver, LanceDB for Node) will skip" >&2
 fi
 
+# Third-party Lance writers (DuckDB's Lance extension, polars-lance, daft-lance, lance-ray), each in a virtual
+# environment of its own under ~/.cache/lancespec/writers (tools/thirdparty_writers.py), so that a writer's own
+# Lance core or pylance pin never changes the pylance lancespec runs with. Made here once rather than on the
+# first test run; a writer whose environment cannot be made is skipped by its tests, saying why.
+for writer in duckdb-lance polars-lance daft-lance lance-ray; do
+  "$PYTHON" tools/thirdparty_writers.py install "$writer" >/dev/null \
+    || echo "lancespec setup: the $writer environment could not be made; its tests will skip" >&2
+done
+
 # The lineage diagram and the HTML reports (docs/reports.md) are laid out by Graphviz's dot; the browser tests
 # (tests/report) drive the system's Chromium through Playwright (no browser download). Installed like Java:
 # as root with apt-get; elsewhere say what is missing (the commands then refuse in one line, the tests skip).
