@@ -261,12 +261,12 @@ class S3Store(ObjectStore):
         self._signed: SignedClient | None = None
 
     def _http(self, uri: str) -> SignedClient:
-        """The lean request path, made on first use; StorageError naming ``uri`` for a store nobody configured
+        """The lean request path, made on first use; StoreConfigError naming ``uri`` for a store nobody configured
         (the rule of configuration, module docstring): nothing is looked up and nothing is sent."""
         if self._signed is None:
-            if not self.config.configured:
-                raise StorageError("no S3 store is configured, so nothing is read from it (give a storage option: "
-                                   "aws_endpoint, aws_region or credentials)", uri)
+            if not self.config.configured:  # the reader's setup, not the dataset: cannot read (errors.CannotRead)
+                raise StoreConfigError("no S3 store is configured, so nothing is read from it (give a storage option: "
+                                       "aws_endpoint, aws_region or credentials)", uri)
             self._signed = self.config.reader()
         return self._signed
 

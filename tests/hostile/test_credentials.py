@@ -61,7 +61,8 @@ def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(
                            "certify", uri, "--format", "json"], capture_output=True, text=True, env=env,
                           timeout=60, check=False)
     assert json.loads(record.read_text()) == []  # no credential file opened, nothing but loopback contacted
-    assert done.returncode == 1, done.stderr
-    report = json.loads(done.stdout)
-    named = [f for f in report["findings"] if "s3://attacker-bucket/data" in f["path"] + f["message"]]
-    assert named and all("no S3 store is configured" in f["message"] for f in named), report["findings"]
+    # a store the user did not configure is the setup's limit, not a breach: cannot read, one line, no finding
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "cannot_read"
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("lancespec: cannot read: s3://attacker-bucket/data") and "no S3 store is configured" in line
