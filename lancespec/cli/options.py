@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
@@ -55,9 +56,13 @@ def dataset_uri(text: str) -> str:
     which no one asked to certify: issue 32)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the dataset URI is empty")
-    if "://" not in text:  # a local path: its links are the user's, resolved once here; none below it is
+    if not _SCHEME.match(text):  # a local path: its links are the user's, resolved once here; none below it is
         return os.path.realpath(text)  # followed (reference.store.local._no_link_on_the_way)
-    return text
+    return text  # a URI, well formed or not (``s3:/x`` is the store's to refuse, naming what is wrong)
+
+
+#: A URI's scheme and colon (``s3:``, ``file:``, ``gs:``); a local path has none.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:

@@ -100,7 +100,7 @@ def test_io_parallelism_comes_from_the_flag_then_the_option() -> None:
     assert io_parallelism_of({"lancespec_io_parallelism": "4"}) == 4
     assert io_parallelism_of({"LANCESPEC_IO_PARALLELISM": "4"}, requested=9) == 9
     for bad in ("0", "-2", "many"):
-        with pytest.raises(ValueError, match="positive integer"):
+        with pytest.raises(ValueError, match="integer from 1 to"):
             io_parallelism_of({"lancespec_io_parallelism": bad})
 
 
@@ -113,4 +113,4 @@ def test_the_io_parallelism_flag(tmp_path: Path, capsys: pytest.CaptureFixture[s
     capsys.readouterr()
     with pytest.raises(SystemExit) as refused:
         main(["certify", uri, "--io-parallelism", "0"])
-    assert refused.value.code == 2 and "positive integer" in capsys.readouterr().err
+    assert refused.value.code == 2 and "integer from 1 to" in capsys.readouterr().err
