@@ -57,8 +57,8 @@ class SimMutant(Mutant):
 
 MUTANTS = (
     SimMutant("unconditional-put", "store/s3.py",
-              '{"If-None-Match": "*"}, data, op="put_if_absent"',
-              '{}, data, op="put_if_absent"',
+              '{"If-None-Match": "*"}, data,\n',
+              '{}, data,\n',
               "manifests (and tags) are written by plain PUT, without If-None-Match: concurrent commits of one "
               "version overwrite each other"),
     SimMutant("no-conflict-check", "commit.py",

@@ -97,7 +97,8 @@ def _finding_rows(findings: Sequence[Mapping[str, Any]]) -> list[str]:
     whose every version carries the same divergence fills one row, not one per version."""
     said: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for f in findings:
-        extra = "; ".join(filter(None, (_note(k, v) for k, v in f.items() if k not in _FINDING_KEYS)))
+        extra = "; ".join(filter(None, (_note(k, v) for k, v in f.items() if k not in _FINDING_KEYS
+                                        and not (k == "code" and v == f["requirement"]))))  # the default code
         said.setdefault((f["message"], extra), []).append(f)
     rows = []
     for (message, extra), group in said.items():

@@ -126,7 +126,7 @@ class S3Config:
         for key, value in options.items():
             if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):  # CR/LF would split a header or a URL
                 shown = "(hidden)" if key in CREDENTIAL_OPTIONS else repr(value[:60])
-                raise StorageError(f"storage option {key} holds a control character: {shown}")
+                raise StoreConfigError(f"storage option {key} holds a control character: {shown}")
 
         def pick(name: str) -> str | None:
             for key in _ALIASES[name]:

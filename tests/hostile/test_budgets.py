@@ -160,7 +160,7 @@ def test_five_thousand_branches_are_inspected_once_each(tmp_path: Path) -> None:
     refs.mkdir(parents=True)
     for i in range(5000):
         (refs / f"b{i}.json").write_text('{"parentBranch": null, "parentVersion": 1}')
-    done = run_cli("inspect", uri, "--json", timeout=20)
+    done = run_cli("inspect", uri, "--format", "json", timeout=20)
     assert done.returncode == 0, done.stderr
     branches = json.loads(done.stdout)["branches"]
     assert len(branches) == 5000 and branches["b7"] is None  # no tree/b7 holds a version
@@ -245,8 +245,8 @@ def test_a_bad_storage_option_value_is_one_line(option: str, named: str) -> None
     """Bad values ended in exit 3 (a port past 65535), went on (an infinite timeout), or pre-allocated a pool
     past 60 s (a parallelism of 100,000,000)."""
     for command in ("certify", "inspect"):
-        done = run_cli(command, "s3://bucket/ds", "--storage-option", option, "--storage-option", "allow_http=true",
-                       timeout=20)
+        done = run_cli(command, "s3://bucket/ds", "--storage-option", "aws_endpoint=http://127.0.0.1:9",
+                       "--storage-option", option, "--storage-option", "allow_http=true", timeout=20)
         assert done.returncode == 2, done.stderr
         assert named in done.stdout + done.stderr, (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1  # inspect's one line
@@ -265,7 +265,7 @@ def test_a_directory_link_in_the_middle_of_a_path_is_not_followed(tmp_path: Path
     assert done.returncode in (1, 2), done.stderr
     assert "symbolic link" in done.stdout + done.stderr
     assert str(Path(other) / linked) not in done.stdout + done.stderr  # nothing read there is reported
-    inspected = run_cli("inspect", uri, "--json", timeout=20)
+    inspected = run_cli("inspect", uri, "--format", "json", timeout=20)
     if linked == "data":  # inspect reads no data file: the fragments are shown as the manifest records them
         assert inspected.returncode == 0
     else:

@@ -490,7 +490,7 @@ def test_pylance_blob_shape_certifies_without_blob_findings(build_shape: Callabl
     shape = build_shape("blob_v2")
     report = certify(shape.uri, all_versions=True, areas=["blobs"])
     assert report.findings == []
-    assert set(report.checks_run) == {"blobs.descriptors", "blobs.routing", "blobs.orphans"}
+    assert set(report.checks_run) == {"blobs.descriptors", "blobs.routing", "blobs.orphans", "blobs.format_version"}
 
 
 
