@@ -128,7 +128,8 @@ def test_spark_certify_equals_certify_on_the_corpus(spark: Any, tmp_path: Path, 
     uris = [str(base / root) for root in doc["roots"]]
     for uri in uris:
         same_report(certify(uri, all_versions=True), certify_with_spark(spark, uri, all_versions=True).report)
-    damaged_equal(spark, uris[0], [str(base)])
+    if not case.startswith("breach-"):  # a breach case is damaged already (its reports compared above)
+        damaged_equal(spark, uris[0], [str(base)])
 
 
 def test_findings_dataframe_columns(spark: Any, tmp_path: Path) -> None:
