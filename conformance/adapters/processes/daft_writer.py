@@ -15,7 +15,6 @@ predicate matches) is the ``insert_overwrite`` operation, not part of the contra
 
 from __future__ import annotations
 
-import json
 import sys
 from importlib.metadata import version
 from typing import Any
@@ -23,15 +22,10 @@ from typing import Any
 import daft
 import daft_lance
 import pyarrow as pa
+from contract import CONTRACT, Refused, serve
 
-CONTRACT = "lancespec.writer/1"
 TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
 
-
-class Refused(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def frame(data: dict[str, Any]) -> Any:
@@ -95,29 +89,7 @@ class Writer:
 
 
 def main() -> int:
-    writer = Writer()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        op = message.get("op")
-        handler = getattr(writer, f"op_{op}", None)
-        try:
-            if handler is None:
-                raise Refused("unsupported", f"daft-lance has no API for {op!r}")
-            answer = {"id": message.get("id"), "ok": True, "result": handler(message)}
-        except Refused as exc:
-            answer = {"id": message.get("id"), "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except Exception as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            kind = "dataset_exists" if "already exists" in text else "invalid_input"
-            answer = {"id": message.get("id"), "ok": False,
-                      "error": {"kind": kind, "message": f"{type(exc).__name__}: {text}"}}
-        print(json.dumps(answer, ensure_ascii=False), flush=True)
-        if op == "bye":
-            break
-    return 0
-
+    return serve(Writer(), lambda op: f"daft-lance has no API for {op!r}")
 
 if __name__ == "__main__":
     sys.exit(main())

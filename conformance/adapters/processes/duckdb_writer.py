@@ -17,9 +17,7 @@ DELETE FROM ... WHERE (delete).
 from __future__ import annotations
 
 import glob
-import json
 import os
-import re
 import sys
 from importlib.metadata import version
 from typing import Any
@@ -27,16 +25,10 @@ from typing import Any
 import duckdb
 import duckdb_extension_lance
 import pyarrow as pa
+from contract import CONTRACT, Refused, serve
 
-CONTRACT = "lancespec.writer/1"
 TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
-KINDS = [(r"already exists", "dataset_exists")]
 
-
-class Refused(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def extension_file() -> str:
@@ -119,28 +111,8 @@ class Writer:
 
 
 def main() -> int:
-    writer = Writer()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        op = message.get("op")
-        handler = getattr(writer, f"op_{op}", None)
-        try:
-            if handler is None:
-                raise Refused("unsupported", f"operation {op!r} has no SQL form in DuckDB's Lance extension")
-            answer = {"id": message.get("id"), "ok": True, "result": handler(message)}
-        except Refused as exc:
-            answer = {"id": message.get("id"), "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except duckdb.Error as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            kind = next((k for pattern, k in KINDS if re.search(pattern, text)), "invalid_input")
-            answer = {"id": message.get("id"), "ok": False, "error": {"kind": kind, "message": text}}
-        print(json.dumps(answer, ensure_ascii=False, default=str), flush=True)
-        if op == "bye":
-            break
-    return 0
-
+    return serve(Writer(), lambda op: f"operation {op!r} has no SQL form in DuckDB's Lance extension",
+                 caught=duckdb.Error, typed=False)
 
 if __name__ == "__main__":
     sys.exit(main())

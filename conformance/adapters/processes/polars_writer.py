@@ -13,22 +13,16 @@ with ``max_rows_per_file``. Reading back is ``scan_lance`` (the ``read`` operati
 
 from __future__ import annotations
 
-import json
 import sys
 from importlib.metadata import version
 from typing import Any
 
 import polars as pl
 import polars_lance
+from contract import CONTRACT, Refused, serve
 
-CONTRACT = "lancespec.writer/1"
 TYPES = {"int64": pl.Int64, "float64": pl.Float64, "string": pl.String}
 
-
-class Refused(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class Writer:
@@ -78,31 +72,8 @@ class Writer:
 
 
 def main() -> int:
-    writer = Writer()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        op = message.get("op")
-        handler = getattr(writer, f"op_{op}", None)
-        try:
-            if handler is None:
-                raise Refused("unsupported", f"polars-lance has no API for {op!r}")
-            answer = {"id": message.get("id"), "ok": True, "result": handler(message)}
-        except Refused as exc:
-            answer = {"id": message.get("id"), "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except BaseException as exc:  # a Rust panic surfaces as pyo3's PanicException, a BaseException
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            kind = "dataset_exists" if "already exists" in text else "invalid_input"
-            answer = {"id": message.get("id"), "ok": False,
-                      "error": {"kind": kind, "message": f"{type(exc).__name__}: {text}"}}
-        print(json.dumps(answer, ensure_ascii=False), flush=True)
-        if op == "bye":
-            break
-    return 0
-
+    # a Rust panic surfaces as pyo3's PanicException, a BaseException: answered like any failure
+    return serve(Writer(), lambda op: f"polars-lance has no API for {op!r}", caught=BaseException)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,13 +14,13 @@ in-process with one CPU at the first write; whatever Ray prints goes to stderr (
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from importlib.metadata import version
 from typing import Any
 
-CONTRACT = "lancespec.writer/1"
+from contract import CONTRACT, Refused, serve
+
 ANSWERS = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the contract's stdout; fd 1 itself now goes to stderr
 os.dup2(2, 1)
 sys.stdout = sys.stderr
@@ -32,11 +32,6 @@ import ray  # noqa: E402
 
 TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
 
-
-class Refused(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def table(data: dict[str, Any]) -> pa.Table:
@@ -92,32 +87,10 @@ class Writer:
 
 
 def main() -> int:
-    writer = Writer()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        op = message.get("op")
-        handler = getattr(writer, f"op_{op}", None)
-        try:
-            if handler is None:
-                raise Refused("unsupported", f"lance-ray has no API for {op!r}")
-            answer = {"id": message.get("id"), "ok": True, "result": handler(message)}
-        except Refused as exc:
-            answer = {"id": message.get("id"), "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except Exception as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            kind = "dataset_exists" if "already exists" in text else "invalid_input"
-            answer = {"id": message.get("id"), "ok": False,
-                      "error": {"kind": kind, "message": f"{type(exc).__name__}: {text}"}}
-        ANSWERS.write(json.dumps(answer, ensure_ascii=False) + "\n")
-        ANSWERS.flush()
-        if op == "bye":
-            break
+    code = serve(Writer(), lambda op: f"lance-ray has no API for {op!r}", out=ANSWERS)
     if ray.is_initialized():
         ray.shutdown()
-    return 0
-
+    return code
 
 if __name__ == "__main__":
     sys.exit(main())
