@@ -26,9 +26,10 @@ from interop.test_conflicts_pylance import AGREEING, INCOMPATIBLE, LANDS, RETRYA
 
 from lancespec.conformance.certify import certify
 from lancespec.conformance.findings import Report
+from lancespec.conformance.fixtures.breach_conflicts import set_read_version
 from lancespec.conformance.shapes import DIVERGENCE_SHAPES
-from lancespec.reference.codec import decode_manifest_file, decode_transaction, encode_manifest_file, encode_transaction
-from lancespec.reference.layout import TRANSACTIONS_DIR, parse_manifest_name, transaction_file_name
+from lancespec.reference.codec import decode_manifest_file, decode_transaction
+from lancespec.reference.layout import TRANSACTIONS_DIR, parse_manifest_name
 
 pytestmark = pytest.mark.interop
 
@@ -59,23 +60,6 @@ def _manifest_of(root: Path, version: int) -> Path:
         if name is not None and name.version == version:
             return entry
     raise AssertionError(f"{root} has no manifest of version {version}")
-
-
-def forge_read_version(root: Path, version: int, read_version: int) -> None:
-    """Make the transaction of ``version`` say it was built on ``read_version``: the inline copy and the
-    ``_transactions/`` file (renamed as the format names it) rewritten together, nothing else changed."""
-    path = _manifest_of(root, version)
-    decoded = decode_manifest_file(path.read_bytes(), str(path))
-    assert decoded.transaction is not None
-    txn = decoded.transaction
-    txn.read_version = read_version
-    data = encode_transaction(txn)
-    (root / TRANSACTIONS_DIR / decoded.manifest.transaction_file).unlink()
-    name = transaction_file_name(read_version, txn.uuid)
-    (root / TRANSACTIONS_DIR / name).write_bytes(data)
-    manifest = decoded.manifest
-    manifest.transaction_file = name
-    path.write_bytes(encode_manifest_file(manifest, data, decoded.index_section))
 
 
 @dataclasses.dataclass
@@ -126,7 +110,7 @@ def test_history_judged_as_pylance_commits(request: pytest.FixtureRequest, tmp_p
         assert musts(report) == [], f"pylance committed this history itself: {report.findings}"
         return
     assert history.oracle in (RETRYABLE, INCOMPATIBLE), f"pylance failed otherwise: {history.oracle}"
-    forge_read_version(history.root, history.loser_version, history.base)
+    set_read_version(str(history.root), history.loser_version, history.base)
     report = certify(str(history.root), all_versions=True)
     if race in LOW_LEVEL_CANNOT_REBASE:
         assert musts(report) == [], "the matrix rebases a Delete/Update on a common fragment (C-001)"
