@@ -21,12 +21,15 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import CatalogueError
-
 from .traceability import Matrix, render_matrix
 
 if TYPE_CHECKING:
     from .checks import Check
+
+
+class CatalogueError(Exception):
+    """The requirement catalogue (spec/requirements.toml) breaks its own rules."""
+
 
 SEVERITIES = ("MUST", "SHOULD")
 _ID = re.compile(r"^([A-Z]+)-(\d{3})$")

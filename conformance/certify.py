@@ -27,7 +27,7 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CannotRead, CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
+from lancespec.reference.errors import CannotRead, InvalidRefName, LanceSpecError, VersionNotFound
 from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
@@ -43,6 +43,17 @@ from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
+
+
+class CertifyError(Exception):
+    """A check failed in a way that is a bug of lancespec, not a finding about the dataset: the command line
+    exits 3 with ``report``, the report of everything checked before the failure, which ``certify``
+    attaches (a ``conformance.findings.Report``)."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.report: Report | None = None
+
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption, LanceSpecError
+from lancespec.reference.errors import CannotRead, InvalidOption, LanceSpecError
 from lancespec.reference.store.option_keys import parse_storage_options
 
 from .findings import Report
@@ -204,6 +204,8 @@ class CertifyItem(pytest.Item):
                      style: Any = None) -> str:
         """The certify report for a failed certification, one line for a dataset that cannot be read or an
         internal error of lancespec; the traceback only for anything else."""
+        from .certify import CertifyError
+
         if isinstance(excinfo.value, CertificationFailed):
             return str(excinfo.value)
         if isinstance(excinfo.value, CannotRead):  # the setup, not the dataset: one line, no requirement id

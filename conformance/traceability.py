@@ -21,10 +21,13 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import MatrixError
-
 if TYPE_CHECKING:
     from .catalogue import Requirement
+
+
+class MatrixError(Exception):
+    """The traceability matrix (spec/traceability.toml) breaks its own rules or disagrees with the catalogue."""
+
 
 #: Why a statement is not adopted as a requirement.
 REASONS = ("guidance", "contradicted", "untestable", "out of scope")

@@ -1,4 +1,4 @@
-"""Every exception class of lancespec, in one module that every package may import.
+"""The reference's exceptions, and the roots every other part of lancespec derives its own from.
 
 Every error names what was wrong and where (a URI, a version, a file), so that a command-line front end
 can print it as one line and a test can match on the class rather than on the words.
@@ -9,9 +9,11 @@ can print it as one line and a test can match on the class rather than on the wo
   an unsupported scheme): certify stops on one with the outcome "cannot read", naming no requirement.
   Each carries ``kind``, its writer-contract error kind (``ERROR_KINDS``; docs/writer-contract.md), as
   data: an adapter reports ``exc.kind``, never the words.
-* The faults of lancespec itself (``CertifyError``, ``CatalogueError``, ``MatrixError``) are deliberately
-  no ``LanceSpecError``: the command line exits 3 for them, as for any other exception.
-* ``WriterRefusal`` and ``ReaderError`` are answers of the implementation under test, not errors of ours.
+* Each part of lancespec defines its own errors beside the code that raises them, as subclasses of
+  ``LanceSpecError`` when they are about the input or the machine (the harnesses' ``ScenarioError``,
+  ``ContractError``, ``SparkUnavailable``, ``S3ServerError``, the diagrams' ``GraphvizError``, ...), and as
+  plain exceptions when they are faults of lancespec itself (``CertifyError``, ``CatalogueError``, ...):
+  the command line exits 2 for the first and 3 for the others, so it needs no other class than these roots.
 """
 
 from __future__ import annotations
@@ -51,78 +53,12 @@ class LanceSpecError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-# --- the command line and the harnesses ------------------------------------------------------------
+# --- options -------------------------------------------------------------------------------------
 
 
 class InvalidOption(LanceSpecError, ValueError):
     """An option (a command-line flag, a storage option, a run setting) has a value lancespec does not
     accept; the message names the option. The command line prints it as argparse prints its own errors."""
-
-
-class ScenarioError(LanceSpecError):
-    """A scenario file is not valid ``lancespec.scenario/1``."""
-
-
-class ContractError(LanceSpecError):
-    """A writer or reader broke the contract (bad JSON, wrong id, died, timed out), or its capability file
-    is unusable."""
-
-
-class CaseBuildError(LanceSpecError):
-    """A fixture case could not be written as described."""
-
-
-class CorpusError(LanceSpecError):
-    """The fixture corpus is missing, malformed or does not match its checksums."""
-
-
-class SparkUnavailable(LanceSpecError):
-    """PySpark or a Java runtime is missing, or a running Spark is bound elsewhere: Spark cannot start here."""
-
-
-class S3ServerError(LanceSpecError):
-    """The embedded S3 server could not be started or did not come up."""
-
-
-class WriterRefusal(Exception):
-    """The writer under test refused an operation: ``kind`` (one of ERROR_KINDS; anything else is read as
-    ``invalid_input``) and its own message; ``certain``: nothing was committed for certain (False: a transport
-    error or a lost answer, the outcome is unknown). An answer of the writer, not an error of lancespec."""
-
-    def __init__(self, kind: str, message: str, certain: bool = True) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind if kind in ERROR_KINDS else "invalid_input"
-        self.message = message
-        self.certain = certain
-
-
-class ReaderError(Exception):
-    """The reader under test could not read the target (what a must-reject fixture expects)."""
-
-
-# --- faults of lancespec itself (no LanceSpecError: the command line exits 3) ------------------------
-
-
-class CertifyError(Exception):
-    """A check failed in a way that is a bug of lancespec, not a finding about the dataset: the command line
-    exits 3 with ``report``, the report of everything checked before the failure, which ``certify``
-    attaches (a ``conformance.findings.Report``)."""
-
-    def __init__(self, message: str, where: str | None = None) -> None:
-        super().__init__(f"{where}: {message}" if where else message)
-        self.report: Any = None  # a conformance.findings.Report (this module imports no other of lancespec)
-
-
-class DivergenceFileError(Exception):
-    """spec/divergences.toml breaks its own rules: a fault of lancespec's own data (exit 3)."""
-
-
-class CatalogueError(Exception):
-    """The requirement catalogue (spec/requirements.toml) breaks its own rules."""
-
-
-class MatrixError(Exception):
-    """The traceability matrix (spec/traceability.toml) breaks its own rules or disagrees with the catalogue."""
 
 
 # --- storage -------------------------------------------------------------------------------------
@@ -311,11 +247,3 @@ class BlobReadError(LanceSpecError):
 
 class BlobRangeError(LanceSpecError, ValueError):
     """A ranged read asks for bytes past the end of the blob."""
-
-
-# --- reports ----------------------------------------------------------------------------------------
-
-
-class GraphvizError(LanceSpecError):
-    """Graphviz's ``dot`` is not installed, or failed to lay a diagram out (the diagram commands cannot run
-    here: exit 2, one line)."""

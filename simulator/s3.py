@@ -34,10 +34,15 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from lancespec.reference.errors import S3ServerError
+from lancespec.reference.errors import LanceSpecError
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+
+class S3ServerError(LanceSpecError):
+    """The embedded S3 server could not be started or did not come up."""
+
 
 __all__ = [
     "ANNOUNCE_PREFIX",

@@ -23,11 +23,33 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from lancespec.conformance import operations as lang
-from lancespec.reference.errors import ERROR_KINDS, ContractError, ReaderError, WriterRefusal
+from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
 from lancespec.reference.layout import Base
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, normalize
 from lancespec.reference.table import Dataset
+
+
+class ContractError(LanceSpecError):
+    """A writer or reader broke the contract (bad JSON, wrong id, died, timed out), or its capability file
+    is unusable."""
+
+
+class WriterRefusal(Exception):
+    """The writer under test refused an operation: ``kind`` (one of ERROR_KINDS; anything else is read as
+    ``invalid_input``) and its own message; ``certain``: nothing was committed for certain (False: a transport
+    error or a lost answer, the outcome is unknown). An answer of the writer, not an error of lancespec."""
+
+    def __init__(self, kind: str, message: str, certain: bool = True) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind if kind in ERROR_KINDS else "invalid_input"
+        self.message = message
+        self.certain = certain
+
+
+class ReaderError(Exception):
+    """The reader under test could not read the target (what a must-reject fixture expects)."""
+
 
 CONTRACT = "lancespec.writer/1"
 

@@ -15,16 +15,14 @@ from lancespec.reference.errors import (
     LanceSpecError,
     ObjectAlreadyExists,
     ObjectNotFound,
-    ReaderError,
     StorageError,
     ValidationError,
-    WriterRefusal,
 )
 from lancespec.reference.relocate import relocate
 from lancespec.reference.table import Dataset
 
 from . import base, registry
-from .base import Implementation, ReadResult, Site, Target
+from .base import Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
 
 
 def _certain(exc: LanceSpecError) -> bool:

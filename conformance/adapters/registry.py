@@ -16,7 +16,7 @@ import pkgutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import ContractError, InvalidOption
+from lancespec.reference.errors import InvalidOption
 
 if TYPE_CHECKING:
     from .base import Implementation
@@ -51,7 +51,7 @@ def names() -> list[str]:
 def get(name: str, capabilities: str | None = None) -> Implementation:
     """The implementation called ``name`` (or ``cmd:COMMAND``); ``capabilities``: a capability file to use
     instead of its own. InvalidOption for an unknown name, ContractError for an unusable capability file."""
-    from .base import Capabilities
+    from .base import Capabilities, ContractError
 
     try:
         caps = Capabilities.load(capabilities) if capabilities else None

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lancespec.reference.errors import ERROR_KINDS, ScenarioError
+from lancespec.reference.errors import ERROR_KINDS
 
 from .format import (
     BUCKETS,
@@ -13,6 +13,7 @@ from .format import (
     Location,
     Refusal,
     Scenario,
+    ScenarioError,
     Step,
     builtin_dir,
     builtin_scenarios,

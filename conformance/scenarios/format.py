@@ -20,7 +20,12 @@ from typing import Any
 
 from lancespec.conformance import operations as lang
 from lancespec.conformance.payload import Blob, Blobs
-from lancespec.reference.errors import ERROR_KINDS, ScenarioError
+from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
+
+
+class ScenarioError(LanceSpecError):
+    """A scenario file is not valid ``lancespec.scenario/1``."""
+
 
 FORMAT = "lancespec.scenario/1"
 BUCKETS = ("main", "cold", "warm", "hot")

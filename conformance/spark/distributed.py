@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancespec.reference.codec import ManifestFile
-from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption
+from lancespec.reference.errors import CannotRead, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.proto import table_pb2, transaction_pb2
@@ -38,7 +38,7 @@ from lancespec.reference.table import Dataset, Snapshot, build_snapshot
 
 from ..baseline import settle
 from ..carry import Carry
-from ..certify import _runner, certify, order_findings
+from ..certify import CertifyError, _runner, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
 from ..findings import Finding, Report

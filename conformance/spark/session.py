@@ -19,10 +19,15 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import SparkUnavailable
+from lancespec.reference.errors import LanceSpecError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+class SparkUnavailable(LanceSpecError):
+    """PySpark or a Java runtime is missing, or a running Spark is bound elsewhere: Spark cannot start here."""
+
 
 __all__ = ["LOOPBACK", "SparkUnavailable", "loopback_conf", "require_spark", "spark_session", "spark_unavailable"]
 

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption, LanceSpecError
+from lancespec.reference.errors import CannotRead, InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
 from .options import (
@@ -90,18 +90,18 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         where = f"{printable(exc.where)}: " if exc.where else ""
         print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
         return EXIT_UNREADABLE
-    except CertifyError as exc:
-        from . import certify
-
-        if exc.report is not None and hasattr(args, "format"):  # a command that reports (certify, spark-certify)
-            emit_report(exc.report, certify.renderers(args), args)
-        if os.environ.get("LANCESPEC_DEBUG"):
-            raise
-        print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)
-        return EXIT_INTERNAL
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        from lancespec.conformance.certify import bug_site
+        from lancespec.conformance.certify import CertifyError, bug_site
 
+        if isinstance(exc, CertifyError):  # a check failed: certify's report of what was checked before
+            from . import certify
+
+            if exc.report is not None and hasattr(args, "format"):  # a command that reports (certify, spark-certify)
+                emit_report(exc.report, certify.renderers(args), args)
+            if os.environ.get("LANCESPEC_DEBUG"):
+                raise
+            print(f"lancespec: internal error (a bug in lancespec): {printable(exc)}", file=sys.stderr)
+            return EXIT_INTERNAL
         if os.environ.get("LANCESPEC_DEBUG"):
             raise
         print(f"lancespec: internal error: {type(exc).__name__}: {printable(exc)} (at {bug_site(exc)}; "

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lancespec.reference.errors import InvalidOption, ScenarioError
+from lancespec.conformance.scenarios.format import ScenarioError
+from lancespec.reference.errors import InvalidOption
 
 from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
 

@@ -15,10 +15,16 @@ import shutil
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from lancespec.reference.errors import GraphvizError, InvalidOption
+from lancespec.reference.errors import InvalidOption, LanceSpecError
 from lancespec.reference.printable import printable
 
 from .lineage import Clone, DatasetLineage, Lane, Lineage, Location, Step, Usage
+
+
+class GraphvizError(LanceSpecError):
+    """Graphviz's ``dot`` is not installed, or failed to lay a diagram out (the diagram commands cannot run
+    here: exit 2, one line)."""
+
 
 #: The longest a diagram may take to lay out.
 DOT_TIMEOUT_SECONDS = 120

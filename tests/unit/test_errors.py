@@ -6,8 +6,19 @@ from __future__ import annotations
 
 import inspect
 
+from lancespec.conformance.adapters.base import ContractError, ReaderError, WriterRefusal
+from lancespec.conformance.catalogue import CatalogueError
+from lancespec.conformance.certify import CertifyError
+from lancespec.conformance.divergences import DivergenceFileError
+from lancespec.conformance.fixtures.breaches import CaseBuildError
+from lancespec.conformance.fixtures.corpus import CorpusError
+from lancespec.conformance.scenarios.format import ScenarioError
+from lancespec.conformance.spark.session import SparkUnavailable
+from lancespec.conformance.traceability import MatrixError
 from lancespec.reference import errors
 from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
+from lancespec.render.dot import GraphvizError
+from lancespec.simulator.s3 import S3ServerError
 
 
 def _classes() -> list[type[BaseException]]:
@@ -32,7 +43,18 @@ def test_the_refusals_the_scenarios_tell_apart() -> None:
 
 
 def test_the_faults_of_lancespec_are_no_lancespec_error() -> None:
-    for cls in (errors.CertifyError, errors.CatalogueError, errors.MatrixError, errors.WriterRefusal,
-                errors.ReaderError):
+    for cls in (CertifyError, CatalogueError, MatrixError, DivergenceFileError, WriterRefusal, ReaderError):
         assert not issubclass(cls, LanceSpecError), cls
     assert issubclass(errors.InvalidOption, LanceSpecError)
+
+
+def test_each_part_owns_its_errors_under_the_common_root() -> None:
+    """The harnesses' and tools' errors live beside the code that raises them (not in the reference) and
+    are ``LanceSpecError``s, so the command line maps them to exit 2 without knowing them."""
+    owned = (ScenarioError, ContractError, CaseBuildError, CorpusError, SparkUnavailable, S3ServerError, GraphvizError)
+    for cls in owned:
+        assert issubclass(cls, LanceSpecError), cls
+        assert cls.__module__ != errors.__name__, cls
+    reference_names = {c.__name__ for c in _classes()}
+    faults = (CertifyError, CatalogueError, MatrixError, DivergenceFileError, WriterRefusal, ReaderError)
+    assert reference_names.isdisjoint({c.__name__ for c in owned + faults})
