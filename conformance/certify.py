@@ -120,7 +120,8 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,
             offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
-            limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None) -> Report:
+            limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None,
+            storage: Storage | None = None) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
@@ -136,9 +137,12 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     exactly; tests compare the two).
 
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
-    where they came from: ``conformance.baseline``) names it or its requirement."""
-    storage = (open_store(storage_options, limits) if lazy
-               else RunStorage(storage_options, io_parallelism, limits))
+    where they came from: ``conformance.baseline``) names it or its requirement. ``storage``: the store to
+    read through, for a caller that draws from the same reads afterwards (``certify --format html`` hands its
+    ``RunStorage`` to the page, so one run feeds every format); made from the options otherwise."""
+    if storage is None:
+        storage = (open_store(storage_options, limits) if lazy
+                   else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
     report = Report(main.uri, set_aside=dict(set_aside or {}))
     try:

@@ -189,7 +189,7 @@ def serve(memory_bytes: int) -> None:
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from .cli import main
+    from .cli import main as run_command
 
     runtime = _runtime_prefixes()
     seen: list[str] = []
@@ -213,7 +213,7 @@ def serve(memory_bytes: int) -> None:
         signal.alarm(case["seconds"])
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(case["argv"])
+                code = run_command(case["argv"])
         except _CaseTimeout:
             code = -1
         except BaseException as exc:
@@ -367,7 +367,31 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzRe
     return result
 
 
-if __name__ == "__main__":  # the command's options are parsed in lancespec.cli.fuzz
-    from lancespec.cli.fuzz import main
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lancespec.fuzz``: exit 0 when every case passed, 1 otherwise, the failing seeds printed."""
+    import argparse
 
+    from .cli.options import EXIT_FAILED, EXIT_OK
+
+    parser = argparse.ArgumentParser(prog="python -m lancespec.fuzz", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=200, help="how many cases (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="the first case's seed (default 0)")
+    parser.add_argument("--workdir", help="where the pristine world and the case copy live, the world kept for later "
+                        "runs, so that a seed replays against the world it failed in (default: a temp dir)")
+    parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve is not None:  # a worker process (Worker starts it)
+        serve(args.serve)
+        return EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        result = fuzz(args.cases, args.seed, workdir, progress=True)
+    for seed, why in sorted(result.failures.items()):
+        print(f"seed {seed}: {why}")
+    print(result.summary())
+    return EXIT_FAILED if result.failures else EXIT_OK
+
+
+if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
 """The checks: plain functions from a context to findings, one module per area, each registered with
 the requirement ids it judges and its traits. The registration is the one place a check's links are
-written: the catalogue derives each requirement's checks from it (``catalogue.coverage``), and the Spark
+written: the catalogue derives each requirement's checks from it (``coverage.coverage``), and the Spark
 harness its fragment-local checks (``spark.distributed.fragment_checks``).
 
 A *version* check receives a ``VersionContext`` (one snapshot of one root) and runs once per certified

@@ -20,11 +20,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Implementation
 from lancespec.reference import __version__
+from lancespec.reference.errors import InvalidOption
 
 from .format import Scenario
 from .runner import (
@@ -124,15 +125,26 @@ class WriterReport:
         return 1 if self.failed_runs else 0
 
 
+class S3Server(Protocol):
+    """An S3-compatible server on 127.0.0.1 that certify-writer may start on first need (the command line
+    hands it the simulator's ``EmbeddedS3Server``: the judge does not import the adversary)."""
+
+    def storage_options(self) -> dict[str, str]: ...
+    def create_bucket(self, name: str) -> str: ...
+    def stop(self) -> None: ...
+
+
 class _Stores:
-    """Creates a fresh StoreRun per scenario run; starts the embedded S3 server on first need."""
+    """Creates a fresh StoreRun per scenario run; starts ``start_s3``'s server on first need."""
 
     def __init__(self, workdir: Path, s3_options: dict[str, str] | None = None,
-                 create_bucket: Callable[[str], object] | None = None) -> None:
+                 create_bucket: Callable[[str], object] | None = None,
+                 start_s3: Callable[[], S3Server] | None = None) -> None:
         self.workdir = workdir
-        self._server: Any = None
+        self._server: S3Server | None = None
         self._s3_options = s3_options
         self._create_bucket = create_bucket
+        self._start_s3 = start_s3
         self._count = 0
 
     def new(self, kind: str) -> StoreRun:
@@ -140,9 +152,9 @@ class _Stores:
         if kind == "local":
             return LocalRun(self.workdir / f"run{self._count}")
         if self._s3_options is None:
-            from lancespec.simulator.s3 import EmbeddedS3Server
-
-            self._server = EmbeddedS3Server().start()
+            if self._start_s3 is None:
+                raise InvalidOption("an s3 store needs s3_options and create_bucket, or start_s3 (a server to start)")
+            self._server = self._start_s3()
             self._s3_options = self._server.storage_options()
             self._create_bucket = self._server.create_bucket
         assert self._create_bucket is not None
@@ -155,9 +167,10 @@ class _Stores:
 
 def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
-                   create_bucket: Callable[[str], object] | None = None,
+                   create_bucket: Callable[[str], object] | None = None, start_s3: Callable[[], S3Server] | None = None,
                    progress: Progress | None = None) -> WriterReport:
-    """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run."""
+    """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run. An s3 run
+    uses ``s3_options`` and ``create_bucket`` when given, else the server ``start_s3`` starts on first need."""
     reference = registry.get("reference")
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
@@ -166,7 +179,7 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
         Path(workdir).mkdir(parents=True, exist_ok=True)
     scratch = (contextlib.nullcontext(workdir) if workdir
                else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True))
-    with scratch as root, contextlib.closing(_Stores(Path(root), s3_options, create_bucket)) as pool:
+    with scratch as root, contextlib.closing(_Stores(Path(root), s3_options, create_bucket, start_s3)) as pool:
         for done, (scenario, kind) in enumerate(todo):
             if progress:
                 progress(done, len(todo), f"{scenario.name} [{kind}]")

@@ -11,8 +11,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lancespec.conformance.catalogue import check_coverage, load_catalogue, readme_path, render_markdown
+from lancespec.conformance.catalogue import load_catalogue, readme_path
 from lancespec.conformance.checks import all_checks
+from lancespec.conformance.coverage import check_coverage, render_markdown
 from lancespec.conformance.traceability import check_matrix, load_matrix
 
 

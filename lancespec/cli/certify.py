@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lancespec.conformance.fetch import RunStorage
     from lancespec.conformance.findings import Report
 
 from .options import (
@@ -74,16 +75,23 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def renderers(args: argparse.Namespace) -> Mapping[str, Callable[[Report], str]]:
-    """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first."""
+def run_storage(args: argparse.Namespace) -> RunStorage:
+    """The store one certify run reads through, made from the command's options."""
+    from lancespec.conformance.fetch import RunStorage
+
+    return RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
+
+
+def renderers(args: argparse.Namespace, storage: RunStorage | None = None) -> Mapping[str, Callable[[Report], str]]:
+    """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first, drawn
+    through ``storage``, the store the run read through (a new one when the run gave none)."""
     from lancespec.conformance.report import RENDERERS
 
     if "html" not in {fmt for fmt, _ in report_targets(args)}:
         return RENDERERS
     from lancespec.render.commands import certify_html
 
-    return {**RENDERERS, "html": certify_html(args.uri, parse_storage_options(args.storage_option),
-                                              args.io_parallelism, limits_of(args), args.output)}
+    return {**RENDERERS, "html": certify_html(args.uri, storage or run_storage(args), args.output)}
 
 
 def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
@@ -106,12 +114,12 @@ def run(args: argparse.Namespace) -> int:
     from lancespec.progress import progress_bar
     from lancespec.reference import __version__
 
-    chosen = renderers(args)
+    storage = run_storage(args)
+    chosen = renderers(args, storage)
     set_aside = set_aside_ids(args.ignore, args.baseline)
     with progress_bar("certifying", quiet=args.quiet) as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
-                         storage_options=parse_storage_options(args.storage_option), progress=progress,
-                         io_parallelism=args.io_parallelism, limits=limits_of(args), set_aside=set_aside)
+                         progress=progress, set_aside=set_aside, storage=storage)
     emit_report(report, chosen, args)
     if args.write_baseline:
         entries = write_baseline(report, args.write_baseline, __version__)

@@ -46,6 +46,7 @@ def run_certify_writer(args: argparse.Namespace) -> int:
     from lancespec.conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
     from lancespec.progress import progress_bar
     from lancespec.render.commands import writer_html
+    from lancespec.simulator.s3 import EmbeddedS3Server
 
     scenarios = []
     for pattern in args.scenarios or ["*"]:
@@ -59,7 +60,8 @@ def run_certify_writer(args: argparse.Namespace) -> int:
     writer = make_writer(args.writer, args.capabilities)
     with progress_bar("certifying writer", quiet=args.quiet) as progress:
         report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
-                                workdir=args.workdir, compare=not args.no_compare, progress=progress)
+                                workdir=args.workdir, compare=not args.no_compare,
+                                start_s3=lambda: EmbeddedS3Server().start(), progress=progress)
     emit_report(report, {**RENDERERS, "html": writer_html}, args)
     return report.exit_code
 

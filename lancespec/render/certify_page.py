@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, coverage, load_catalogue
+from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, load_catalogue
 from lancespec.conformance.checks import all_checks
 from lancespec.conformance.checks import areas as check_areas
+from lancespec.conformance.coverage import coverage
 from lancespec.conformance.report import where
 from lancespec.conformance.traceability import Matrix, load_matrix
 

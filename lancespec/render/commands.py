@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lancespec.conformance.fetch import RunStorage
 from lancespec.conformance.report import to_json
 from lancespec.reference.errors import InvalidOption, LanceSpecError
-from lancespec.reference.limits import Limits
 from lancespec.reference.printable import printable
+from lancespec.reference.store import Storage
 from lancespec.reference.table import Dataset
 
 from .certify_page import certify_page, finding_marks
@@ -34,16 +33,16 @@ def draw_lineage(dataset: Dataset, path: str) -> None:
     write_graph(build_lineage(gather(dataset)), path)
 
 
-def certify_html(uri: str, storage_options: Mapping[str, str], io_parallelism: int | None, limits: Limits,
-                 output: str | None) -> Callable[[Report], str]:
-    """The ``html`` renderer of ``certify``: the JSON report's dict and the lineage read anew (with the
-    versions findings point to). Graphviz is checked now, before certification starts."""
+def certify_html(uri: str, storage: Storage, output: str | None) -> Callable[[Report], str]:
+    """The ``html`` renderer of ``certify``: the JSON report's dict and the lineage (with the versions
+    findings point to), drawn through ``storage``, the store certify read through (its listings and
+    manifests remembered: the dataset is not read twice). Graphviz is checked now, before certification."""
     require_graphviz(output or "standard output")
 
     def render(report: Report) -> str:
         document = to_json(report)
         try:
-            dataset = Dataset(uri, RunStorage(storage_options, io_parallelism, limits))
+            dataset = Dataset(uri, storage)
             return certify_page(document, gather(dataset, finding_marks(document)))
         except LanceSpecError as exc:
             return certify_page(document, None, str(exc))

@@ -3,6 +3,7 @@ diagram; the commands' one-line refusal (exit 2) without Graphviz, and DOT outpu
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,12 @@ import pytest
 from report_kit import case_json, run_cli
 
 from lancespec.conformance.catalogue import load_catalogue
+from lancespec.conformance.certify import certify
+from lancespec.conformance.fetch import RunStorage
+from lancespec.reference.store.local import LocalStore
 from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
+from lancespec.render.commands import certify_html
+from lancespec.render.dot import graphviz_available
 
 
 def _report(findings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,3 +112,33 @@ def test_a_cannot_read_report_shows_its_cause_and_no_requirement() -> None:
               "cannot_read": "s3://b/ds/_versions: get refused: S3 error AccessDenied (HTTP 403): check credentials"}
     page = certify_page(report, None, "not read")
     assert ">CANNOT READ</h1>" in page and "HTTP 403" in page and "No findings." in page
+
+
+class _CountingStore(LocalStore):
+    """The local store, counting each whole-object read by URI (the reads a page could repeat)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: Counter[str] = Counter()
+
+    def get(self, uri: str) -> bytes:
+        self.reads[uri] += 1
+        return super().get(uri)
+
+
+def test_one_certify_run_feeds_the_html_page(corpus: Callable[[str], Path]) -> None:
+    """``certify --format html`` draws the lineage through the store certify read through: no manifest is
+    read a second time for the page (the page still shows every version)."""
+    if not graphviz_available():
+        pytest.skip("Graphviz's dot is not on PATH (apt-get install graphviz; setup.sh does where it can)")
+    uri = str(corpus("ref-tags") / "main" / "ds")
+    store = _CountingStore()
+    storage = RunStorage(backends={"file": store})
+    report = certify(uri, all_versions=True, storage=storage)
+    manifests = {u: n for u, n in store.reads.items() if u.endswith(".manifest")}
+    assert len(manifests) >= 2 and set(manifests.values()) == {1}
+    page = certify_html(uri, storage, None)(report)
+    assert {u: n for u, n in store.reads.items() if u.endswith(".manifest")} == manifests
+    assert "<svg" in page and "No diagram" not in page
+    certify_html(uri, RunStorage(backends={"file": store}), None)(report)  # the control: a store of its own
+    assert all(store.reads[u] == 2 for u in manifests)  # reads them again, which the count would have caught
