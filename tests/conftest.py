@@ -65,8 +65,16 @@ def bucket(s3_server: EmbeddedS3Server) -> str:
 _S3_DIRS = tuple(Path(__file__).resolve().parent / d for d in ("s3", "simulator"))
 
 
+_SPARK_DIR = Path(__file__).resolve().parent / "spark"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test under tests/s3 and tests/simulator is marked ``s3`` (most start the embedded server)."""
+    """Every test under tests/s3 and tests/simulator is marked ``s3`` (most start the embedded server). For
+    a parallel run (pytest-xdist, ``--dist loadgroup``) every test gets the group of its file, so a file's
+    module fixtures are made once, and the Spark tests one group, so one worker alone starts Spark."""
     for item in items:
-        if any(d in Path(item.path).resolve().parents for d in _S3_DIRS):
+        parents = Path(item.path).resolve().parents
+        if any(d in parents for d in _S3_DIRS):
             item.add_marker(pytest.mark.s3)
+        group = "spark" if _SPARK_DIR in parents else str(Path(item.path).resolve())
+        item.add_marker(pytest.mark.xdist_group(group))
