@@ -4,6 +4,10 @@ Operations are frozen, JSON-serialisable values (``operation_to_dict``, ``operat
 language every writer is driven in. Scenarios (``scenarios.format`` turns each writer step into one), the
 fixture cases, the pylance shapes, the simulator's workloads and the property machine all say what to write
 as these values, and every implementation applies them through one entry (``adapters``: ``session.apply``).
+Each operation type declares once its wire name, the feature it needs and (``root``) the root it acts on;
+the converters (scenario steps, JSON-lines messages, exported programs, capability checks) read that
+declaration. Adding an operation: its dataclass here, in ``Operation``, and its ``apply`` in each
+implementation that supports it.
 
 Every location in an operation is *site-relative*: a name the run resolves to a URI (``ds``, ``bases/b3``
 below the machine's scratch folder; ``main:ds``, ``cold:b1`` in a scenario's buckets; ``ds0`` in the
@@ -15,17 +19,17 @@ branch), as ``reference_of`` gives it to a writer. What each operation must do t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, TypeVar, get_args
 
 from lancespec.conformance.payload import Blob, Blobs
 
 __all__ = [
-    "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged", "Create",
-    "DeepClone", "Delete", "DropRef", "ModelOperation", "Operation", "Overwrite", "Reference", "Relocate",
-    "ShallowClone", "Stage", "Tag", "Targets", "operation_from_dict", "operation_to_dict", "reference_of",
-    "root_dir", "split_root",
+    "BY_WIRE", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged",
+    "Create", "DeepClone", "Delete", "DeleteBranch", "DeleteTag", "DropRef", "ModelOperation", "MoveTag",
+    "Operation", "Overwrite", "Reference", "Relocate", "ShallowClone", "Stage", "Tag", "Targets", "arguments",
+    "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
 ]
 
 # --- the operation language ----------------------------------------------------------------------------
@@ -53,8 +57,33 @@ class BaseSpec:
     id: int | None = None
 
 
+class _Declared:
+    """What each operation type declares once, and every converter reads: ``wire``, its snake_case name in
+    scenario steps, JSON-lines messages and exported programs (``BY_WIRE``); ``feature``, the capability a
+    writer needs for it (``adapters.base.needs``); ``external``: whether scenarios and the JSON-lines contract
+    say it (not the simulator's two-phase writes). The root it acts on is ``op.root`` for every operation."""
+
+    wire: ClassVar[str]
+    feature: ClassVar[str]
+    external: ClassVar[bool] = True
+
+
+_D = TypeVar("_D", bound=_Declared)
+
+
+def declared(wire: str, feature: str, *, external: bool = True) -> Callable[[type[_D]], type[_D]]:
+    """The class decorator that declares an operation type's ``wire`` name, ``feature`` and ``external``."""
+
+    def declare(cls: type[_D]) -> type[_D]:
+        cls.wire, cls.feature, cls.external = wire, feature, external
+        return cls
+
+    return declare
+
+
+@declared("create", "create")
 @dataclass(frozen=True)
-class Create:
+class Create(_Declared):
     """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``; ``data``
     replaces the plain rows by a blob column (ids ``start`` on); ``max_rows_per_file`` None: the writer's
     default; ``manifest_naming`` ``"v1"`` turns V2 manifest paths off."""
@@ -70,8 +99,9 @@ class Create:
     data_storage_version: str | None = None
 
 
+@declared("delete", "delete")
 @dataclass(frozen=True)
-class Delete:
+class Delete(_Declared):
     """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
 
     root: str
@@ -84,7 +114,7 @@ class Delete:
 
 
 @dataclass(frozen=True)
-class _Write:
+class _Write(_Declared):
     """The fields an append and an overwrite share (a create has bases between them)."""
 
     root: str
@@ -95,27 +125,58 @@ class _Write:
     data: Blobs | None = None
 
 
+@declared("append", "append")
 @dataclass(frozen=True)
 class Append(_Write):
     """Append ``rows(start, count)`` (or ``data``) to ``root``."""
 
 
+@declared("overwrite", "overwrite")
 @dataclass(frozen=True)
 class Overwrite(_Write):
     """Replace ``root``'s rows by ``rows(start, count)`` (or ``data``) in a new version; bases stay."""
 
 
-@dataclass(frozen=True)
-class DropRef:
-    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+class _AtFamily(_Declared):
+    """An operation on a dataset's refs or a copy of it, named by the main root ``family`` it acts on."""
 
     family: str
-    kind: Literal["tag", "branch"]
+
+    @property
+    def root(self) -> str:
+        """The root the operation acts on: its ``family`` (what ``root`` is for every other operation)."""
+        return self.family
+
+
+@dataclass(frozen=True)
+class DropRef(_AtFamily):
+    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+
+    kind: ClassVar[Literal["tag", "branch"]]
+
+    family: str
     name: str
 
 
+@declared("tag_delete", "tags")
 @dataclass(frozen=True)
-class AddBase:
+class DeleteTag(DropRef):
+    """``tags.delete(name)`` at ``family``."""
+
+    kind: ClassVar[Literal["tag", "branch"]] = "tag"
+
+
+@declared("branch_delete", "branches")
+@dataclass(frozen=True)
+class DeleteBranch(DropRef):
+    """``branches.delete(name)`` at ``family``."""
+
+    kind: ClassVar[Literal["tag", "branch"]] = "branch"
+
+
+@declared("add_bases", "bases")
+@dataclass(frozen=True)
+class AddBase(_Declared):
     """``add_bases([base])`` on ``root``."""
 
     root: str
@@ -126,28 +187,40 @@ class AddBase:
         return (self.base,)
 
 
+@declared("add_bases", "bases")
 @dataclass(frozen=True)
-class AddBases:
+class AddBases(_Declared):
     """``add_bases(bases)`` on ``root`` in one version (none, or several: what a writer must refuse)."""
 
     root: str
     bases: tuple[BaseSpec, ...]
 
 
+@declared("tag_create", "tags")
 @dataclass(frozen=True)
-class Tag:
-    """``tags.create(name, reference_of(op))`` at the main root ``family``; ``move``: ``tags.update``."""
+class Tag(_AtFamily):
+    """``tags.create(name, reference_of(op))`` at the main root ``family``."""
+
+    move: ClassVar[bool] = False
 
     family: str
     name: str
     branch: str | None
     version: int | None
     tag: str | None = None
-    move: bool = False
 
 
+@declared("tag_update", "tags")
 @dataclass(frozen=True)
-class Branch:
+class MoveTag(Tag):
+    """``tags.update(name, reference_of(op))``: the tag ``name`` of ``family`` moves to another version."""
+
+    move: ClassVar[bool] = True
+
+
+@declared("branch_create", "branches")
+@dataclass(frozen=True)
+class Branch(_AtFamily):
     """``create_branch(name, (parent, version))`` (or from ``tag``) at the main root ``family``."""
 
     family: str
@@ -157,8 +230,9 @@ class Branch:
     tag: str | None = None
 
 
+@declared("shallow_clone", "shallow_clone")
 @dataclass(frozen=True)
-class ShallowClone:
+class ShallowClone(_AtFamily):
     """``shallow_clone(target, tag)`` from the main root ``family``: from a tag, so that the source's cleanup
     keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005); with
     ``tag`` None, from ``(branch, version)``."""
@@ -170,8 +244,9 @@ class ShallowClone:
     version: int | None = None
 
 
+@declared("deep_clone", "deep_clone")
 @dataclass(frozen=True)
-class DeepClone:
+class DeepClone(_AtFamily):
     """``deep_clone(target, (branch, version))`` (or from ``tag``) from the main root ``family``."""
 
     family: str
@@ -181,8 +256,9 @@ class DeepClone:
     tag: str | None = None
 
 
+@declared("relocate", "relocate")
 @dataclass(frozen=True)
-class Relocate:
+class Relocate(_Declared):
     """Relocate ``root``'s bases (each named by its name or location) onto new directories, rewriting paths
     only (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4); ``adopt_from``:
     the location the root was copied from. Whoever runs it copies the base directories first."""
@@ -192,8 +268,9 @@ class Relocate:
     adopt_from: str | None = None
 
 
+@declared("cleanup", "cleanup")
 @dataclass(frozen=True)
-class Cleanup:
+class Cleanup(_Declared):
     """``cleanup_old_versions`` on ``root``: ``older_than=timedelta(0)`` when ``older_than_zero``, else the
     default 14 days (nothing this young is old); ``retain_versions``; ``delete_unverified``;
     ``error_if_tagged_old_versions``."""
@@ -205,8 +282,9 @@ class Cleanup:
     error_if_tagged: bool = False
 
 
+@declared("stage", "two_phase", external=False)
 @dataclass(frozen=True)
-class Stage:
+class Stage(_Declared):
     """The first phase of a distributed write: ``rows(start, count)`` written as data files of ``root`` and
     kept uncommitted under ``key``, with the version they were written against."""
 
@@ -216,8 +294,9 @@ class Stage:
     key: int
 
 
+@declared("commit_staged", "two_phase", external=False)
 @dataclass(frozen=True)
-class CommitStaged:
+class CommitStaged(_Declared):
     """The second phase: commit what ``Stage`` ``key`` wrote as an Append read at its version."""
 
     root: str
@@ -226,9 +305,14 @@ class CommitStaged:
 
 ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
 """The operations the model covers: what the property machine draws."""
-Operation = ModelOperation | Overwrite | AddBases | DropRef | Stage | CommitStaged
+Operation = ModelOperation | Overwrite | AddBases | MoveTag | DeleteTag | DeleteBranch | Stage | CommitStaged
 OPERATIONS: dict[str, type[Operation]] = {cls.__name__: cls for cls in get_args(Operation)}
+"""Every operation type under its class name (``operation_to_dict``'s ``op``)."""
 
+BY_WIRE: dict[str, type[Operation]] = {cls.wire: cls for cls in get_args(Operation)
+                                       if cls.external and cls is not AddBase}
+"""Every operation a scenario step or a JSON-lines message names, under its wire name (``AddBase``, one base, is
+said as the ``add_bases`` of ``AddBases``)."""
 
 def root_dir(family: str, branch: str | None) -> str:
     return family if branch is None else f"{family}/tree/{branch}"
@@ -250,6 +334,12 @@ def reference_of(op: Tag | Branch | ShallowClone | DeepClone) -> Reference:
 def operation_to_dict(op: Operation) -> dict[str, Any]:
     """``{"op": "Append", "root": "ds", ...}``: plain JSON values."""
     return {"op": type(op).__name__, **asdict(op)}
+
+
+def arguments(op: Operation) -> dict[str, Any]:
+    """``op``'s fields other than the root it acts on, as plain JSON values: the keys of a scenario step or a
+    JSON-lines message of an operation that needs no translation (docs/scenario-format.md "Writer steps")."""
+    return {k: v for k, v in operation_to_dict(op).items() if k not in ("op", "root", "family")}
 
 
 def _tuples(value: Any) -> Any:

@@ -30,7 +30,7 @@ from lancespec.conformance.operations import (
     Cleanup,
     CommitStaged,
     Delete,
-    DropRef,
+    DeleteTag,
     Operation,
     Overwrite,
     ShallowClone,
@@ -55,7 +55,7 @@ def operations(op: Op) -> list[Operation]:
     if op.kind == "delete":
         return [Delete(op.dataset, op.ids)]
     if op.kind == "tag":
-        return [DropRef(op.dataset, "tag", op.name)] if op.arg else [Tag(op.dataset, op.name, None, None)]
+        return [DeleteTag(op.dataset, op.name)] if op.arg else [Tag(op.dataset, op.name, None, None)]
     if op.kind == "clone":
         return [Tag(op.dataset, op.name, None, None), ShallowClone(op.dataset, op.name, op.name)]
     if op.kind == "cleanup":

@@ -135,7 +135,7 @@ class SideBySide:
                 assert op.version is not None  # the machine draws deep clones of a version
                 want = model.roots[lang.root_dir(op.family, op.branch)].versions[op.version].live_ids()
             else:
-                want = self._without(model, op, outcome).roots[getattr(op, "root", "")].head.live_ids()
+                want = self._without(model, op, outcome).roots[op.root].head.live_ids()
             if (got_rows := ref.dataset(targets["reference"]).to_table().to_pylist()) != expected_rows(want):
                 raise Divergence(f"the reference's {type(op).__name__} reads {got_rows}, not {want} "
                                  f"({outcome.finding})")

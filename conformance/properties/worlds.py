@@ -60,7 +60,7 @@ def target_arguments(version: VersionModel, targets: lang.Targets,
 
 def head_before(model: Model, op: lang.ModelOperation) -> VersionModel:
     """The latest version of the root ``op`` writes, as ``model`` has it (empty: no such root yet)."""
-    written = model.roots.get(getattr(op, "root", ""))
+    written = model.roots.get(op.root)
     return written.head if written is not None else VersionModel()
 
 
