@@ -148,11 +148,15 @@ class _AtFamily(_Declared):
         return self.family
 
 
-@dataclass(frozen=True)
-class DropRef(_AtFamily):
-    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+class _OfRefs(_AtFamily):
+    """What a ref deletion declares besides: the ``kind`` of ref it deletes (a class attribute, not a field)."""
 
     kind: ClassVar[Literal["tag", "branch"]]
+
+
+@dataclass(frozen=True)
+class DropRef(_OfRefs):
+    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
 
     family: str
     name: str
@@ -163,7 +167,7 @@ class DropRef(_AtFamily):
 class DeleteTag(DropRef):
     """``tags.delete(name)`` at ``family``."""
 
-    kind: ClassVar[Literal["tag", "branch"]] = "tag"
+    kind = "tag"
 
 
 @declared("branch_delete", "branches")
@@ -171,7 +175,7 @@ class DeleteTag(DropRef):
 class DeleteBranch(DropRef):
     """``branches.delete(name)`` at ``family``."""
 
-    kind: ClassVar[Literal["tag", "branch"]] = "branch"
+    kind = "branch"
 
 
 @declared("add_bases", "bases")
@@ -201,7 +205,7 @@ class AddBases(_Declared):
 class Tag(_AtFamily):
     """``tags.create(name, reference_of(op))`` at the main root ``family``."""
 
-    move: ClassVar[bool] = False
+    move = False  # a class attribute (no annotation: not a field)
 
     family: str
     name: str
@@ -215,7 +219,7 @@ class Tag(_AtFamily):
 class MoveTag(Tag):
     """``tags.update(name, reference_of(op))``: the tag ``name`` of ``family`` moves to another version."""
 
-    move: ClassVar[bool] = True
+    move = True
 
 
 @declared("branch_create", "branches")

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from lancespec.conformance import operations as lang
-from lancespec.conformance.model import BaseModel, Model
+from lancespec.conformance.model import BaseModel, Model, VersionModel
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import parse_scenario
-
-from .worlds import target_arguments
 
 EXPORT_KNOWN = frozenset({"F-027"})
 """The findings the exported expectations keep: a correct writer never writes into a clone's source (F-027);
@@ -47,6 +45,18 @@ def _base_entry(directory: str, name: str | None, is_root: bool) -> dict[str, An
     if name is not None:
         entry["name"] = name
     return entry
+
+
+def target_arguments(version: VersionModel, targets: lang.Targets,
+                     unnamed: Callable[[BaseModel], str]) -> dict[str, Any]:
+    """``targets`` as write options: ``target_all_bases`` for ``"all"`` and ``"bases"``, else ``target_bases`` by
+    name (``unnamed(base)`` for a base that has none)."""
+    if targets is None:
+        return {}
+    if targets in ("all", "bases"):
+        return {"target_all_bases": targets == "all"}
+    bases = [version.base_by_dir(directory) for directory in targets]
+    return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
 
 
 def _unnamed(base: BaseModel) -> str:
@@ -127,7 +137,7 @@ def to_scenario(ops: Sequence[lang.ModelOperation], name: str, description: str,
         if outcome.kind == "divergent":
             raise ExportError(f"{op}: the exported model has no reference behaviour for {outcome.finding}")
         if outcome.kind == "refused":
-            step["refuse"] = {"kind": "invalid_input", "mentions": list(outcome.mentions)}
+            step["refuse"] = {"kind": outcome.refusal, "mentions": list(outcome.mentions)}
         else:
             step["expect"] = _expect(model, root_key, op)
         steps.append(step)
