@@ -19,9 +19,9 @@ branch), as ``reference_of`` gives it to a writer. What each operation must do t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, Literal, TypeVar, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from lancespec.conformance.payload import Blob, Blobs
 
@@ -58,32 +58,26 @@ class BaseSpec:
 
 
 class _Declared:
-    """What each operation type declares once, and every converter reads: ``wire``, its snake_case name in
-    scenario steps, JSON-lines messages and exported programs (``BY_WIRE``); ``feature``, the capability a
-    writer needs for it (``adapters.base.needs``); ``external``: whether scenarios and the JSON-lines contract
-    say it (not the simulator's two-phase writes). The root it acts on is ``op.root`` for every operation."""
+    """What each operation type declares once, as class keywords, and every converter reads: ``wire``, its
+    snake_case name in scenario steps, JSON-lines messages and exported programs (``BY_WIRE``); ``feature``,
+    the capability a writer needs for it (``adapters.base.needs``); ``external``: whether scenarios and the
+    JSON-lines contract say it (not the simulator's two-phase writes). ``op.root`` is the root every operation
+    acts on."""
 
     wire: ClassVar[str]
     feature: ClassVar[str]
     external: ClassVar[bool] = True
 
-
-_D = TypeVar("_D", bound=_Declared)
-
-
-def declared(wire: str, feature: str, *, external: bool = True) -> Callable[[type[_D]], type[_D]]:
-    """The class decorator that declares an operation type's ``wire`` name, ``feature`` and ``external``."""
-
-    def declare(cls: type[_D]) -> type[_D]:
-        cls.wire, cls.feature, cls.external = wire, feature, external
-        return cls
-
-    return declare
+    def __init_subclass__(cls, wire: str | None = None, feature: str | None = None, external: bool = True,
+                          **rest: Any) -> None:
+        """``class Create(_Declared, wire="create", feature="create")``: the declaration, once."""
+        super().__init_subclass__(**rest)
+        if wire is not None:
+            cls.wire, cls.feature, cls.external = wire, feature or cls.feature, external
 
 
-@declared("create", "create")
 @dataclass(frozen=True)
-class Create(_Declared):
+class Create(_Declared, wire="create", feature="create"):
     """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``; ``data``
     replaces the plain rows by a blob column (ids ``start`` on); ``max_rows_per_file`` None: the writer's
     default; ``manifest_naming`` ``"v1"`` turns V2 manifest paths off."""
@@ -99,9 +93,8 @@ class Create(_Declared):
     data_storage_version: str | None = None
 
 
-@declared("delete", "delete")
 @dataclass(frozen=True)
-class Delete(_Declared):
+class Delete(_Declared, wire="delete", feature="delete"):
     """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
 
     root: str
@@ -125,15 +118,13 @@ class _Write(_Declared):
     data: Blobs | None = None
 
 
-@declared("append", "append")
 @dataclass(frozen=True)
-class Append(_Write):
+class Append(_Write, wire="append", feature="append"):
     """Append ``rows(start, count)`` (or ``data``) to ``root``."""
 
 
-@declared("overwrite", "overwrite")
 @dataclass(frozen=True)
-class Overwrite(_Write):
+class Overwrite(_Write, wire="overwrite", feature="overwrite"):
     """Replace ``root``'s rows by ``rows(start, count)`` (or ``data``) in a new version; bases stay."""
 
 
@@ -148,39 +139,26 @@ class _AtFamily(_Declared):
         return self.family
 
 
-class _OfRefs(_AtFamily):
-    """What a ref deletion declares besides: the ``kind`` of ref it deletes (a class attribute, not a field)."""
-
-    kind: ClassVar[Literal["tag", "branch"]]
-
-
 @dataclass(frozen=True)
-class DropRef(_OfRefs):
-    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+class DropRef(_AtFamily):
+    """The deletion of a ref ``name`` at ``family``: a ``DeleteTag`` or a ``DeleteBranch``."""
 
     family: str
     name: str
 
 
-@declared("tag_delete", "tags")
 @dataclass(frozen=True)
-class DeleteTag(DropRef):
+class DeleteTag(DropRef, wire="tag_delete", feature="tags"):
     """``tags.delete(name)`` at ``family``."""
 
-    kind = "tag"
 
-
-@declared("branch_delete", "branches")
 @dataclass(frozen=True)
-class DeleteBranch(DropRef):
+class DeleteBranch(DropRef, wire="branch_delete", feature="branches"):
     """``branches.delete(name)`` at ``family``."""
 
-    kind = "branch"
 
-
-@declared("add_bases", "bases")
 @dataclass(frozen=True)
-class AddBase(_Declared):
+class AddBase(_Declared, wire="add_bases", feature="bases"):
     """``add_bases([base])`` on ``root``."""
 
     root: str
@@ -191,18 +169,16 @@ class AddBase(_Declared):
         return (self.base,)
 
 
-@declared("add_bases", "bases")
 @dataclass(frozen=True)
-class AddBases(_Declared):
+class AddBases(_Declared, wire="add_bases", feature="bases"):
     """``add_bases(bases)`` on ``root`` in one version (none, or several: what a writer must refuse)."""
 
     root: str
     bases: tuple[BaseSpec, ...]
 
 
-@declared("tag_create", "tags")
 @dataclass(frozen=True)
-class Tag(_AtFamily):
+class Tag(_AtFamily, wire="tag_create", feature="tags"):
     """``tags.create(name, reference_of(op))`` at the main root ``family``."""
 
     move = False  # a class attribute (no annotation: not a field)
@@ -214,17 +190,15 @@ class Tag(_AtFamily):
     tag: str | None = None
 
 
-@declared("tag_update", "tags")
 @dataclass(frozen=True)
-class MoveTag(Tag):
+class MoveTag(Tag, wire="tag_update", feature="tags"):
     """``tags.update(name, reference_of(op))``: the tag ``name`` of ``family`` moves to another version."""
 
     move = True
 
 
-@declared("branch_create", "branches")
 @dataclass(frozen=True)
-class Branch(_AtFamily):
+class Branch(_AtFamily, wire="branch_create", feature="branches"):
     """``create_branch(name, (parent, version))`` (or from ``tag``) at the main root ``family``."""
 
     family: str
@@ -234,9 +208,8 @@ class Branch(_AtFamily):
     tag: str | None = None
 
 
-@declared("shallow_clone", "shallow_clone")
 @dataclass(frozen=True)
-class ShallowClone(_AtFamily):
+class ShallowClone(_AtFamily, wire="shallow_clone", feature="shallow_clone"):
     """``shallow_clone(target, tag)`` from the main root ``family``: from a tag, so that the source's cleanup
     keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005); with
     ``tag`` None, from ``(branch, version)``."""
@@ -248,9 +221,8 @@ class ShallowClone(_AtFamily):
     version: int | None = None
 
 
-@declared("deep_clone", "deep_clone")
 @dataclass(frozen=True)
-class DeepClone(_AtFamily):
+class DeepClone(_AtFamily, wire="deep_clone", feature="deep_clone"):
     """``deep_clone(target, (branch, version))`` (or from ``tag``) from the main root ``family``."""
 
     family: str
@@ -260,9 +232,8 @@ class DeepClone(_AtFamily):
     tag: str | None = None
 
 
-@declared("relocate", "relocate")
 @dataclass(frozen=True)
-class Relocate(_Declared):
+class Relocate(_Declared, wire="relocate", feature="relocate"):
     """Relocate ``root``'s bases (each named by its name or location) onto new directories, rewriting paths
     only (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4); ``adopt_from``:
     the location the root was copied from. Whoever runs it copies the base directories first."""
@@ -272,9 +243,8 @@ class Relocate(_Declared):
     adopt_from: str | None = None
 
 
-@declared("cleanup", "cleanup")
 @dataclass(frozen=True)
-class Cleanup(_Declared):
+class Cleanup(_Declared, wire="cleanup", feature="cleanup"):
     """``cleanup_old_versions`` on ``root``: ``older_than=timedelta(0)`` when ``older_than_zero``, else the
     default 14 days (nothing this young is old); ``retain_versions``; ``delete_unverified``;
     ``error_if_tagged_old_versions``."""
@@ -286,9 +256,8 @@ class Cleanup(_Declared):
     error_if_tagged: bool = False
 
 
-@declared("stage", "two_phase", external=False)
 @dataclass(frozen=True)
-class Stage(_Declared):
+class Stage(_Declared, wire="stage", feature="two_phase", external=False):
     """The first phase of a distributed write: ``rows(start, count)`` written as data files of ``root`` and
     kept uncommitted under ``key``, with the version they were written against."""
 
@@ -298,9 +267,8 @@ class Stage(_Declared):
     key: int
 
 
-@declared("commit_staged", "two_phase", external=False)
 @dataclass(frozen=True)
-class CommitStaged(_Declared):
+class CommitStaged(_Declared, wire="commit_staged", feature="two_phase", external=False):
     """The second phase: commit what ``Stage`` ``key`` wrote as an Append read at its version."""
 
     root: str

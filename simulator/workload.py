@@ -58,20 +58,8 @@ from lancespec.conformance.operations import (
     operation_to_dict,
 )
 
-__all__ = [
-    "DEFAULT_WEIGHTS",
-    "IDS_PER_OP",
-    "INITIAL_ROWS",
-    "KINDS",
-    "PLAN_KINDS",
-    "SHARED_KINDS",
-    "SHARED_TAGS",
-    "Planned",
-    "initial_ids",
-    "plan",
-    "row_id",
-    "writer_kind",
-]
+__all__ = ["DEFAULT_WEIGHTS", "IDS_PER_OP", "INITIAL_ROWS", "KINDS", "PLAN_KINDS", "SHARED_KINDS", "SHARED_TAGS",
+           "Planned", "initial_ids", "plan", "row_id", "writer_kind", "written"]
 
 KINDS = ("append", "delete", "overwrite", "tag", "clone", "cleanup", "stage", "commit-staged")
 """What a plan draws (``Planned.kind`` names what comes out in the operation language)."""
@@ -172,11 +160,6 @@ def _describe(op: Operation) -> str:
     return " ".join(bits)
 
 
-def _rows(writer: int, index: int, count: int) -> tuple[int, int]:
-    """``(start, count)`` of the consecutive ids ``row_id(writer, index, 0..count-1)``."""
-    return row_id(writer, index, 0), count
-
-
 def plan(seed: int, writers: int, ops: int, datasets: int = 2,
          weights: dict[str, float] | None = None) -> list[list[Planned]]:
     """``ops`` operations spread over ``writers`` (the first ``ops % writers`` writers get one more), each
@@ -220,7 +203,7 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
         if kind == "delete" and not appended.get(dataset):
             kind = "append"
         if kind in ("append", "stage", "pinned-stage"):
-            start, n = _rows(writer, i, rng.randint(1, 3))
+            start, n = row_id(writer, i, 0), rng.randint(1, 3)  # consecutive ids from the first
             if kind == "append":
                 add(Append(dataset, start, n, max_rows_per_file=None))
                 appended.setdefault(dataset, []).append(i)
@@ -232,7 +215,7 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
             victims = rng.sample(appended[dataset], min(len(appended[dataset]), rng.randint(1, 2)))
             add(Delete(dataset, tuple(sorted(x for v in victims for x in written(ops[v])))))
         elif kind == "overwrite":
-            add(Overwrite(dataset, *_rows(writer, i, rng.randint(2, 4)), max_rows_per_file=None))
+            add(Overwrite(dataset, row_id(writer, i, 0), rng.randint(2, 4), max_rows_per_file=None))
         elif kind == "tag":
             mine = [t for t in tags if t[0] == dataset]
             if mine and rng.random() < 0.4:

@@ -117,7 +117,7 @@ class LanceDBSession(base.Session):
             return {"tag_version": version}
         if isinstance(op, lang.DropRef):
             tbl = self._table(op.family)
-            (tbl.tags if op.kind == "tag" else tbl.branches).delete(op.name)
+            (tbl.tags if isinstance(op, lang.DeleteTag) else tbl.branches).delete(op.name)
             return {}
         if isinstance(op, lang.Branch):
             reference = lang.reference_of(op)

@@ -89,7 +89,8 @@ class ReferenceSession(base.Session):
             change = refs.update_tag if op.move else refs.create_tag
             return {"tag_version": change(self._dataset(op.family), op.name, lang.reference_of(op)).version}
         if isinstance(op, lang.DropRef):
-            (refs.delete_tag if op.kind == "tag" else refs.delete_branch)(self._dataset(op.family), op.name)
+            drop = refs.delete_tag if isinstance(op, lang.DeleteTag) else refs.delete_branch
+            drop(self._dataset(op.family), op.name)
         elif isinstance(op, lang.Branch):
             refs.create_branch(self._dataset(op.family), op.name, lang.reference_of(op))
         elif isinstance(op, lang.ShallowClone | lang.DeepClone):
@@ -112,6 +113,8 @@ class ReferenceSession(base.Session):
             return self._stage(op)
         elif isinstance(op, lang.CommitStaged):
             return self._commit_staged(op)
+        else:  # an operation of the language this session does not know: refused, never done silently
+            raise WriterRefusal("invalid_input", f"the reference session has no {type(op).__name__} operation")
         return {}
 
     def _stage(self, op: lang.Stage) -> dict[str, Any]:
