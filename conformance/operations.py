@@ -28,8 +28,8 @@ from lancespec.conformance.payload import Blob, Blobs
 __all__ = [
     "BY_WIRE", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged",
     "Create", "DeepClone", "Delete", "DeleteBranch", "DeleteTag", "DropRef", "ModelOperation", "MoveTag",
-    "Operation", "Overwrite", "Reference", "Relocate", "ShallowClone", "Stage", "Tag", "Targets", "arguments",
-    "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
+    "Operation", "Overwrite", "Reference", "Relocate", "ShallowClone", "Stage", "Tag", "Targets", "UpdateConfig",
+    "arguments", "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
 ]
 
 # --- the operation language ----------------------------------------------------------------------------
@@ -257,6 +257,15 @@ class Cleanup(_Declared, wire="cleanup", feature="cleanup"):
 
 
 @dataclass(frozen=True)
+class UpdateConfig(_Declared, wire="config_update", feature="config", external=False):
+    """``update_config(dict(values))`` on ``root``: each key set to its value, or removed (None). Not yet said
+    in scenarios or JSON-lines messages: the corpus covers every scenario operation."""
+
+    root: str
+    values: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
 class Stage(_Declared, wire="stage", feature="two_phase", external=False):
     """The first phase of a distributed write: ``rows(start, count)`` written as data files of ``root`` and
     kept uncommitted under ``key``, with the version they were written against."""
@@ -277,7 +286,8 @@ class CommitStaged(_Declared, wire="commit_staged", feature="two_phase", externa
 
 ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
 """The operations the model covers: what the property machine draws."""
-Operation = ModelOperation | Overwrite | AddBases | MoveTag | DeleteTag | DeleteBranch | Stage | CommitStaged
+Operation = (ModelOperation | Overwrite | AddBases | MoveTag | DeleteTag | DeleteBranch | UpdateConfig | Stage
+             | CommitStaged)
 OPERATIONS: dict[str, type[Operation]] = {cls.__name__: cls for cls in get_args(Operation)}
 """Every operation type under its class name (``operation_to_dict``'s ``op``)."""
 

@@ -92,6 +92,10 @@ class PylanceSession(base.Session):
         elif isinstance(op, lang.Relocate):
             raise WriterRefusal("invalid_input", "pylance has no API that rewrites base paths "
                                 "(docs/lance-format.md §10.4)")
+        elif isinstance(op, lang.UpdateConfig):
+            dataset = self._open(op.root)
+            dataset.update_config(dict(op.values))
+            return {"version": dataset.version}
         elif isinstance(op, lang.Cleanup):
             stats = self._open(op.root).cleanup_old_versions(
                 older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,

@@ -105,6 +105,8 @@ class ReferenceSession(base.Session):
                                                                                                   strict=True)}
             adopt = None if op.adopt_from is None else base.resolve(self.site, op.adopt_from)
             return {"version": relocate(dataset, moves, adopt).version}
+        elif isinstance(op, lang.UpdateConfig):
+            return {"version": ops.update_config(self._dataset(op.root), dict(op.values)).version}
         elif isinstance(op, lang.Cleanup):
             policy = gc.CleanupPolicy(timedelta(0) if op.older_than_zero else None, op.retain_versions,
                                       op.delete_unverified, op.error_if_tagged)
