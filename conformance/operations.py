@@ -4,10 +4,8 @@ Operations are frozen, JSON-serialisable values (``operation_to_dict``, ``operat
 language every writer is driven in. Scenarios (``scenarios.format`` turns each writer step into one), the
 fixture cases, the pylance shapes, the simulator's workloads and the property machine all say what to write
 as these values, and every implementation applies them through one entry (``adapters``: ``session.apply``).
-Each operation type declares once its wire name, the feature it needs and (``root``) the root it acts on;
-the converters (scenario steps, JSON-lines messages, exported programs, capability checks) read that
-declaration. Adding an operation: its dataclass here, in ``Operation``, and its ``apply`` in each
-implementation that supports it.
+Each type declares once (``_Declared``) its wire name and the feature it needs, which the converters read;
+adding an operation is its dataclass here and its ``apply`` in each implementation that supports it.
 
 Every location in an operation is *site-relative*: a name the run resolves to a URI (``ds``, ``bases/b3``
 below the machine's scratch folder; ``main:ds``, ``cold:b1`` in a scenario's buckets; ``ds0`` in the
@@ -29,7 +27,7 @@ __all__ = [
     "BY_WIRE", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged",
     "Create", "DeepClone", "Delete", "DeleteBranch", "DeleteTag", "DropRef", "ModelOperation", "MoveTag",
     "Operation", "Overwrite", "Reference", "Relocate", "ShallowClone", "Stage", "Tag", "Targets", "UpdateConfig",
-    "arguments", "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
+    "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
 ]
 
 # --- the operation language ----------------------------------------------------------------------------
@@ -70,7 +68,6 @@ class _Declared:
 
     def __init_subclass__(cls, wire: str | None = None, feature: str | None = None, external: bool = True,
                           **rest: Any) -> None:
-        """``class Create(_Declared, wire="create", feature="create")``: the declaration, once."""
         super().__init_subclass__(**rest)
         if wire is not None:
             cls.wire, cls.feature, cls.external = wire, feature or cls.feature, external
@@ -134,8 +131,7 @@ class _AtFamily(_Declared):
     family: str
 
     @property
-    def root(self) -> str:
-        """The root the operation acts on: its ``family`` (what ``root`` is for every other operation)."""
+    def root(self) -> str:  # the root it acts on, as every operation's ``root``
         return self.family
 
 
@@ -316,12 +312,6 @@ def reference_of(op: Tag | Branch | ShallowClone | DeepClone) -> Reference:
 def operation_to_dict(op: Operation) -> dict[str, Any]:
     """``{"op": "Append", "root": "ds", ...}``: plain JSON values."""
     return {"op": type(op).__name__, **asdict(op)}
-
-
-def arguments(op: Operation) -> dict[str, Any]:
-    """``op``'s fields other than the root it acts on, as plain JSON values: the keys of a scenario step or a
-    JSON-lines message of an operation that needs no translation (docs/scenario-format.md "Writer steps")."""
-    return {k: v for k, v in operation_to_dict(op).items() if k not in ("op", "root", "family")}
 
 
 def _tuples(value: Any) -> Any:

@@ -42,21 +42,7 @@ import random
 from dataclasses import dataclass, fields
 from typing import Any
 
-from lancespec.conformance.operations import (
-    Append,
-    Cleanup,
-    CommitStaged,
-    Delete,
-    DeleteTag,
-    Operation,
-    Overwrite,
-    ShallowClone,
-    Stage,
-    Tag,
-    arguments,
-    operation_from_dict,
-    operation_to_dict,
-)
+from lancespec.conformance import operations as lang
 
 __all__ = ["DEFAULT_WEIGHTS", "IDS_PER_OP", "INITIAL_ROWS", "KINDS", "PLAN_KINDS", "SHARED_KINDS", "SHARED_TAGS",
            "Planned", "initial_ids", "plan", "row_id", "writer_kind", "written"]
@@ -112,10 +98,10 @@ class Planned:
 
     writer: int
     index: int
-    steps: tuple[Operation, ...]
+    steps: tuple[lang.Operation, ...]
 
     @property
-    def last(self) -> Operation:
+    def last(self) -> lang.Operation:
         """The operation that decides what the unit does (the ``ShallowClone`` of a clone)."""
         return self.steps[-1]
 
@@ -132,16 +118,17 @@ class Planned:
     @property
     def commits_to(self) -> str | None:
         """The dataset it commits a version of (a clone: its new dataset), or None when it commits none."""
-        if isinstance(self.last, ShallowClone):
+        if isinstance(self.last, lang.ShallowClone):
             return self.last.target
-        return self.last.root if isinstance(self.last, Append | Delete | Overwrite | CommitStaged) else None
+        committing = isinstance(self.last, lang.Append | lang.Delete | lang.Overwrite | lang.CommitStaged)
+        return self.last.root if committing else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"writer": self.writer, "index": self.index, "steps": [operation_to_dict(op) for op in self.steps]}
+        return {"writer": self.writer, "index": self.index, "steps": [lang.operation_to_dict(op) for op in self.steps]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Planned:
-        return cls(int(data["writer"]), int(data["index"]), tuple(operation_from_dict(s) for s in data["steps"]))
+        return cls(int(data["writer"]), int(data["index"]), tuple(lang.operation_from_dict(s) for s in data["steps"]))
 
     def describe(self) -> str:
         """A short human description for history excerpts: each step's wire name, dataset and the arguments
@@ -149,15 +136,10 @@ class Planned:
         return "; ".join(_describe(op) for op in self.steps)
 
 
-def _describe(op: Operation) -> str:
-    defaults = {f.name: f.default for f in fields(op)}
-    bits = [op.wire, op.root]
-    for name, value in arguments(op).items():
-        if value != defaults.get(name) and value not in (None, [], ()):
-            shown = value if not isinstance(value, list | tuple) else ",".join(str(v) for v in value[:4]) + (
-                ",..." if len(value) > 4 else "")
-            bits.append(f"{name}={shown}")
-    return " ".join(bits)
+def _describe(op: lang.Operation) -> str:
+    shown = {f.name: getattr(op, f.name) for f in fields(op) if f.name not in ("root", "family")
+             and getattr(op, f.name) not in (f.default, None, ())}
+    return " ".join([op.wire, op.root, *(f"{k}={v[:4] if isinstance(v, tuple) else v}" for k, v in shown.items())])
 
 
 def plan(seed: int, writers: int, ops: int, datasets: int = 2,
@@ -183,7 +165,7 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
     tags: list[tuple[str, str]] = []  # (dataset, tag) created by this writer and not deleted
     pending: list[tuple[int, int]] = []  # (due position, stage position)
 
-    def add(*steps: Operation) -> None:
+    def add(*steps: lang.Operation) -> None:
         ops.append(Planned(writer, len(ops), steps))
 
     while len(ops) < count:
@@ -193,7 +175,7 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
             chosen = due[0] if due else pending[0]
             pending.remove(chosen)
             stage = ops[chosen[1]]
-            add(CommitStaged(stage.dataset, stage.index))
+            add(lang.CommitStaged(stage.dataset, stage.index))
             appended.setdefault(stage.dataset, []).append(stage.index)
             continue
         kind = rng.choices(kinds, weights)[0]
@@ -205,40 +187,41 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
         if kind in ("append", "stage", "pinned-stage"):
             start, n = row_id(writer, i, 0), rng.randint(1, 3)  # consecutive ids from the first
             if kind == "append":
-                add(Append(dataset, start, n, max_rows_per_file=None))
+                add(lang.Append(dataset, start, n, max_rows_per_file=None))
                 appended.setdefault(dataset, []).append(i)
             else:  # a pinned stage first tags the version it reads
-                pin = (Tag(dataset, f"pin-w{writer}-{i}", None, None),) if kind == "pinned-stage" else ()
-                add(*pin, Stage(dataset, start, n, i))
+                pin = (lang.Tag(dataset, f"pin-w{writer}-{i}", None, None),) if kind == "pinned-stage" else ()
+                add(*pin, lang.Stage(dataset, start, n, i))
                 pending.append((i + rng.randint(1, 4), i))
         elif kind == "delete":
             victims = rng.sample(appended[dataset], min(len(appended[dataset]), rng.randint(1, 2)))
-            add(Delete(dataset, tuple(sorted(x for v in victims for x in written(ops[v])))))
+            add(lang.Delete(dataset, tuple(sorted(x for v in victims for x in written(ops[v])))))
         elif kind == "overwrite":
-            add(Overwrite(dataset, row_id(writer, i, 0), rng.randint(2, 4), max_rows_per_file=None))
+            add(lang.Overwrite(dataset, row_id(writer, i, 0), rng.randint(2, 4), max_rows_per_file=None))
         elif kind == "tag":
             mine = [t for t in tags if t[0] == dataset]
             if mine and rng.random() < 0.4:
                 victim = rng.choice(mine)
                 tags.remove(victim)
-                add(DeleteTag(dataset, victim[1]))
+                add(lang.DeleteTag(dataset, victim[1]))
             else:
                 tags.append((dataset, f"w{writer}-t{i}"))
-                add(Tag(dataset, f"w{writer}-t{i}", None, None))
+                add(lang.Tag(dataset, f"w{writer}-t{i}", None, None))
         elif kind == "clone":
-            add(Tag(dataset, f"clone-w{writer}-{i}", None, None),
-                ShallowClone(dataset, f"clone-w{writer}-{i}", f"clone-w{writer}-{i}"))
+            add(lang.Tag(dataset, f"clone-w{writer}-{i}", None, None),
+                lang.ShallowClone(dataset, f"clone-w{writer}-{i}", f"clone-w{writer}-{i}"))
         elif kind == "cleanup":
-            add(Cleanup(dataset, retain_versions=rng.randint(1, 3)))
+            add(lang.Cleanup(dataset, retain_versions=rng.randint(1, 3)))
         elif kind == "shared-delete":
-            add(Delete(dataset, (rng.choice(initial_ids(int(dataset[2:]))),)))
+            add(lang.Delete(dataset, (rng.choice(initial_ids(int(dataset[2:]))),)))
         elif kind == "shared-tag":
             name = f"shared-{rng.randrange(SHARED_TAGS)}"
-            add(DeleteTag(dataset, name) if rng.random() < 0.25 else Tag(dataset, name, None, None))
+            add(lang.DeleteTag(dataset, name) if rng.random() < 0.25 else lang.Tag(dataset, name, None, None))
     return ops
 
 
 def written(planned: Planned) -> tuple[int, ...]:
     """The row ids an append, an overwrite or a stage of the plan writes (none for anything else)."""
     op = planned.last
-    return tuple(range(op.start, op.start + op.count)) if isinstance(op, Append | Overwrite | Stage) else ()
+    rows = isinstance(op, lang.Append | lang.Overwrite | lang.Stage)
+    return tuple(range(op.start, op.start + op.count)) if rows else ()

@@ -122,7 +122,7 @@ def hello(proc: JsonLinesProcess, storage_options: Mapping[str, str], role: str)
 
 def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     """The contract message of ``op`` (docs/writer-contract.md "Writer operations"): its wire name, the root it
-    acts on, and its arguments (an operation without a translation below: its fields as they are)."""
+    acts on, and its arguments in the contract's words."""
     if not op.external:
         raise WriterRefusal("invalid_input", f"the JSON-lines contract has no {type(op).__name__} operation")
     root = op.root
@@ -160,14 +160,7 @@ def message(op: lang.Operation, site: Site) -> dict[str, Any]:
                    error_if_tagged_old_versions=op.error_if_tagged)
         if op.older_than_zero:
             out["older_than_seconds"] = 0
-    if not isinstance(op, _TRANSLATED):
-        out.update(lang.arguments(op))
     return out
-
-
-_TRANSLATED = (lang.Create, lang.Append, lang.Overwrite, lang.Delete, lang.AddBase, lang.AddBases, lang.Tag,
-               lang.DropRef, lang.Branch, lang.ShallowClone, lang.DeepClone, lang.Relocate, lang.Cleanup)
-"""The operations whose messages say their arguments in the contract's own words (above)."""
 
 
 class ExternalSession:

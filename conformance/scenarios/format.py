@@ -13,7 +13,7 @@ import glob
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,14 +47,10 @@ _STEP_KEYS: dict[type, frozenset[str]] = {
     lang.Cleanup: frozenset({"retain_versions", "older_than_seconds", "delete_unverified",
                              "error_if_tagged_old_versions"}),
 }
-"""The keys of the steps said in the scenario format's own words; any other operation's step takes its fields."""
 
 #: Writer operations under their wire names (``operations.BY_WIRE``) and the keys each accepts (besides op,
 #: dataset, expect, refuse, note).
-WRITER_OPS: dict[str, frozenset[str]] = {
-    wire: _STEP_KEYS.get(cls, frozenset(f.name for f in fields(cls)) - {"root", "family"})
-    for wire, cls in lang.BY_WIRE.items()
-}
+WRITER_OPS: dict[str, frozenset[str]] = {wire: _STEP_KEYS[cls] for wire, cls in lang.BY_WIRE.items()}
 
 #: Steps the runner carries out itself.
 HARNESS_OPS: dict[str, frozenset[str]] = {
@@ -366,18 +362,11 @@ def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], wher
         return lang.DeepClone(family, branch, version, _text(raw, "target", where), tag)
     if cls is lang.Relocate:
         return lang.Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
-    if cls is lang.Cleanup:
-        seconds = raw.get("older_than_seconds")
-        if seconds not in (None, 0):
-            raise ScenarioError("older_than_seconds is 0 (everything is old) or absent (the writer's default)", where)
-        return lang.Cleanup(root, seconds == 0, raw.get("retain_versions"),
-                            bool(raw.get("delete_unverified", False)),
-                            bool(raw.get("error_if_tagged_old_versions", True)))
-    arguments = {k: v for k, v in raw.items() if k in WRITER_OPS[op]}
-    try:  # an operation said in its own fields
-        return lang.operation_from_dict({"op": cls.__name__, "root": root, **arguments})
-    except TypeError as exc:
-        raise ScenarioError(f"{op}: {exc}", where) from exc
+    seconds = raw.get("older_than_seconds")
+    if seconds not in (None, 0):
+        raise ScenarioError("older_than_seconds is 0 (everything is old) or absent (the writer's default)", where)
+    return lang.Cleanup(root, seconds == 0, raw.get("retain_versions"), bool(raw.get("delete_unverified", False)),
+                        bool(raw.get("error_if_tagged_old_versions", True)))
 
 
 def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
