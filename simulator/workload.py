@@ -223,5 +223,6 @@ def _plan_writer(seed: int, writer: int, count: int, datasets: int, kinds: list[
 def written(planned: Planned) -> tuple[int, ...]:
     """The row ids an append, an overwrite or a stage of the plan writes (none for anything else)."""
     op = planned.last
-    rows = isinstance(op, lang.Append | lang.Overwrite | lang.Stage)
-    return tuple(range(op.start, op.start + op.count)) if rows else ()
+    if isinstance(op, lang.Append | lang.Overwrite | lang.Stage):
+        return tuple(range(op.start, op.start + op.count))
+    return ()

@@ -187,7 +187,8 @@ def test_a_printed_replay_runs_the_same_operations() -> None:
     replay = simulate(replayed(original.config))
     assert replay.config == original.config
     assert replay.history.signature() == original.history.signature()
-    assert {kind for ops in original.history.signature().values() for _, kind, _ in ops} <= {"append", "tag_create", "tag_delete"}
+    kinds = {kind for ops in original.history.signature().values() for _, kind, _ in ops}
+    assert kinds <= {"append", "tag_create", "tag_delete"}
 
 
 F026_KINDS = {"version-reused", "lost-commit", "lost-rows", "phantom-rows"}
