@@ -33,13 +33,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from lancespec.conformance.operations import Append, Cleanup, Delete, Overwrite
 from lancespec.reference.layout import ManifestNaming, manifest_name
 from lancespec.simulator.attribution import FinalState, VersionState
 from lancespec.simulator.checker import check
 from lancespec.simulator.history import History
 from lancespec.simulator.proxy import WireWrite
 from lancespec.simulator.simulate import RunConfig, simulate
-from lancespec.simulator.workload import Op, initial_ids, row_id
+from lancespec.simulator.workload import Planned, initial_ids, row_id
 
 
 def commits_per_second(writers: int, writer: str, appends: int) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def synthetic(ops: int, writers: int = 8, datasets: int = 2, retained: int = 100
               seed: int = 1) -> tuple[History, list[WireWrite], FinalState]:
     """A clean history of ``ops`` operations, its wire log and final state (see the module docstring)."""
     rng = random.Random(seed)
-    raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []
+    raw: list[tuple[float, int, str, Planned, dict[str, Any]]] = []
     wire: list[WireWrite] = []
     state = {f"ds{d}": list(initial_ids(d)) for d in range(datasets)}
     version = dict.fromkeys(state, 1)
@@ -73,15 +74,15 @@ def synthetic(ops: int, writers: int = 8, datasets: int = 2, retained: int = 100
         roll = rng.random()
         if roll < 0.8 or len(state[dataset]) < 4:
             ids = tuple(row_id(w, index, k) for k in range(rng.randint(1, 3)))
-            op = Op(w, index, "append", dataset, ids)
+            op = Planned(w, index, (Append(dataset, ids[0], len(ids), max_rows_per_file=None),))
             state[dataset] = state[dataset] + list(ids)
         elif roll < 0.97:
             ids = tuple(rng.sample(state[dataset], 2))
-            op = Op(w, index, "delete", dataset, ids)
+            op = Planned(w, index, (Delete(dataset, ids),))
             state[dataset] = [r for r in state[dataset] if r not in ids]
         else:
             ids = tuple(row_id(w, index, k) for k in range(3))
-            op = Op(w, index, "overwrite", dataset, ids)
+            op = Planned(w, index, (Overwrite(dataset, ids[0], len(ids), max_rows_per_file=None),))
             state[dataset] = list(ids)
         version[dataset] += 1
         v = version[dataset]
@@ -95,7 +96,7 @@ def synthetic(ops: int, writers: int = 8, datasets: int = 2, retained: int = 100
     final = FinalState(initial=tuple(state))
     for dataset, versions in snapshots.items():
         keep = sorted(versions)[-retained:]
-        cleanup = Op(0, counters[0], "cleanup", dataset, arg=retained)
+        cleanup = Planned(0, counters[0], (Cleanup(dataset, retain_versions=retained),))
         counters[0] += 1
         raw.append((t, 0, "invoke", cleanup, {}))
         for v in sorted(versions)[:-retained]:

@@ -125,6 +125,8 @@ class Outcome:
     removed: tuple[int, ...] = ()
     mentions: tuple[str, ...] = ()
     """For a refusal: the words a writer's error must say (what was refused: the tags holding a cleanup back)."""
+    refusal: str = "invalid_input"
+    """For a refusal: the error kind (``WriterRefusal.kind``) a writer must refuse with."""
 
 
 KNOWN_FINDINGS = frozenset({"F-022", "F-027", "F-028", "F-029", "F-030", "F-031"})

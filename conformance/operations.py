@@ -4,6 +4,8 @@ Operations are frozen, JSON-serialisable values (``operation_to_dict``, ``operat
 language every writer is driven in. Scenarios (``scenarios.format`` turns each writer step into one), the
 fixture cases, the pylance shapes, the simulator's workloads and the property machine all say what to write
 as these values, and every implementation applies them through one entry (``adapters``: ``session.apply``).
+Each type declares once (``_Declared``) its wire name and the feature it needs, which the converters read;
+adding an operation is its dataclass here and its ``apply`` in each implementation that supports it.
 
 Every location in an operation is *site-relative*: a name the run resolves to a URI (``ds``, ``bases/b3``
 below the machine's scratch folder; ``main:ds``, ``cold:b1`` in a scenario's buckets; ``ds0`` in the
@@ -17,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from lancespec.conformance.payload import Blob, Blobs
 
 __all__ = [
-    "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged", "Create",
-    "DeepClone", "Delete", "DropRef", "ModelOperation", "Operation", "Overwrite", "Reference", "Relocate",
-    "ShallowClone", "Stage", "Tag", "Targets", "operation_from_dict", "operation_to_dict", "reference_of",
-    "root_dir", "split_root",
+    "BY_WIRE", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged",
+    "Create", "DeepClone", "Delete", "DeleteBranch", "DeleteTag", "DropRef", "ModelOperation", "MoveTag",
+    "Operation", "Overwrite", "Reference", "Relocate", "ShallowClone", "Stage", "Tag", "Targets", "UpdateConfig",
+    "operation_from_dict", "operation_to_dict", "reference_of", "root_dir", "split_root",
 ]
 
 # --- the operation language ----------------------------------------------------------------------------
@@ -53,8 +55,26 @@ class BaseSpec:
     id: int | None = None
 
 
+class _Declared:
+    """What each operation type declares once, as class keywords, and every converter reads: ``wire``, its
+    snake_case name in scenario steps, JSON-lines messages and exported programs (``BY_WIRE``); ``feature``,
+    the capability a writer needs for it (``adapters.base.needs``); ``external``: whether scenarios and the
+    JSON-lines contract say it (not the simulator's two-phase writes). ``op.root`` is the root every operation
+    acts on."""
+
+    wire: ClassVar[str]
+    feature: ClassVar[str]
+    external: ClassVar[bool] = True
+
+    def __init_subclass__(cls, wire: str | None = None, feature: str | None = None, external: bool = True,
+                          **rest: Any) -> None:
+        super().__init_subclass__(**rest)
+        if wire is not None:
+            cls.wire, cls.feature, cls.external = wire, feature or cls.feature, external
+
+
 @dataclass(frozen=True)
-class Create:
+class Create(_Declared, wire="create", feature="create"):
     """``write_dataset(rows(start, count), root, initial_bases=..., target..., max_rows_per_file)``; ``data``
     replaces the plain rows by a blob column (ids ``start`` on); ``max_rows_per_file`` None: the writer's
     default; ``manifest_naming`` ``"v1"`` turns V2 manifest paths off."""
@@ -71,7 +91,7 @@ class Create:
 
 
 @dataclass(frozen=True)
-class Delete:
+class Delete(_Declared, wire="delete", feature="delete"):
     """``delete("id IN (...)")`` on ``root``, or ``delete(where)`` when ``where`` is given."""
 
     root: str
@@ -84,7 +104,7 @@ class Delete:
 
 
 @dataclass(frozen=True)
-class _Write:
+class _Write(_Declared):
     """The fields an append and an overwrite share (a create has bases between them)."""
 
     root: str
@@ -96,26 +116,45 @@ class _Write:
 
 
 @dataclass(frozen=True)
-class Append(_Write):
+class Append(_Write, wire="append", feature="append"):
     """Append ``rows(start, count)`` (or ``data``) to ``root``."""
 
 
 @dataclass(frozen=True)
-class Overwrite(_Write):
+class Overwrite(_Write, wire="overwrite", feature="overwrite"):
     """Replace ``root``'s rows by ``rows(start, count)`` (or ``data``) in a new version; bases stay."""
 
 
-@dataclass(frozen=True)
-class DropRef:
-    """``tags.delete(name)`` (``kind`` ``"tag"``) or ``branches.delete(name)`` (``"branch"``) at ``family``."""
+class _AtFamily(_Declared):
+    """An operation on a dataset's refs or a copy of it, named by the main root ``family`` it acts on."""
 
     family: str
-    kind: Literal["tag", "branch"]
+
+    @property
+    def root(self) -> str:  # the root it acts on, as every operation's ``root``
+        return self.family
+
+
+@dataclass(frozen=True)
+class DropRef(_AtFamily):
+    """The deletion of a ref ``name`` at ``family``: a ``DeleteTag`` or a ``DeleteBranch``."""
+
+    family: str
     name: str
 
 
 @dataclass(frozen=True)
-class AddBase:
+class DeleteTag(DropRef, wire="tag_delete", feature="tags"):
+    """``tags.delete(name)`` at ``family``."""
+
+
+@dataclass(frozen=True)
+class DeleteBranch(DropRef, wire="branch_delete", feature="branches"):
+    """``branches.delete(name)`` at ``family``."""
+
+
+@dataclass(frozen=True)
+class AddBase(_Declared, wire="add_bases", feature="bases"):
     """``add_bases([base])`` on ``root``."""
 
     root: str
@@ -127,7 +166,7 @@ class AddBase:
 
 
 @dataclass(frozen=True)
-class AddBases:
+class AddBases(_Declared, wire="add_bases", feature="bases"):
     """``add_bases(bases)`` on ``root`` in one version (none, or several: what a writer must refuse)."""
 
     root: str
@@ -135,19 +174,27 @@ class AddBases:
 
 
 @dataclass(frozen=True)
-class Tag:
-    """``tags.create(name, reference_of(op))`` at the main root ``family``; ``move``: ``tags.update``."""
+class Tag(_AtFamily, wire="tag_create", feature="tags"):
+    """``tags.create(name, reference_of(op))`` at the main root ``family``."""
+
+    move = False  # a class attribute (no annotation: not a field)
 
     family: str
     name: str
     branch: str | None
     version: int | None
     tag: str | None = None
-    move: bool = False
 
 
 @dataclass(frozen=True)
-class Branch:
+class MoveTag(Tag, wire="tag_update", feature="tags"):
+    """``tags.update(name, reference_of(op))``: the tag ``name`` of ``family`` moves to another version."""
+
+    move = True
+
+
+@dataclass(frozen=True)
+class Branch(_AtFamily, wire="branch_create", feature="branches"):
     """``create_branch(name, (parent, version))`` (or from ``tag``) at the main root ``family``."""
 
     family: str
@@ -158,7 +205,7 @@ class Branch:
 
 
 @dataclass(frozen=True)
-class ShallowClone:
+class ShallowClone(_AtFamily, wire="shallow_clone", feature="shallow_clone"):
     """``shallow_clone(target, tag)`` from the main root ``family``: from a tag, so that the source's cleanup
     keeps the files the clone depends on (the clone-primitives post "Stability with Tags"; CLONE-005); with
     ``tag`` None, from ``(branch, version)``."""
@@ -171,7 +218,7 @@ class ShallowClone:
 
 
 @dataclass(frozen=True)
-class DeepClone:
+class DeepClone(_AtFamily, wire="deep_clone", feature="deep_clone"):
     """``deep_clone(target, (branch, version))`` (or from ``tag``) from the main root ``family``."""
 
     family: str
@@ -182,7 +229,7 @@ class DeepClone:
 
 
 @dataclass(frozen=True)
-class Relocate:
+class Relocate(_Declared, wire="relocate", feature="relocate"):
     """Relocate ``root``'s bases (each named by its name or location) onto new directories, rewriting paths
     only (``reference.relocate``; pylance 14.0.2 has no API for it, docs/lance-format.md §10.4); ``adopt_from``:
     the location the root was copied from. Whoever runs it copies the base directories first."""
@@ -193,7 +240,7 @@ class Relocate:
 
 
 @dataclass(frozen=True)
-class Cleanup:
+class Cleanup(_Declared, wire="cleanup", feature="cleanup"):
     """``cleanup_old_versions`` on ``root``: ``older_than=timedelta(0)`` when ``older_than_zero``, else the
     default 14 days (nothing this young is old); ``retain_versions``; ``delete_unverified``;
     ``error_if_tagged_old_versions``."""
@@ -206,7 +253,16 @@ class Cleanup:
 
 
 @dataclass(frozen=True)
-class Stage:
+class UpdateConfig(_Declared, wire="config_update", feature="config", external=False):
+    """``update_config(dict(values))`` on ``root``: each key set to its value, or removed (None). Not yet said
+    in scenarios or JSON-lines messages: the corpus covers every scenario operation."""
+
+    root: str
+    values: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class Stage(_Declared, wire="stage", feature="two_phase", external=False):
     """The first phase of a distributed write: ``rows(start, count)`` written as data files of ``root`` and
     kept uncommitted under ``key``, with the version they were written against."""
 
@@ -217,7 +273,7 @@ class Stage:
 
 
 @dataclass(frozen=True)
-class CommitStaged:
+class CommitStaged(_Declared, wire="commit_staged", feature="two_phase", external=False):
     """The second phase: commit what ``Stage`` ``key`` wrote as an Append read at its version."""
 
     root: str
@@ -226,9 +282,15 @@ class CommitStaged:
 
 ModelOperation = Create | Append | Delete | AddBase | Tag | Branch | ShallowClone | DeepClone | Relocate | Cleanup
 """The operations the model covers: what the property machine draws."""
-Operation = ModelOperation | Overwrite | AddBases | DropRef | Stage | CommitStaged
+Operation = (ModelOperation | Overwrite | AddBases | MoveTag | DeleteTag | DeleteBranch | UpdateConfig | Stage
+             | CommitStaged)
 OPERATIONS: dict[str, type[Operation]] = {cls.__name__: cls for cls in get_args(Operation)}
+"""Every operation type under its class name (``operation_to_dict``'s ``op``)."""
 
+BY_WIRE: dict[str, type[Operation]] = {cls.wire: cls for cls in get_args(Operation)
+                                       if cls.external and cls is not AddBase}
+"""Every operation a scenario step or a JSON-lines message names, under its wire name (``AddBase``, one base, is
+said as the ``add_bases`` of ``AddBases``)."""
 
 def root_dir(family: str, branch: str | None) -> str:
     return family if branch is None else f"{family}/tree/{branch}"

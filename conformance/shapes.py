@@ -29,6 +29,7 @@ from lancespec.conformance.operations import (
     Create,
     DeepClone,
     Delete,
+    MoveTag,
     Operation,
     ShallowClone,
     Tag,
@@ -356,7 +357,7 @@ SHAPES: dict[str, Callable[[Path], Shape]] = {
     "tags": _shape("tags", "ds", "four versions; tags first->1, second->2, moving 1->3",
                    Create("ds", 0, 4), Append("ds", 4, 4), Append("ds", 8, 4), Append("ds", 12, 4),
                    Tag("ds", "first", None, 1), Tag("ds", "second", None, 2), Tag("ds", "moving", None, 1),
-                   Tag("ds", "moving", None, 3, move=True), open_kwargs={"tag": "moving"}),
+                   MoveTag("ds", "moving", None, 3), open_kwargs={"tag": "moving"}),
     # Branches: ``team/x`` forked from main v2 (ref file ``team%2Fx.json``, root ``tree/team/x``) with its own
     # append, and ``team/x/sub`` forked from ``team/x`` (its root nested inside ``tree/team/x``) with its own append;
     # main moves on after the fork; a tag names a version of ``team/x``. The snapshot looked at is the latest of

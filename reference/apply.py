@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from . import __version__ as REFERENCE_VERSION
 from .errors import ValidationError
@@ -84,9 +85,33 @@ def apply_transaction(previous: table_pb2.Manifest | None, txn: transaction_pb2.
         manifest.fragments.extend(kept)
     elif operation == "update_bases":
         manifest.base_paths.extend(assign_base_ids(manifest.base_paths, txn.update_bases.new_bases))
+    elif operation == "update_config" and not _touches_metadata(txn.update_config):
+        _update_config(manifest.config, txn.update_config)
     else:
         raise ValidationError(f"the reference writer does not apply {operation or 'empty'} transactions")
     return manifest
+
+
+def _touches_metadata(update: transaction_pb2.Transaction.UpdateConfig) -> bool:
+    """Whether an UpdateConfig changes schema, field or table metadata (which the reference does not apply)."""
+    updates = ("schema_metadata_updates", "table_metadata_updates")
+    return bool(update.schema_metadata or update.field_metadata or update.field_metadata_updates) or any(
+        update.HasField(u) for u in updates)
+
+
+def _update_config(config: Any, update: transaction_pb2.Transaction.UpdateConfig) -> None:
+    """An UpdateConfig on the manifest's config map: ``replace`` clears it first; the deprecated upsert and
+    delete lists, then each entry: a value sets its key, no value removes it (pylance 14.0.2 writes entries)."""
+    if update.config_updates.replace:
+        config.clear()
+    config.update(update.upsert_values)
+    for key in update.delete_keys:
+        config.pop(key, None)
+    for entry in update.config_updates.update_entries:
+        if entry.HasField("value"):
+            config[entry.key] = entry.value
+        else:
+            config.pop(entry.key, None)
 
 
 def finalize(manifest: table_pb2.Manifest, version: int, transaction_file: str,

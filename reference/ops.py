@@ -1,5 +1,5 @@
-"""Table operations of the reference writer, each one transaction: create, append, overwrite, delete
-and add_bases. (Refs, clones and relocation live in ``refs``, ``clone`` and ``relocate``.)
+"""Table operations of the reference writer, each one transaction: create, append, overwrite, delete,
+add_bases and update_config. (Refs, clones and relocation live in ``refs``, ``clone`` and ``relocate``.)
 
 Every operation validates its input before writing anything (a refused operation leaves storage
 unchanged), writes its data or deletion files, then commits through ``reference.commit``. Rules cite
@@ -190,6 +190,21 @@ def add_bases(dataset: Dataset, new_bases: Sequence[DatasetBasePath]) -> CommitR
     return commit(dataset, txn, apply_transaction)
 
 
+def update_config(dataset: Dataset, values: Mapping[str, str | None]) -> CommitResult:
+    """Set (a value) or remove (None) keys of the manifest's config: one UpdateConfig transaction, as pylance
+    14.0.2's ``update_config`` writes it (no keys, or the removal of a key that is not there: a version all the
+    same, as pylance commits one)."""
+    snapshot = dataset.head()
+    _check_writable(snapshot)
+    txn = new_transaction(snapshot.version)
+    txn.update_config.config_updates.SetInParent()  # no keys: an empty update, as pylance writes it
+    for key, value in values.items():
+        entry = txn.update_config.config_updates.update_entries.add(key=key)
+        if value is not None:
+            entry.value = value
+    return commit(dataset, txn, apply_transaction)
+
+
 # --- delete ----------------------------------------------------------------------------------------
 
 
@@ -281,5 +296,6 @@ __all__ = [
     "create",
     "delete",
     "overwrite",
+    "update_config",
     "validate_new_bases",
 ]

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from lancespec.reference.layout import parse_manifest_name
 
-from .history import COMMITTING_KINDS, History, OpKey, OpRecord
+from .history import History, OpKey, OpRecord
 from .proxy import WireWrite
 
 __all__ = ["SETUP", "Attribution", "Breach", "Commit", "FinalState", "Reuse", "Sent", "VersionAttribution",
@@ -139,7 +139,7 @@ class Attribution:
     """What the row model applies (``_commits``)."""
 
     def committing(self) -> Iterator[OpRecord]:
-        return (r for r in self.records.values() if r.op.kind in COMMITTING_KINDS)
+        return (r for r in self.records.values() if r.op.commits_to is not None)
 
     def owner(self, where: Where) -> OpKey | None:
         found = self.versions.get(where)
@@ -181,7 +181,7 @@ def attribute(history: History, wire: Iterable[WireWrite], final: FinalState) ->
             att.owned.setdefault(owner, []).append(where)
     for record in att.committing():
         if _acknowledged(record):
-            where = att.told_at[record.key] = Where(_target(record), int(record.value["version"]))
+            where = att.told_at[record.key] = Where(str(record.op.commits_to), int(record.value["version"]))
             att.told.setdefault(where, []).append(record.key)
     att.resolutions = {r.key: r.key in att.owned for r in att.committing() if r.outcome == "unknown"}
     att.commits = _commits(att, final)
@@ -204,11 +204,6 @@ def manifest_where(key: str) -> Where | None:
     if parsed is None or parsed.detached:
         return None
     return Where(dataset, parsed.version)
-
-
-def _target(record: OpRecord) -> str:
-    """The dataset an operation commits to (a clone commits into its new dataset)."""
-    return record.op.name if record.op.kind == "clone" else record.op.dataset
 
 
 def _owner(where: Where, puts: Sequence[Sent], state: VersionState | None, initial: Sequence[str]) -> OpKey | None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from lancespec.conformance.operations import DeleteTag, Tag
+
 from .attribution import SETUP, Attribution, FinalState, Where, attribute
 from .history import History, OpKey, OpRecord
 from .proxy import WireWrite
@@ -243,12 +245,11 @@ def tags_overwritten(att: Attribution) -> list[Anomaly]:
     creates: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
     deletes: dict[tuple[str, str], list[OpRecord]] = defaultdict(list)
     for record in att.records.values():
-        op = record.op
-        if op.kind == "tag" and op.arg:
-            if record.outcome != "failed":
-                deletes[(op.dataset, op.name)].append(record)
-        elif op.kind in ("tag", "clone") and record.outcome == "ok":  # a clone first tags its source version
-            creates[(op.dataset, op.name)].append(record)
+        for op in record.op.steps:  # a clone (and a pinned stage) first tags the version it reads
+            if isinstance(op, DeleteTag) and record.outcome != "failed":
+                deletes[(op.root, op.name)].append(record)
+            elif isinstance(op, Tag) and record.outcome == "ok":
+                creates[(op.root, op.name)].append(record)
     out: list[Anomaly] = []
     for (dataset, name), made in sorted(creates.items()):
         made.sort(key=lambda r: r.start)

@@ -14,17 +14,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .workload import Op
+from .workload import Planned
 
-__all__ = ["COMMITTING_KINDS", "OUTCOMES", "Event", "History", "OpKey", "OpRecord"]
+__all__ = ["OUTCOMES", "Event", "History", "OpKey", "OpRecord"]
 
 OUTCOMES = ("ok", "failed", "unknown")
-COMMITTING_KINDS = frozenset({"append", "delete", "overwrite", "commit-staged", "clone"})
-"""Operations that commit a version (a clone commits the first version of a new dataset)."""
 
 
 class OpKey(NamedTuple):
-    """Names an operation: the writer (process) that ran it and its number in that writer's plan (``Op.index``)."""
+    """Names an operation: the writer (process) that ran it and its number in that writer's plan (``Planned.index``)."""
 
     writer: int
     number: int
@@ -43,7 +41,7 @@ class Event:
     time: float
     process: int
     type: str  # "invoke" or an outcome
-    op: Op
+    op: Planned
     value: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, t0: float = 0.0) -> dict[str, Any]:
@@ -71,7 +69,7 @@ class OpRecord:
     completion: Event | None
 
     @property
-    def op(self) -> Op:
+    def op(self) -> Planned:
         return self.invoke.op
 
     @property
@@ -107,7 +105,7 @@ class History:
         self.t0 = t0
 
     @classmethod
-    def build(cls, raw: Iterable[tuple[float, int, str, Op, dict[str, Any]]], t0: float = 0.0) -> History:
+    def build(cls, raw: Iterable[tuple[float, int, str, Planned, dict[str, Any]]], t0: float = 0.0) -> History:
         """From ``(time, process, type, op, value)`` tuples in any order."""
         return cls((Event(i, t, p, ty, op, v) for i, (t, p, ty, op, v) in enumerate(raw)), t0)
 
@@ -133,12 +131,13 @@ class History:
 
     @classmethod
     def from_json(cls, data: list[dict[str, Any]]) -> History:
-        return cls((Event(int(d["index"]), float(d["time"]), int(d["process"]), str(d["type"]), Op.from_json(d["op"]),
+        return cls((Event(int(d["index"]), float(d["time"]), int(d["process"]), str(d["type"]),
+                          Planned.from_json(d["op"]),
                           dict(d.get("value", {}))) for d in data), 0.0)
 
     def signature(self) -> dict[int, list[tuple[int, str, str]]]:
-        """Per process, the operations it invoked as ``(plan index, kind, dataset)``: what a replay with the
-        same seed must reproduce exactly (outcomes and timing may differ with the interleaving)."""
+        """Per process, the operations it invoked as ``(plan index, kind, dataset)`` (``Planned.kind``): what a
+        replay with the same seed must reproduce exactly (outcomes and timing may differ with the interleaving)."""
         out: dict[int, list[tuple[int, str, str]]] = {}
         for event in self.events:
             if event.type == "invoke":

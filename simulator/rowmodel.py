@@ -13,9 +13,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lancespec.conformance.operations import Append, CommitStaged, Delete, Overwrite, ShallowClone
+
 from .attribution import Attribution, Commit, FinalState, Where
 from .history import OpKey
-from .workload import IDS_PER_OP, initial_ids
+from .workload import IDS_PER_OP, initial_ids, written
 
 __all__ = ["Observation", "op_of_row", "replay"]
 
@@ -78,7 +80,7 @@ def replay(att: Attribution, final: FinalState) -> list[Observation]:
         i = 0
         for version in sorted(set(retained) | {w.version for w in sources.values() if w.dataset == dataset}):
             while i < len(pending) and pending[i].where.version <= version:
-                _apply(state, pending[i])
+                _apply(state, pending[i], att)
                 i += 1
             models[Where(dataset, version)] = frozenset(state)
             observed = retained.get(version)
@@ -91,28 +93,31 @@ def _clone_sources(att: Attribution) -> dict[str, Where]:
     """Each committed clone's source version (for an unknown outcome: the first version the clone owns)."""
     out: dict[str, Where] = {}
     for record in att.records.values():
-        if record.op.kind == "clone" and (record.outcome == "ok" or att.resolutions.get(record.key)):
+        clone = record.op.last
+        if isinstance(clone, ShallowClone) and (record.outcome == "ok" or att.resolutions.get(record.key)):
             source_version = record.value.get("source_version")
             if source_version is None:
-                owned = [w.version for w in att.owned.get(record.key, []) if w.dataset == record.op.name]
+                owned = [w.version for w in att.owned.get(record.key, []) if w.dataset == clone.target]
                 source_version = min(owned, default=None)
             if source_version is not None:
-                out[record.op.name] = Where(record.op.dataset, int(source_version))
+                out[clone.target] = Where(clone.root, int(source_version))
     return out
 
 
-def _apply(state: dict[int, int], commit: Commit) -> None:
-    """One committed operation on the model: row id -> the version that added it. A delete removes only
-    rows its transaction could see (added at or before its read version; Lance deletes are not
-    serializable against concurrent appends, they are rebased)."""
-    op, version = commit.record.op, commit.where.version
-    if op.kind in ("append", "commit-staged"):
-        for row in op.ids:
+def _apply(state: dict[int, int], commit: Commit, att: Attribution) -> None:
+    """One committed operation on the model: row id -> the version that added it (a ``CommitStaged``: the rows
+    of the ``Stage`` it commits). A delete removes only rows its transaction could see (added at or before its
+    read version; Lance deletes are not serializable against concurrent appends, they are rebased)."""
+    planned, version = commit.record.op, commit.where.version
+    op = planned.last
+    if isinstance(op, Append | CommitStaged):
+        added = planned if isinstance(op, Append) else att.records[OpKey(planned.writer, op.key)].op
+        for row in written(added):
             state.setdefault(row, version)
-    elif op.kind == "overwrite":
+    elif isinstance(op, Overwrite):
         state.clear()
-        state.update(dict.fromkeys(op.ids, version))
-    elif op.kind == "delete":
+        state.update(dict.fromkeys(written(planned), version))
+    elif isinstance(op, Delete):
         limit = commit.read_version if commit.read_version is not None else version - 1
         for row in op.ids:
             if row in state and state[row] <= limit:

@@ -34,11 +34,14 @@ from .history import History
 from .observe import judge_format, observe, read_versions_of
 from .preflight import PreflightResult, preflight, s3_client
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
-from .workload import PLAN_KINDS, Op, initial_ids, plan, writer_kind
+from .workload import PLAN_KINDS, Planned, initial_ids, plan, writer_kind
 
-__all__ = ["ENDPOINT_ENV", "RunConfig", "RunReport", "replay_command", "simulate"]
+__all__ = ["ENDPOINT_ENV", "REPORT_FORMAT", "RunConfig", "RunReport", "replay_command", "simulate"]
 
 ENDPOINT_ENV = "LANCESPEC_S3_ENDPOINT"
+REPORT_FORMAT = "lancespec.simulate/2"
+"""The JSON report's format: /2 writes each history event's operation as the operations of the language it
+applied (``Planned.to_json``); /1 (an ``Op`` with a string kind) is refused by the readers of saved reports."""
 """An S3 endpoint URL to use instead of the embedded server (credentials: ``AWS_ACCESS_KEY_ID`` and
 ``AWS_SECRET_ACCESS_KEY``, or ``--storage-option``)."""
 
@@ -162,7 +165,7 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         invariants = self.result.by_invariant()
         return {
-            "format": "lancespec.simulate/1",
+            "format": REPORT_FORMAT,
             "config": self.config.to_json(),
             "replay": replay_command(self.config),
             "ok": self.ok,
@@ -293,7 +296,7 @@ def _interrupt_held() -> Iterator[None]:
 
 
 def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dict[str, str],
-                 plans: list[list[Op]], note: Callable[[int, int, str], None],
+                 plans: list[list[Planned]], note: Callable[[int, int, str], None],
                  ) -> tuple[History, int, list[str], float, float]:
     from .writers import writer_main
 
@@ -309,7 +312,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
                                  args=(w, kind, registry.origin(kind), bucket, writer_options,
                                        [op.to_json() for op in ops], start, results, config.time_limit_s)))
-    raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []
+    raw: list[tuple[float, int, str, Planned, dict[str, Any]]] = []
     ready: set[int] = set()
     done: set[int] = set()
     errors: list[str] = []

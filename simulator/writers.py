@@ -1,11 +1,9 @@
 """Writer processes: each applies its planned operations through one implementation (found by name in the
 registry of ``lancespec.conformance.adapters``) and reports every invocation and completion on a queue.
 
-A planned ``Op`` is said in the operation language (``operations``): an append is an ``Append`` of its rows,
-a clone a ``Tag`` of the latest version and a ``ShallowClone`` from that tag, a two-phase write a ``Stage``
-(after a ``Tag`` pinning the latest version, when the ``Op`` names one) and a later ``CommitStaged``. A writer
-talks to the endpoint only through its own proxy port (its storage options name it) and only while an
-operation is in flight; between operations it makes no request. Outcomes:
+A ``Planned`` unit is one or two operations of the language (``operations``), applied in order through
+``Session.apply``. A writer talks to the endpoint only through its own proxy port (its storage options name it)
+and only while an operation is in flight; between operations it makes no request. Outcomes:
 
 * ``ok``: the call returned; for a commit, ``version`` is the version it was told.
 * ``failed``: the implementation refused with certainty that nothing was committed (a commit conflict, a
@@ -25,52 +23,17 @@ from typing import Any
 
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Folder, Session, WriterRefusal
-from lancespec.conformance.operations import (
-    Append,
-    Cleanup,
-    CommitStaged,
-    Delete,
-    DropRef,
-    Operation,
-    Overwrite,
-    ShallowClone,
-    Stage,
-    Tag,
-)
+from lancespec.conformance.operations import ShallowClone
 
-from .workload import Op
+from .workload import Planned
 
-__all__ = ["operations", "run_op", "writer_main"]
+__all__ = ["run_op", "writer_main"]
 
 
-def operations(op: Op) -> list[Operation]:
-    """The operations a planned ``Op`` is made of (rows ``op.ids``: consecutive ids from the first)."""
-    start, count = (op.ids[0], len(op.ids)) if op.ids else (0, 0)
-    if op.kind in ("append", "overwrite", "stage") and op.ids != tuple(range(start, start + count)):
-        raise ValueError(f"{op.describe()}: rows are consecutive ids")
-    if op.kind == "append":
-        return [Append(op.dataset, start, count, max_rows_per_file=None)]
-    if op.kind == "overwrite":
-        return [Overwrite(op.dataset, start, count, max_rows_per_file=None)]
-    if op.kind == "delete":
-        return [Delete(op.dataset, op.ids)]
-    if op.kind == "tag":
-        return [DropRef(op.dataset, "tag", op.name)] if op.arg else [Tag(op.dataset, op.name, None, None)]
-    if op.kind == "clone":
-        return [Tag(op.dataset, op.name, None, None), ShallowClone(op.dataset, op.name, op.name)]
-    if op.kind == "cleanup":
-        return [Cleanup(op.dataset, retain_versions=op.arg)]
-    if op.kind == "stage":  # a name: first pin the version the stage reads with a tag of that name
-        return [*([Tag(op.dataset, op.name, None, None)] if op.name else []), Stage(op.dataset, start, count, op.index)]
-    if op.kind == "commit-staged" and op.ref is not None:
-        return [CommitStaged(op.dataset, op.ref)]
-    raise ValueError(f"unknown operation {op.kind!r}")
-
-
-def run_op(session: Session, op: Op) -> dict[str, Any]:
-    """Apply ``op``; what it reports (a clone: the version it tagged and cloned)."""
-    results = [session.apply(step) for step in operations(op)]
-    if op.kind == "clone":
+def run_op(session: Session, op: Planned) -> dict[str, Any]:
+    """Apply ``op``'s steps; what the last reports (a clone: the version it tagged and cloned)."""
+    results = [session.apply(step) for step in op.steps]
+    if isinstance(op.last, ShallowClone):
         return {"version": results[0]["tag_version"], "source_version": results[0]["tag_version"]}
     return results[-1]
 
@@ -96,7 +59,7 @@ def writer_main(writer: int, kind: str, origin: str, bucket: str, storage_option
             raise TimeoutError("the run never started")
         deadline = time.monotonic() + time_limit
         for raw in ops:
-            op = Op.from_json(raw)
+            op = Planned.from_json(raw)
             if time.monotonic() >= deadline:
                 results.put(("cut", writer, op.index))
                 break

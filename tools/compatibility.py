@@ -163,7 +163,7 @@ def reader_cells(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             continue
         outcome = result["outcome"]
         if outcome == "xfail":
-            cells[result["case"]] = {"outcome": DIVERGENCE, "findings": [result["reason"].split(":", 1)[0]]}
+            cells[result["case"]] = {"outcome": DIVERGENCE, "findings": [result["finding"]]}
         else:
             cells[result["case"]] = {"outcome": PASS if outcome == "pass" else FAIL}
     return cells

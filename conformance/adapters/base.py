@@ -217,24 +217,17 @@ class Implementation:
 
 # --- capabilities ----------------------------------------------------------------------------------------
 
-FEATURES = ("create", "append", "overwrite", "delete", "cleanup", "bases", "base_ids", "target_bases",
-            "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version", "tags",
-            "branches", "shallow_clone", "deep_clone", "clone_from_branch", "relocate", "two_phase",
-            *(f"refuses.{kind}" for kind in ERROR_KINDS))
-"""Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files")."""
-
-_OPERATION_FEATURE: dict[type, str] = {
-    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
-    lang.AddBase: "bases", lang.AddBases: "bases", lang.Tag: "tags", lang.Branch: "branches",
-    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
-    lang.Relocate: "relocate", lang.Cleanup: "cleanup", lang.Stage: "two_phase", lang.CommitStaged: "two_phase",
-}
+FEATURES = (*dict.fromkeys(cls.feature for cls in lang.OPERATIONS.values()), "base_ids", "target_bases",
+            "target_all_bases", "max_rows_per_file", "blobs", "manifest_v1", "data_storage_version",
+            "clone_from_branch", *(f"refuses.{kind}" for kind in ERROR_KINDS))
+"""Every feature a capability file may declare unsupported (docs/writer-contract.md "Capability files"): the
+one each operation declares (``operations``), and those its arguments take."""
 
 
 def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     """The features applying ``op`` takes, read off the operation and its arguments; ``refusal``: the error
     kind a correct writer refuses it with."""
-    out = [f"{op.kind}s" if isinstance(op, lang.DropRef) else _OPERATION_FEATURE[type(op)]]
+    out = [op.feature]
     bases = getattr(op, "bases", ())
     out += ["bases"] * bool(bases) + ["base_ids"] * any(b.id is not None for b in bases)
     targets = getattr(op, "targets", None)
@@ -245,7 +238,7 @@ def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     out += ["manifest_v1"] * (getattr(op, "manifest_naming", "v2") == "v1")
     out += ["data_storage_version"] * (getattr(op, "data_storage_version", None) is not None)
     on_branch = any(getattr(op, key, None) is not None for key in ("branch", "parent"))
-    out += ["branches"] * (on_branch or lang.split_root(getattr(op, "root", ""))[1] is not None)
+    out += ["branches"] * (on_branch or lang.split_root(op.root)[1] is not None)
     out += ["clone_from_branch"] * (isinstance(op, lang.ShallowClone | lang.DeepClone) and op.branch is not None)
     out += [f"refuses.{refusal}"] * (refusal is not None)
     return list(dict.fromkeys(out))

@@ -120,28 +120,15 @@ def hello(proc: JsonLinesProcess, storage_options: Mapping[str, str], role: str)
     return proc.call({"op": "hello", "contract": CONTRACT, "role": role, "storage_options": dict(storage_options)})
 
 
-_NAMES: dict[type, str] = {
-    lang.Create: "create", lang.Append: "append", lang.Overwrite: "overwrite", lang.Delete: "delete",
-    lang.AddBase: "add_bases", lang.AddBases: "add_bases", lang.Branch: "branch_create",
-    lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
-    lang.Relocate: "relocate", lang.Cleanup: "cleanup",
-}
-
-
 def message(op: lang.Operation, site: Site) -> dict[str, Any]:
-    """The contract message of ``op`` (docs/writer-contract.md "Writer operations")."""
-    if isinstance(op, lang.Tag):
-        name = "tag_update" if op.move else "tag_create"
-    elif isinstance(op, lang.DropRef):
-        name = f"{op.kind}_delete"
-    elif type(op) in _NAMES:
-        name = _NAMES[type(op)]
-    else:
+    """The contract message of ``op`` (docs/writer-contract.md "Writer operations"): its wire name, the root it
+    acts on, and its arguments in the contract's words."""
+    if not op.external:
         raise WriterRefusal("invalid_input", f"the JSON-lines contract has no {type(op).__name__} operation")
-    root = getattr(op, "root", None) or op.family  # type: ignore[union-attr]
+    root = op.root
     family, branch = lang.split_root(root)
     uri = base.resolve(site, root)
-    out: dict[str, Any] = {"op": name, "dataset": root, "uri": uri, "main_uri": base.resolve(site, family),
+    out: dict[str, Any] = {"op": op.wire, "dataset": root, "uri": uri, "main_uri": base.resolve(site, family),
                            "on_branch": branch}
     if isinstance(op, lang.Create | lang.Append | lang.Overwrite):
         out["data"] = columns(op.start, op.count, op.data, lambda location: base.resolve(site, location))
@@ -153,9 +140,9 @@ def message(op: lang.Operation, site: Site) -> dict[str, Any]:
                          "id": b.id} for b in op.bases]
     if isinstance(op, lang.Delete):
         out["predicate"] = op.predicate
-    if isinstance(op, lang.Tag) or (isinstance(op, lang.DropRef) and op.kind == "tag"):
+    if isinstance(op, lang.Tag | lang.DeleteTag):
         out["tag"] = op.name
-    if isinstance(op, lang.Branch) or (isinstance(op, lang.DropRef) and op.kind == "branch"):
+    if isinstance(op, lang.Branch | lang.DeleteBranch):
         out["branch"] = op.name
     if isinstance(op, lang.Tag | lang.Branch | lang.ShallowClone | lang.DeepClone):
         ref = lang.reference_of(op)

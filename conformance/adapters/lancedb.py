@@ -48,7 +48,7 @@ def classify(exc: BaseException, op: lang.Operation | None = None) -> str:
         return "dataset_exists"  # LanceDB's own TableAlreadyExists
     variant = re.match(r"lance error: ([^:.]+)", str(exc).strip())
     kind = _VARIANTS.get(variant.group(1), "invalid_input") if variant is not None else "invalid_input"
-    creates = isinstance(op, lang.Tag | lang.Branch) and not getattr(op, "move", False)
+    creates = isinstance(op, lang.Branch) or (isinstance(op, lang.Tag) and not op.move)
     return "invalid_input" if kind == "ref_exists" and not creates else kind
 
 
@@ -117,7 +117,7 @@ class LanceDBSession(base.Session):
             return {"tag_version": version}
         if isinstance(op, lang.DropRef):
             tbl = self._table(op.family)
-            (tbl.tags if op.kind == "tag" else tbl.branches).delete(op.name)
+            (tbl.tags if isinstance(op, lang.DeleteTag) else tbl.branches).delete(op.name)
             return {}
         if isinstance(op, lang.Branch):
             reference = lang.reference_of(op)

@@ -82,7 +82,7 @@ class PylanceSession(base.Session):
             return self._tag(op)
         elif isinstance(op, lang.DropRef):
             dataset = self._open(op.family)
-            (dataset.tags if op.kind == "tag" else dataset.branches).delete(op.name)
+            (dataset.tags if isinstance(op, lang.DeleteTag) else dataset.branches).delete(op.name)
         elif isinstance(op, lang.Branch):
             self._open(op.family).create_branch(op.name, lang.reference_of(op))
         elif isinstance(op, lang.ShallowClone | lang.DeepClone):
@@ -92,6 +92,10 @@ class PylanceSession(base.Session):
         elif isinstance(op, lang.Relocate):
             raise WriterRefusal("invalid_input", "pylance has no API that rewrites base paths "
                                 "(docs/lance-format.md §10.4)")
+        elif isinstance(op, lang.UpdateConfig):
+            dataset = self._open(op.root)
+            dataset.update_config(dict(op.values))
+            return {"version": dataset.version}
         elif isinstance(op, lang.Cleanup):
             stats = self._open(op.root).cleanup_old_versions(
                 older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,
@@ -113,6 +117,8 @@ class PylanceSession(base.Session):
             out = self.lance.LanceDataset.commit(base.resolve(self.site, op.root), self.lance.LanceOperation.Append(
                 fragments), read_version=read_version, storage_options=self.options)
             return {"version": out.version, "read_version": read_version}
+        else:  # an operation of the language this session does not know: refused, never done silently
+            raise WriterRefusal("invalid_input", f"the pylance session has no {type(op).__name__} operation")
         return {}
 
     def _write(self, op: lang.Create | lang.Append | lang.Overwrite) -> dict[str, Any]:

@@ -87,7 +87,8 @@ class ReferenceSession(base.Session):
             change = refs.update_tag if op.move else refs.create_tag
             return {"tag_version": change(self._dataset(op.family), op.name, lang.reference_of(op)).version}
         if isinstance(op, lang.DropRef):
-            (refs.delete_tag if op.kind == "tag" else refs.delete_branch)(self._dataset(op.family), op.name)
+            drop = refs.delete_tag if isinstance(op, lang.DeleteTag) else refs.delete_branch
+            drop(self._dataset(op.family), op.name)
         elif isinstance(op, lang.Branch):
             refs.create_branch(self._dataset(op.family), op.name, lang.reference_of(op))
         elif isinstance(op, lang.ShallowClone | lang.DeepClone):
@@ -102,6 +103,8 @@ class ReferenceSession(base.Session):
                                                                                                   strict=True)}
             adopt = None if op.adopt_from is None else base.resolve(self.site, op.adopt_from)
             return {"version": relocate(dataset, moves, adopt).version}
+        elif isinstance(op, lang.UpdateConfig):
+            return {"version": ops.update_config(self._dataset(op.root), dict(op.values)).version}
         elif isinstance(op, lang.Cleanup):
             policy = gc.CleanupPolicy(timedelta(0) if op.older_than_zero else None, op.retain_versions,
                                       op.delete_unverified, op.error_if_tagged)
@@ -110,6 +113,8 @@ class ReferenceSession(base.Session):
             return self._stage(op)
         elif isinstance(op, lang.CommitStaged):
             return self._commit_staged(op)
+        else:  # an operation of the language this session does not know: refused, never done silently
+            raise WriterRefusal("invalid_input", f"the reference session has no {type(op).__name__} operation")
         return {}
 
     def _stage(self, op: lang.Stage) -> dict[str, Any]:

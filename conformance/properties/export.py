@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from lancespec.conformance import operations as lang
-from lancespec.conformance.model import BaseModel, Model
+from lancespec.conformance.model import BaseModel, Model, VersionModel
 from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
 from lancespec.conformance.scenarios import parse_scenario
-
-from .worlds import target_arguments
 
 EXPORT_KNOWN = frozenset({"F-027"})
 """The findings the exported expectations keep: a correct writer never writes into a clone's source (F-027);
@@ -49,51 +47,64 @@ def _base_entry(directory: str, name: str | None, is_root: bool) -> dict[str, An
     return entry
 
 
+def target_arguments(version: VersionModel, targets: lang.Targets,
+                     unnamed: Callable[[BaseModel], str]) -> dict[str, Any]:
+    """``targets`` as write options: ``target_all_bases`` for ``"all"`` and ``"bases"``, else ``target_bases`` by
+    name (``unnamed(base)`` for a base that has none)."""
+    if targets is None:
+        return {}
+    if targets in ("all", "bases"):
+        return {"target_all_bases": targets == "all"}
+    bases = [version.base_by_dir(directory) for directory in targets]
+    return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
+
+
 def _unnamed(base: BaseModel) -> str:
     raise ExportError(f"target {base.dir} is an unnamed base: scenarios name targets by name")
 
 
 def _step(op: lang.ModelOperation, before: Model) -> tuple[dict[str, Any], str]:
     """The scenario step that does ``op`` (``before``: the model before it), and the root it leaves to check."""
+    step, checked = _arguments(op, before)
+    return {"op": op.wire, "dataset": op.root, **step}, checked
+
+
+def _arguments(op: lang.ModelOperation, before: Model) -> tuple[dict[str, Any], str]:
+    """The keys of ``op``'s step besides its name and dataset, and the root it leaves to check."""
     if isinstance(op, lang.Create):
-        step: dict[str, Any] = {"op": "create", "dataset": op.root, "at": _location(op.root),
-                                "data": {"rows": [op.start, op.count]}, "max_rows_per_file": op.max_rows_per_file}
+        step: dict[str, Any] = {"at": _location(op.root), "data": {"rows": [op.start, op.count]},
+                                "max_rows_per_file": op.max_rows_per_file}
         if op.bases:
             step["bases"] = [_base_entry(b.dir, b.name, b.is_dataset_root) for b in op.bases]
         return {**step, **target_arguments(Model.initial_version(op), op.targets, _unnamed)}, op.root
     if isinstance(op, lang.Append):
         targets = target_arguments(before.roots[op.root].head, op.targets, _unnamed)
-        return {"op": "append", "dataset": op.root, "data": {"rows": [op.start, op.count]},
-                "max_rows_per_file": op.max_rows_per_file, **targets}, op.root
+        return {"data": {"rows": [op.start, op.count]}, "max_rows_per_file": op.max_rows_per_file,
+                **targets}, op.root
     if isinstance(op, lang.Delete):
-        return {"op": "delete", "dataset": op.root, "predicate": op.predicate}, op.root
+        return {"predicate": op.predicate}, op.root
     if isinstance(op, lang.AddBase):
-        return {"op": "add_bases", "dataset": op.root,
-                "bases": [_base_entry(op.base.dir, op.base.name, op.base.is_dataset_root)]}, op.root
+        return {"bases": [_base_entry(op.base.dir, op.base.name, op.base.is_dataset_root)]}, op.root
     if isinstance(op, lang.Tag):
-        return {"op": "tag_create", "dataset": op.family, "tag": op.name,
-                "reference": _reference(op.branch, op.version)}, op.family
+        return {"tag": op.name, "reference": _reference(op.branch, op.version)}, op.family
     if isinstance(op, lang.Branch):
         key = lang.root_dir(op.family, op.name)
-        return {"op": "branch_create", "dataset": op.family, "branch": op.name,
-                "reference": _reference(op.parent, op.version), "as": key}, key
+        return {"branch": op.name, "reference": _reference(op.parent, op.version), "as": key}, key
     if isinstance(op, lang.ShallowClone):
-        return {"op": "shallow_clone", "dataset": op.family, "target": _location(op.target), "reference": op.tag,
-                "as": op.target}, op.target
+        return {"target": _location(op.target), "reference": op.tag, "as": op.target}, op.target
     if isinstance(op, lang.DeepClone):
-        return {"op": "deep_clone", "dataset": op.family, "target": _location(op.target),
-                "reference": _reference(op.branch, op.version), "as": op.target}, op.target
+        return {"target": _location(op.target), "reference": _reference(op.branch, op.version),
+                "as": op.target}, op.target
     if isinstance(op, lang.Relocate):
         head = before.roots[op.root].head
         moves = {}
         for old, new in op.moves:
             base = head.base_by_dir(old)
             moves[base.name if base.name is not None else _location(old)] = _location(new)
-        return {"op": "relocate", "dataset": op.root, "moves": moves, "copy": True}, op.root
+        return {"moves": moves, "copy": True}, op.root
     assert isinstance(op, lang.Cleanup)
-    step = {"op": "cleanup", "dataset": op.root, "retain_versions": op.retain_versions,
-            "delete_unverified": op.delete_unverified, "error_if_tagged_old_versions": op.error_if_tagged,
-            "older_than_seconds": 0 if op.older_than_zero else None}
+    step = {"retain_versions": op.retain_versions, "delete_unverified": op.delete_unverified,
+            "error_if_tagged_old_versions": op.error_if_tagged, "older_than_seconds": 0 if op.older_than_zero else None}
     return {k: v for k, v in step.items() if v is not None}, op.root
 
 
@@ -126,7 +137,7 @@ def to_scenario(ops: Sequence[lang.ModelOperation], name: str, description: str,
         if outcome.kind == "divergent":
             raise ExportError(f"{op}: the exported model has no reference behaviour for {outcome.finding}")
         if outcome.kind == "refused":
-            step["refuse"] = {"kind": "invalid_input", "mentions": list(outcome.mentions)}
+            step["refuse"] = {"kind": outcome.refusal, "mentions": list(outcome.mentions)}
         else:
             step["expect"] = _expect(model, root_key, op)
         steps.append(step)

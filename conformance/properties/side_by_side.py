@@ -21,9 +21,10 @@ from lancespec.conformance import operations as lang
 from lancespec.conformance.model import KNOWN_FINDINGS, Model, Outcome, RootModel
 from lancespec.conformance.payload import expected_rows
 from lancespec.reference import api as ref
+from lancespec.reference.errors import WriterRefusal
 from lancespec.reference.table import Dataset
 
-from .worlds import Layout, Reader, World, head_before, model_layout
+from .worlds import Layout, Reader, World, model_layout
 
 WRITERS: tuple[str, str] = ("reference", "pylance")
 
@@ -46,7 +47,7 @@ class SideBySide:
 
     ``run(op)`` applies ``op`` (valid for the model: generators guarantee it) and runs every check; ``apply``
     and the two ``check_*_after`` methods are its halves, for the machine, whose invariants check. ``writers``
-    picks the worlds (keys of ``worlds.DRIVERS``; ``("reference",)`` holds the reference alone to the model),
+    picks the worlds (names of the implementation registry; ``("reference",)`` holds the reference alone to the model),
     ``readers`` what every world is read with (default: each world's own reader). Without both the
     reference and pylance, a step only pylance refuses (a known divergence) is not applied.
     """
@@ -70,7 +71,6 @@ class SideBySide:
         """Apply ``op`` to the model and every world; raise ``Divergence`` when a writer refuses what the model
         accepts or accepts what it refuses, or when a probe of a known divergence fails."""
         self.trace.append(op)
-        head = head_before(self.model, op)
         outcome = self.model.apply(op)
         if outcome.kind == "divergent":  # the model stays as it was
             if all(w in self.worlds for w in WRITERS):
@@ -78,10 +78,10 @@ class SideBySide:
             return outcome
         for writer, world in self.worlds.items():
             try:
-                world.apply(op, head)
-            except Exception as exc:
-                if outcome.kind == "ok":
-                    raise Divergence(f"{writer} refused {op}: {type(exc).__name__}: {exc}") from exc
+                world.apply(op)
+            except WriterRefusal as exc:  # anything else is a crash, never a refusal
+                if outcome.kind == "ok" or exc.kind != outcome.refusal:
+                    raise Divergence(f"{writer} refused {op} ({exc.kind}): {exc.message}") from exc
             else:
                 if outcome.kind == "refused":
                     raise Divergence(f"{writer} accepted {op}, which the model refuses")
@@ -105,14 +105,14 @@ class SideBySide:
             self._probe_cleanup(op, model, outcome)
             return
         with tempfile.TemporaryDirectory(prefix="probe-", dir=self.dir) as scratch:
-            errors: dict[str, Exception | None] = dict.fromkeys(self.worlds)
+            errors: dict[str, WriterRefusal | None] = dict.fromkeys(self.worlds)
             targets = {writer: f"{scratch}/{writer}" for writer in self.worlds}
             for writer, world in self.worlds.items():
                 if isinstance(op, lang.Append | lang.Delete | lang.AddBase):
                     shutil.copytree(world.uri(op.root), targets[writer])
                 try:
-                    world.apply(op, head_before(model, op), target=targets[writer])
-                except Exception as exc:  # judged below
+                    world.apply(op, target=targets[writer])
+                except WriterRefusal as exc:  # judged below
                     errors[writer] = exc
             if errors["reference"] is not None:
                 raise Divergence(f"the reference refused {op} ({outcome.finding}): {errors['reference']}")
@@ -135,7 +135,7 @@ class SideBySide:
                 assert op.version is not None  # the machine draws deep clones of a version
                 want = model.roots[lang.root_dir(op.family, op.branch)].versions[op.version].live_ids()
             else:
-                want = self._without(model, op, outcome).roots[getattr(op, "root", "")].head.live_ids()
+                want = self._without(model, op, outcome).roots[op.root].head.live_ids()
             if (got_rows := ref.dataset(targets["reference"]).to_table().to_pylist()) != expected_rows(want):
                 raise Divergence(f"the reference's {type(op).__name__} reads {got_rows}, not {want} "
                                  f"({outcome.finding})")
@@ -152,7 +152,7 @@ class SideBySide:
             readers = [r for r in self._without(model, op, outcome).roots.values()
                        if r.dir != op.root and any(f.data_home == f"{op.root}/data" for f in r.head.fragments)]
             for world in replica.worlds.values():
-                world.apply(op, head_before(model, op))
+                world.apply(op)
             lost = []
             for root in readers:
                 want = expected_rows(root.head.live_ids())

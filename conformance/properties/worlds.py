@@ -1,31 +1,27 @@
 """One *world*: a scratch folder one writer writes and any reader reads. Its locations are world-relative, as in
 the operation language (``ds``, ``ds/tree/f1``, ``c2``, ``bases/b3``), so two worlds and the model compare root by
-root."""
+root. A world's writer is an implementation of the registry (``adapters.registry.get``), driven through its
+``Session.apply`` as every other runner drives it: a refusal is a ``WriterRefusal``, anything else a crash."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 import lance
 
 from lancespec.conformance import operations as lang
-from lancespec.conformance.model import BaseModel, Model, RootModel, VersionModel
-from lancespec.conformance.payload import rows
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Folder, Session
+from lancespec.conformance.model import RootModel
 from lancespec.reference import api as ref
-from lancespec.reference.relocate import relocate
 from lancespec.reference.table import Dataset
 
 Reader = Literal["reference", "pylance"]
-
-DRIVERS: dict[str, Any] = {"reference": ref, "pylance": lance}
-"""The writers a world can be written by, each a pylance-shaped module (``write_dataset``, ``dataset``,
-``DatasetBasePath``): the reference's ``lancespec.reference.api`` and pylance 14.0.2 itself."""
 
 
 @dataclass(frozen=True)
@@ -46,35 +42,17 @@ def model_layout(root: RootModel, version: int) -> Layout:
     return Layout(bases, frags)
 
 
-def target_arguments(version: VersionModel, targets: lang.Targets,
-                     unnamed: Callable[[BaseModel], str]) -> dict[str, Any]:
-    """``targets`` as write options: ``target_all_bases`` for ``"all"`` and ``"bases"``, else ``target_bases`` by
-    name (``unnamed(base)`` for a base that has none)."""
-    if targets is None:
-        return {}
-    if targets in ("all", "bases"):
-        return {"target_all_bases": targets == "all"}
-    bases = [version.base_by_dir(directory) for directory in targets]
-    return {"target_bases": [b.name if b.name is not None else unnamed(b) for b in bases]}
-
-
-def head_before(model: Model, op: lang.ModelOperation) -> VersionModel:
-    """The latest version of the root ``op`` writes, as ``model`` has it (empty: no such root yet)."""
-    written = model.roots.get(getattr(op, "root", ""))
-    return written.head if written is not None else VersionModel()
-
-
 def _parent(uri: str) -> str:
     return uri.rsplit("/", 1)[0]
 
 
 class World:
-    """One scratch folder written by the writer ``writer`` (a key of ``DRIVERS``)."""
+    """One scratch folder written by the writer ``writer`` (a name of the registry: ``reference``, ``pylance``)."""
 
     def __init__(self, directory: Path, writer: str) -> None:
         self.dir = directory
         self.writer = writer
-        self.api = DRIVERS[writer]
+        self._sessions: dict[str, Session] = {}
         self.reader: Reader = "pylance" if writer == "pylance" else "reference"
         """The reader of this world's own writer (the reference reads for a writer that is no reader)."""
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -94,59 +72,36 @@ class World:
         """The path string a base at ``directory`` is registered with."""
         return f"file://{self.uri(directory)}" if file_uri else self.uri(directory)
 
-    def _registered(self, base: BaseModel) -> str:
-        return self.registered(base.dir, base.file_uri)
+    def session(self, writer: str | None = None) -> Session:
+        """A session of ``writer`` (default: this world's) on this world's folder, opened once."""
+        name = writer or self.writer
+        if name not in self._sessions:
+            self._sessions[name] = registry.get(name).open(_WorldSite(str(self.dir)))
+        return self._sessions[name]
 
-    def _base(self, spec: lang.BaseSpec) -> Any:
-        return self.api.DatasetBasePath(self.registered(spec.dir, spec.file_uri), name=spec.name,
-                                        is_dataset_root=spec.is_dataset_root)
+    def apply(self, op: lang.ModelOperation, target: str | None = None) -> None:
+        """Apply ``op`` through this world's writer (``Session.apply``; a refusal raises ``WriterRefusal``).
+        ``target`` (an absolute path: a scratch probe) redirects the root a create, append, delete or add_base
+        writes, or the directory a deep clone creates."""
+        if isinstance(op, lang.Relocate):
+            self._relocate(op)
+            return
+        if target is not None and isinstance(op, lang.Create | lang.Append | lang.Delete | lang.AddBase):
+            op = dataclasses.replace(op, root=target)
+        elif target is not None and isinstance(op, lang.DeepClone):
+            op = dataclasses.replace(op, target=target)
+        self.session().apply(op)
 
-    def apply(self, op: lang.ModelOperation, head: VersionModel, target: str | None = None) -> None:
-        """Apply ``op`` as this world's writer does it; ``head`` is the model's latest version of the root ``op``
-        writes, before ``op`` (``head_before``). ``target`` redirects the root a create, append, delete or
-        add_base writes, or the directory a deep clone creates (a scratch probe)."""
-        api = self.api
-        uri = target or self.uri(getattr(op, "root", ""))
-        if isinstance(op, lang.Create):
-            api.write_dataset(rows(op.start, op.count), uri,
-                              initial_bases=[self._base(b) for b in op.bases] or None,
-                              max_rows_per_file=op.max_rows_per_file,
-                              **target_arguments(Model.initial_version(op), op.targets, self._registered))
-        elif isinstance(op, lang.Append):
-            api.write_dataset(rows(op.start, op.count), uri, mode="append", max_rows_per_file=op.max_rows_per_file,
-                              **target_arguments(head, op.targets, self._registered))
-        elif isinstance(op, lang.Delete):
-            api.dataset(uri).delete(op.predicate)
-        elif isinstance(op, lang.AddBase):
-            api.dataset(uri).add_bases([self._base(op.base)])
-        elif isinstance(op, lang.Tag):
-            api.dataset(self.uri(op.family)).tags.create(op.name, (op.branch, op.version))
-        elif isinstance(op, lang.Branch):
-            api.dataset(self.uri(op.family)).create_branch(op.name, (op.parent, op.version))
-        elif isinstance(op, lang.ShallowClone):
-            api.dataset(self.uri(op.family)).shallow_clone(self.uri(op.target), op.tag)
-        elif isinstance(op, lang.DeepClone):
-            api.dataset(self.uri(op.family)).deep_clone(target or self.uri(op.target), (op.branch, op.version))
-        elif isinstance(op, lang.Relocate):
-            self._relocate(op, head)
-        elif isinstance(op, lang.Cleanup):
-            api.dataset(self.uri(op.root)).cleanup_old_versions(
-                older_than=timedelta(0) if op.older_than_zero else None, retain_versions=op.retain_versions,
-                delete_unverified=op.delete_unverified, error_if_tagged_old_versions=op.error_if_tagged)
-        else:  # pragma: no cover - the operation language is closed
-            raise TypeError(f"unknown operation {op!r}")
-
-    def _relocate(self, op: lang.Relocate, head: VersionModel) -> None:
-        """Copy the base directories, then rewrite the base paths with the reference: pylance 14.0.2 cannot
-        (docs/lance-format.md §10.4), so the reference relocates whatever dataset this world's writer wrote,
-        as an operator would."""
+    def _relocate(self, op: lang.Relocate) -> None:
+        """Copy the base directories, then rewrite the base paths with the reference's relocation: pylance
+        14.0.2 cannot (docs/lance-format.md §10.4), so the reference relocates whatever dataset this world's
+        writer wrote, as an operator would."""
         for old, new in op.moves:
             if os.path.isdir(self.uri(old)):
                 shutil.copytree(self.uri(old), self.uri(new))
             else:  # nothing was ever written to the base
                 os.makedirs(self.uri(new))
-        relocate(Dataset(self.uri(op.root)),
-                 {self.registered(old, head.base_by_dir(old).file_uri): self.uri(new) for old, new in op.moves})
+        self.session("reference").apply(op)
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -183,3 +138,11 @@ class World:
         dataset = Dataset(self.uri(family))
         return {"tags": {n: (t.branch, t.version) for n, t in dataset.tags().items()},
                 "branches": {n: (b.parent_branch, b.parent_version) for n, b in dataset.branches().items()}}
+
+
+class _WorldSite(Folder):
+    """A world's folder as a site: world-relative locations below it, and absolute paths (a probe's scratch
+    directory beside the worlds) as they are."""
+
+    def locate(self, text: str) -> str:
+        return text if text.startswith("/") else super().locate(text)

@@ -34,25 +34,28 @@ STORES = ("local", "s3")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _REQ_RE = re.compile(r"^[A-Z]+-\d{3}$")
 
-#: Writer operations and the keys each accepts (besides op, dataset, expect, refuse, note).
-WRITER_OPS: dict[str, frozenset[str]] = {
-    "create": frozenset({"at", "data", "bases", "target_bases", "target_all_bases", "max_rows_per_file",
-                         "manifest_naming", "data_storage_version"}),
-    "append": frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
-    "overwrite": frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
-    "delete": frozenset({"predicate"}),
-    "add_bases": frozenset({"bases"}),
-    "tag_create": frozenset({"tag", "reference"}),
-    "tag_update": frozenset({"tag", "reference"}),
-    "tag_delete": frozenset({"tag"}),
-    "branch_create": frozenset({"branch", "reference", "as"}),
-    "branch_delete": frozenset({"branch"}),
-    "shallow_clone": frozenset({"target", "reference", "as"}),
-    "deep_clone": frozenset({"target", "reference", "as"}),
-    "relocate": frozenset({"moves", "adopt_from"}),
-    "cleanup": frozenset({"retain_versions", "older_than_seconds", "delete_unverified",
-                          "error_if_tagged_old_versions"}),
+_STEP_KEYS: dict[type, frozenset[str]] = {
+    lang.Create: frozenset({"at", "data", "bases", "target_bases", "target_all_bases", "max_rows_per_file",
+                            "manifest_naming", "data_storage_version"}),
+    lang.Append: frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
+    lang.Overwrite: frozenset({"data", "target_bases", "target_all_bases", "max_rows_per_file"}),
+    lang.Delete: frozenset({"predicate"}),
+    lang.AddBases: frozenset({"bases"}),
+    lang.Tag: frozenset({"tag", "reference"}),
+    lang.MoveTag: frozenset({"tag", "reference"}),
+    lang.DeleteTag: frozenset({"tag"}),
+    lang.Branch: frozenset({"branch", "reference", "as"}),
+    lang.DeleteBranch: frozenset({"branch"}),
+    lang.ShallowClone: frozenset({"target", "reference", "as"}),
+    lang.DeepClone: frozenset({"target", "reference", "as"}),
+    lang.Relocate: frozenset({"moves", "adopt_from"}),
+    lang.Cleanup: frozenset({"retain_versions", "older_than_seconds", "delete_unverified",
+                             "error_if_tagged_old_versions"}),
 }
+
+#: Writer operations under their wire names (``operations.BY_WIRE``) and the keys each accepts (besides op,
+#: dataset, expect, refuse, note).
+WRITER_OPS: dict[str, frozenset[str]] = {wire: _STEP_KEYS[cls] for wire, cls in lang.BY_WIRE.items()}
 
 #: Steps the runner carries out itself.
 HARNESS_OPS: dict[str, frozenset[str]] = {
@@ -335,33 +338,34 @@ def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
 
 
 def _operation(op: str, raw: Mapping[str, Any], handles: Mapping[str, str], where: str) -> lang.Operation:
-    """The operation a writer step asks for."""
-    root = str(raw["at"]) if op == "create" else handles[raw["dataset"]]
+    """The operation a writer step asks for (``op``: its wire name)."""
+    cls = lang.BY_WIRE[op]
+    root = str(raw["at"]) if cls is lang.Create else handles[raw["dataset"]]
     family, on = lang.split_root(root)
     branch, version, tag = _reference(raw.get("reference"), on, where)
-    if op == "create":
+    if cls is lang.Create:
         return lang.Create(root, bases=_bases(raw.get("bases", []), where), **_data(raw, where),
                            manifest_naming=raw.get("manifest_naming", "v2"),
                            data_storage_version=raw.get("data_storage_version"))
-    if op in ("append", "overwrite"):
-        return (lang.Append if op == "append" else lang.Overwrite)(root, **_data(raw, where))
-    if op == "delete":
+    if cls in (lang.Append, lang.Overwrite):
+        return cls(root, **_data(raw, where))
+    if cls is lang.Delete:
         return lang.Delete(root, (), _text(raw, "predicate", where))
-    if op == "add_bases":
+    if cls is lang.AddBases:
         return lang.AddBases(root, _bases(raw.get("bases"), where))
-    if op in ("tag_create", "tag_update"):
-        return lang.Tag(family, _text(raw, "tag", where), branch, version, tag, move=op == "tag_update")
-    if op == "tag_delete":
-        return lang.DropRef(family, "tag", _text(raw, "tag", where))
-    if op == "branch_create":
+    if cls in (lang.Tag, lang.MoveTag):
+        return cls(family, _text(raw, "tag", where), branch, version, tag)
+    if cls is lang.DeleteTag:
+        return lang.DeleteTag(family, _text(raw, "tag", where))
+    if cls is lang.Branch:
         return lang.Branch(family, _text(raw, "branch", where), branch, version, tag)
-    if op == "branch_delete":
-        return lang.DropRef(family, "branch", _text(raw, "branch", where))
-    if op == "shallow_clone":
+    if cls is lang.DeleteBranch:
+        return lang.DeleteBranch(family, _text(raw, "branch", where))
+    if cls is lang.ShallowClone:
         return lang.ShallowClone(family, tag, _text(raw, "target", where), branch, version)
-    if op == "deep_clone":
+    if cls is lang.DeepClone:
         return lang.DeepClone(family, branch, version, _text(raw, "target", where), tag)
-    if op == "relocate":
+    if cls is lang.Relocate:
         return lang.Relocate(root, tuple(dict(raw.get("moves", {})).items()), raw.get("adopt_from"))
     seconds = raw.get("older_than_seconds")
     if seconds not in (None, 0):

@@ -22,7 +22,7 @@ from lancespec.simulator.checker import INVARIANTS
 from lancespec.simulator.faults import FAULTS, PROFILES
 from lancespec.simulator.history import OUTCOMES
 from lancespec.simulator.proxy import PERSONALITIES
-from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
+from lancespec.simulator.simulate import REPORT_FORMAT, RunConfig, RunReport, replay_command, simulate
 
 from .options import (
     EXIT_FAILED,
@@ -201,7 +201,11 @@ def saved_runs(path: str) -> list[dict[str, Any]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidOption(f"{printable(path, 200)} is not a simulate report (not JSON: {exc})") from None
     runs = document.get("runs", [document]) if isinstance(document, dict) else []
-    if not runs or not all(isinstance(r, dict) and r.get("format") == "lancespec.simulate/1" for r in runs):
+    if runs and all(isinstance(r, dict) and r.get("format") == "lancespec.simulate/1" for r in runs):
+        raise InvalidOption(f"{printable(path, 200)} is a lancespec.simulate/1 report, from before the simulator "
+                            f"planned in the operation language: run its replay command again for a {REPORT_FORMAT} "
+                            "report")
+    if not runs or not all(isinstance(r, dict) and r.get("format") == REPORT_FORMAT for r in runs):
         raise InvalidOption(f"{printable(path, 200)} is not a report written by lancespec simulate --report")
     return list(runs)
 

@@ -1,5 +1,5 @@
 """``lancespec simulate --html FILE`` (and ``lancespec simulate --from-report FILE --html OUT`` for a saved run):
-the run as a timeline, drawn from the simulate JSON report (``lancespec.simulate/1``) alone.
+the run as a timeline, drawn from the simulate JSON report (``lancespec.simulate/2``) alone.
 
 One lane per writer process; each operation a bar from its invocation to its completion, coloured by its
 outcome (ok, failed, unknown); the manifest PUTs and deletions the fault proxy answered with a fault marked

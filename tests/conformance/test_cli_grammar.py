@@ -168,7 +168,7 @@ def test_simulate_speaks_the_same_grammar(tmp_path: Path, capsys: pytest.Capture
     printed = capsys.readouterr()
     assert printed.err == "" and len(printed.out.splitlines()) == 1
     assert printed.out.startswith("NO ANOMALIES: 0 anomalies, 0 writer errors (seed 4; honest: ")
-    assert json.loads(report.read_text())["format"] == "lancespec.simulate/1"
+    assert json.loads(report.read_text())["format"] == "lancespec.simulate/2"
     page = tmp_path / "sim.html"
     assert main(["simulate", "--from-report", str(report), "--html", str(page)]) == 0  # the former spelling
     err = capsys.readouterr().err

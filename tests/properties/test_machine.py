@@ -18,6 +18,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from property_kit import run_all
 
+from lancespec.conformance.adapters import registry
+from lancespec.conformance.adapters.base import Capabilities, resolve, write_targets
+from lancespec.conformance.adapters.reference import ReferenceImplementation, ReferenceSession
 from lancespec.conformance.model import KNOWN_FINDINGS
 from lancespec.conformance.operations import (
     AddBase,
@@ -29,14 +32,14 @@ from lancespec.conformance.operations import (
     operation_from_dict,
     operation_to_dict,
 )
+from lancespec.conformance.payload import table
 from lancespec.conformance.properties.command import main
 from lancespec.conformance.properties.export import scenario_trace, to_scenario
 from lancespec.conformance.properties.machine import WriterMachine, read_program
 from lancespec.conformance.properties.side_by_side import Divergence, SideBySide, replay
-from lancespec.conformance.properties.worlds import DRIVERS
 from lancespec.conformance.scenarios import builtin_dir, load_scenario, parse_scenario
 from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer
-from lancespec.reference import api as ref
+from lancespec.reference import ops as reference_ops
 from lancespec.reference.table import Dataset
 
 pytestmark = pytest.mark.interop
@@ -183,30 +186,39 @@ def test_an_exported_refusal_mentions_what_was_refused(writer: str, tmp_path: Pa
 # --- Hypothesis shrinks the machine's failures ---------------------------------------------------------------
 
 
-class Liar:
-    """A pylance-shaped writer that is the reference, except that once its dataset has a tag every append
-    writes its last row twice: a divergence only a program with a tag, then an append, shows."""
+class LiarSession(ReferenceSession):
+    """The reference, except that once its dataset has a tag every append writes its last row twice: a
+    divergence only a program with a tag, then an append, shows."""
 
-    DatasetBasePath = ref.DatasetBasePath
-    dataset = staticmethod(ref.dataset)
+    def _apply(self, op: Any) -> dict[str, Any]:
+        if isinstance(op, Append) and Dataset(resolve(self.site, op.root)).tags():
+            dataset = self._dataset(op.root)
+            data = table(op.start, op.count, None, self._locate)
+            doubled = pa.concat_tables([data, data.slice(data.num_rows - 1)])
+            return {"version": reference_ops.append(dataset, doubled,
+                                                    **write_targets(self.site, op, dataset.uri)).version}
+        return super()._apply(op)
 
-    @staticmethod
-    def write_dataset(data: pa.Table, uri: str, mode: str = "create", **options: Any) -> Any:
-        if mode == "append" and Dataset(uri).tags():
-            data = pa.concat_tables([data, data.slice(data.num_rows - 1)])
-        return ref.write_dataset(data, uri, mode=mode, **options)
+
+@registry.register
+class Liar(ReferenceImplementation):
+    """The liar as an implementation of the registry: the machine drives it as it drives every writer."""
+
+    name = "liar"
+    session = LiarSession
+
+    def __init__(self, capabilities: Capabilities | None = None) -> None:
+        super().__init__(capabilities or Capabilities("liar"))
 
 
 class LiarMachine(WriterMachine):
     writers = ("liar",)
 
 
-def test_hypothesis_shrinks_a_divergence_to_the_steps_that_show_it(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_hypothesis_shrinks_a_divergence_to_the_steps_that_show_it(tmp_path: Path) -> None:
     """A failing program of up to ten steps is shrunk by Hypothesis itself (no shrinker of lancespec's) to the
     three steps the divergence needs (create, tag, append), printed, read back as operations and replayed: it
     fails with the liar and passes on the reference alone."""
-    monkeypatch.setitem(DRIVERS, "liar", Liar)
     with pytest.raises(Divergence, match="written by liar") as failure:
         run_state_machine_as_test(LiarMachine, settings=settings(
             max_examples=100, stateful_step_count=10, deadline=None, database=None, derandomize=True,

@@ -9,6 +9,16 @@ from typing import Any
 
 import pytest
 
+from lancespec.conformance.operations import (
+    Append,
+    Cleanup,
+    Delete,
+    DeleteTag,
+    Operation,
+    Overwrite,
+    ShallowClone,
+    Tag,
+)
 from lancespec.reference.layout import ManifestNaming, manifest_name
 from lancespec.simulator import checker
 from lancespec.simulator.attribution import SETUP, Breach, FinalState, VersionState, Where, attribute
@@ -16,7 +26,7 @@ from lancespec.simulator.checker import ANOMALY_CLASSES, Anomaly, check
 from lancespec.simulator.history import History, OpKey
 from lancespec.simulator.proxy import WireWrite
 from lancespec.simulator.rowmodel import Observation, op_of_row, replay
-from lancespec.simulator.workload import Op, initial_ids, row_id
+from lancespec.simulator.workload import Planned, initial_ids, row_id
 
 INITIAL = tuple(initial_ids(0))
 A = (row_id(0, 0, 0), row_id(0, 0, 1))  # w0#0's rows
@@ -33,14 +43,23 @@ class Run:
     and the retained versions."""
 
     def __init__(self) -> None:
-        self.raw: list[tuple[float, int, str, Op, dict[str, Any]]] = []
+        self.raw: list[tuple[float, int, str, Planned, dict[str, Any]]] = []
         self.wire: list[WireWrite] = []
         self.final = FinalState(versions={"ds0": {1: VersionState("setup", INITIAL, read_version=0)}},
                                 initial=("ds0",))
 
     def op(self, writer: int, index: int, kind: str, start: float, end: float, outcome: str,
            ids: Sequence[int] = (), dataset: str = "ds0", **value: Any) -> None:
-        op = Op(writer, index, kind, dataset, tuple(ids), name=str(value.pop("name", "")), arg=int(value.pop("arg", 0)))
+        """An operation of the plan's shape: ``kind`` an append, overwrite or delete of ``ids``, a cleanup, a
+        tag_create or tag_delete of ``name``, or a clone (a tag, then a shallow clone) named ``name``."""
+        name, start_id = str(value.pop("name", "")), ids[0] if ids else 0
+        steps: dict[str, tuple[Operation, ...]] = {
+            "append": (Append(dataset, start_id, len(ids), max_rows_per_file=None),),
+            "overwrite": (Overwrite(dataset, start_id, len(ids), max_rows_per_file=None),),
+            "delete": (Delete(dataset, tuple(ids)),), "cleanup": (Cleanup(dataset, retain_versions=1),),
+            "tag_create": (Tag(dataset, name, None, None),), "tag_delete": (DeleteTag(dataset, name),),
+            "clone": (Tag(dataset, name, None, None), ShallowClone(dataset, name, name))}
+        op = Planned(writer, index, steps[kind])
         self.raw.append((start, writer, "invoke", op, {}))
         self.raw.append((end, writer, outcome, op, value))
 
@@ -311,9 +330,9 @@ def tag_overwritten() -> Run:
     """A delete of tag 'shared-0' (w2#1) ends; then w0#1 creates it and, after w0#1 was told so, w1#1 creates
     it again and is told so too: nothing deleted it between the two creates."""
     run = clean()
-    run.op(2, 1, "tag", 3.1, 3.3, "ok", name="shared-0", arg=1)
-    run.op(0, 1, "tag", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
-    run.op(1, 1, "tag", 4.0, 4.4, "ok", name="shared-0", tag_version=3)
+    run.op(2, 1, "tag_delete", 3.1, 3.3, "ok", name="shared-0")
+    run.op(0, 1, "tag_create", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag_create", 4.0, 4.4, "ok", name="shared-0", tag_version=3)
     return run
 
 
@@ -323,24 +342,24 @@ def test_tag_overwritten_and_what_excuses_it() -> None:
     assert any("w1 ok" in line and "shared-0" in line for line in excerpt_names(result, history, "tag-overwritten"))
     # both told at once (overlapping creates): still only one could have found the name free
     run = clean()
-    run.op(0, 1, "tag", 3.5, 4.2, "ok", name="shared-0", tag_version=3)
-    run.op(1, 1, "tag", 3.6, 4.1, "ok", name="shared-0", tag_version=3)
+    run.op(0, 1, "tag_create", 3.5, 4.2, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag_create", 3.6, 4.1, "ok", name="shared-0", tag_version=3)
     assert run.check()[0] == ["tag-overwritten"]
     # a delete that certainly failed between them excuses nothing
     run = tag_overwritten()
-    run.op(3, 0, "tag", 3.95, 3.98, "failed", name="shared-0", arg=1, error="tag 'shared-0' not found")
+    run.op(3, 0, "tag_delete", 3.95, 3.98, "failed", name="shared-0", error="tag 'shared-0' not found")
     assert run.check()[0] == ["tag-overwritten"]
     # a delete between them (told ok, or unknown) may have freed the name; a refused create, another name,
     # another dataset or a delete of another name: no anomaly
     for outcome in ("ok", "unknown"):
         run = tag_overwritten()
-        run.op(3, 0, "tag", 3.8, 4.05, outcome, name="shared-0", arg=1)
+        run.op(3, 0, "tag_delete", 3.8, 4.05, outcome, name="shared-0")
         assert run.check()[0] == [], outcome
     run = clean()
-    run.op(0, 1, "tag", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
-    run.op(1, 1, "tag", 4.0, 4.4, "failed", name="shared-0", error="tag 'shared-0' already exists")
-    run.op(2, 1, "tag", 4.5, 4.6, "ok", name="shared-1", tag_version=3)
-    run.op(3, 0, "tag", 4.7, 4.8, "ok", name="shared-0", dataset="ds1", tag_version=1)
+    run.op(0, 1, "tag_create", 3.5, 3.9, "ok", name="shared-0", tag_version=3)
+    run.op(1, 1, "tag_create", 4.0, 4.4, "failed", name="shared-0", error="tag 'shared-0' already exists")
+    run.op(2, 1, "tag_create", 4.5, 4.6, "ok", name="shared-1", tag_version=3)
+    run.op(3, 0, "tag_create", 4.7, 4.8, "ok", name="shared-0", dataset="ds1", tag_version=1)
     assert run.check()[0] == []
 
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lancespec.conformance.operations import Append, Delete, Operation, Tag
 from lancespec.render.timeline_page import latency_table, operations, percentile, timeline_page
+from lancespec.simulator.workload import Planned
+
+STEPS: dict[str, Operation] = {"append": Append("ds0", 0, 1), "delete": Delete("ds0", (0,)),
+                               "tag_create": Tag("ds0", "t", None, None)}
 
 
 def _event(index: int, time: float, writer: int, number: int, kind: str, type_: str, **value: Any) -> dict[str, Any]:
     return {"index": index, "time": time, "process": writer, "type": type_,
-            "op": {"writer": writer, "index": number, "kind": kind, "dataset": "s3://b/ds0"}, "value": value}
+            "op": Planned(writer, number, (STEPS[kind],)).to_json(), "value": value}
 
 
 HISTORY = [
@@ -22,11 +27,11 @@ HISTORY = [
     _event(3, 0.6, 0, 1, "append", "invoke"),
     _event(4, 0.9, 1, 0, "delete", "failed", error="<script>alert(1)</script>"),
     _event(5, 1.6, 0, 1, "append", "unknown"),
-    _event(6, 1.7, 1, 1, "tag", "invoke"),  # the run was cut before it completed
+    _event(6, 1.7, 1, 1, "tag_create", "invoke"),  # the run was cut before it completed
 ]
 
 REPORT: dict[str, Any] = {
-    "format": "lancespec.simulate/1", "ok": False, "commits": 1, "commits_per_s": 0.6,
+    "format": "lancespec.simulate/2", "ok": False, "commits": 1, "commits_per_s": 0.6,
     "replay": "lancespec simulate --writers 2 --ops 4 --seed 3",
     "config": {"writers": 2, "writer": "reference", "seed": 3, "faults": "default", "personality": "honest"},
     "history": HISTORY,
@@ -41,7 +46,7 @@ def test_operations_pair_invocations_with_completions() -> None:
     ops = operations(HISTORY)
     assert [(o["writer"], o["kind"], o["start"], o["end"], o["outcome"]) for o in ops] == [
         (0, "append", 0.0, 0.5, "ok"), (1, "delete", 0.1, 0.9, "failed"), (0, "append", 0.6, 1.6, "unknown"),
-        (1, "tag", 1.7, None, "unknown")]
+        (1, "tag_create", 1.7, None, "unknown")]
     assert ops[0]["events"] == [0, 2]
 
 
@@ -62,3 +67,22 @@ def test_the_page_draws_every_operation_fault_and_anomaly_escaped() -> None:
     assert "<script>alert(1)" not in html and "version &lt;2&gt; gone" in html
     assert "#2 +0.500s w0 ok append" in html
     assert '<text x="4" y="' in html and ">w1</text>" in html and ">w2</text>" not in html
+
+
+def test_a_report_of_the_former_format_is_refused_by_name(tmp_path: Any) -> None:
+    """A ``lancespec.simulate/1`` report (operations with a string kind) cannot be drawn: the error names the
+    format and what to do, rather than failing somewhere in the drawing."""
+    import json
+
+    import pytest
+
+    from lancespec.cli.simulate import saved_runs
+    from lancespec.reference.errors import InvalidOption
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**REPORT, "format": "lancespec.simulate/1"}))
+    with pytest.raises(InvalidOption, match=r"lancespec\.simulate/1 report.*replay command"):
+        saved_runs(str(old))
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(REPORT))
+    assert saved_runs(str(new)) == [json.loads(json.dumps(REPORT))]

@@ -66,7 +66,7 @@ def test_cells_condense_a_run_as_the_legend_says() -> None:
         "outcome": "divergence", "findings": ["F-011"], "features": ["relocate"]}
     assert MATRIX.writer_cell({**run, "outcome": "fail", "steps": [diverged]})["outcome"] == "fail"
     verify = {"results": [{"case": "a", "outcome": "pass", "reason": ""},
-                          {"case": "b", "outcome": "xfail", "reason": "F-002: UInt32 offsets"},
+                          {"case": "b", "outcome": "xfail", "reason": "UInt32 offsets", "finding": "F-002"},
                           {"case": "c", "outcome": "xpass", "reason": "F-002: UInt32 offsets"}]}
     assert MATRIX.reader_cells(verify) == {"a": {"outcome": "pass"}, "c": {"outcome": "fail"},
                                            "b": {"outcome": "divergence", "findings": ["F-002"]}}
