@@ -6,7 +6,8 @@ connections and timeouts with jittered backoff, and parses the listings; this mo
 earned on top of it:
 
 * **bounded reads**: an object whose announced size is above ``--max-object-bytes`` is refused before its body
-  is read; a body is counted while it arrives (LimitExceeded naming the option). Nothing is inflated:
+  is read (LimitExceeded naming the option); a body is counted while it arrives, and one that runs on past the
+  length announced (a chunked transfer) is refused. Nothing is inflated:
   object_store asks for no compressed transfer and undoes none, so a ``Content-Encoding: gzip`` object is read
   as stored (tests/hostile/test_store_answers.py).
 * **one suffix GET per data file** (``get_tail``: ``Range: bytes=-N``, the size from its Content-Range); a store
@@ -66,6 +67,9 @@ _MEMORY: dict[str, MemoryStore] = {}
 _MEMORY_LOCK = threading.Lock()
 _STATUS = re.compile(r"status code: (\d{3})|\bstatus: (\d{3})")
 _NEVER_SENT = ("tcp connect error", "error trying to connect", "connection refused", "dns error")
+_UNANSWERED = ("error sending request", "connect", "connection", "reset", "broken pipe", "incomplete", "closed",
+               "unexpected eof", "dns error")
+"""Words of object_store's message for a request that got no (whole) answer: the store is unavailable."""
 _BUCKET_MISSING = ("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist")
 _READ_CHUNK = 1 << 20
 
@@ -191,11 +195,12 @@ class CloudStore(ObjectStore):
         if isinstance(exc, InvalidPathError):  # a listed key object_store cannot name (a control character)
             raise StorageError(f"{op} failed: object_store, as pylance, refuses a key here: {_summary(exc)}",
                                uri) from exc
-        if status is None or status >= 500:
+        if (status or 0) >= 500 or (status is None and any(m in text.lower() for m in _UNANSWERED)):
             raise StoreUnavailable(f"{op} failed through {self.config.max_attempts} attempt(s) "
                                    f"(lancespec_max_attempts): {_summary(exc)}: check that the store is running and "
-                                   f"reachable (storage option {endpoint}), or retry later",
-                                   uri) from exc
+                                   f"reachable (storage option {endpoint}), or retry later", uri) from exc
+        if status is None:  # an answer object_store cannot use (a header missing, a listing it cannot parse)
+            raise StoreUnavailable(f"{op} failed: the store's answer is unusable: {_summary(exc)}", uri) from exc
         raise StorageError(f"{op} failed: {_summary(exc)}", uri) from exc
 
     # --- reading ------------------------------------------------------------------------------------
@@ -207,18 +212,17 @@ class CloudStore(ObjectStore):
         try:
             result = obstore.get(store, key, options=options)  # type: ignore[arg-type]
             start, stop = result.range
-            check_limit("max_object_bytes", max_bytes, stop - start, uri, "the object's size in bytes")
-            if stop - start <= _READ_CHUNK:
-                body = bytes(result.bytes())
-            else:
-                chunks, got = [], 0
-                for chunk in result.stream(min_chunk_size=_READ_CHUNK):
-                    got += len(chunk)
-                    check_limit("max_object_bytes", max_bytes, got, uri,
-                                "the object's size in bytes (counted while read)")
-                    self._check_deadline(uri)
-                    chunks.append(chunk)
-                body = b"".join(chunks)
+            announced = stop - start
+            check_limit("max_object_bytes", max_bytes, announced, uri, "the object's size in bytes")
+            chunks, got = [], 0
+            for chunk in result.stream(min_chunk_size=max(1, min(announced, _READ_CHUNK))):
+                got += len(chunk)
+                if got > announced:  # a chunked body runs on past the length its headers gave
+                    raise StoreUnavailable(f"{op} failed: the store sent more than the {announced} bytes it announced; "
+                                       "refused", uri)
+                self._check_deadline(uri)
+                chunks.append(chunk)
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         except (LimitExceeded, StorageError):
             raise
         except Exception as exc:
@@ -229,10 +233,9 @@ class CloudStore(ObjectStore):
                     empty = False
                 if empty:
                     return None, b""  # an empty object: some stores answer a range of it so
-                raise StorageError(f"{op} failed: the store answered a range request with the whole object; "
+                raise StoreUnavailable(f"{op} failed: the store answered a range request with the whole object; "
                                    "refused, unread (a store must honour Range)", uri) from exc
             self._fail(exc, op, uri)
-        check_limit("max_object_bytes", max_bytes, len(body), uri, "the object's size in bytes (counted while read)")
         return result, body
 
     def get(self, uri: str) -> bytes:
@@ -290,7 +293,8 @@ class CloudStore(ObjectStore):
         base = f"{parsed.scheme}://{parsed.netloc}/"
         listed = 0
         below = len(key_prefix) + 1 if key_prefix else 0
-        batches = self._batches(prefix, lambda: obstore.list(store, key_prefix or None, chunk_size=first))
+        chunk = min(first, self.config.max_listed_objects + 1)  # the cap is checked as each batch arrives
+        batches = self._batches(prefix, lambda: obstore.list(store, key_prefix or None, chunk_size=chunk))
         for batch in _without_markers(batches):
             listed += len(batch)
             if listed > self.config.max_listed_objects:
