@@ -72,6 +72,8 @@ _UNANSWERED = ("error sending request", "connect", "connection", "reset", "broke
 """Words of object_store's message for a request that got no (whole) answer: the store is unavailable."""
 _BUCKET_MISSING = ("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist")
 _READ_CHUNK = 1 << 20
+_PAST_THE_END = ("status code: 416", "InvalidRange", "StartTooLarge")
+"""object_store's words for a range that starts at or past the end of the object."""
 
 
 def _status(exc: BaseException) -> int | None:
@@ -226,6 +228,8 @@ class CloudStore(ObjectStore):
         except (LimitExceeded, StorageError):
             raise
         except Exception as exc:
+            if any(marker in str(exc) for marker in _PAST_THE_END):
+                return None, b""  # the object exists, with no byte where the range starts
             if "NotPartial" in str(exc) or "non-partial" in str(exc):  # 200 to a range request
                 try:
                     empty = self.head(uri).size == 0
@@ -248,14 +252,8 @@ class CloudStore(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        try:
-            return self._read(uri, {"range": (start, start + length)}, max(self.limits.max_object_bytes, length),
-                              "get_range")[1]
-        except StorageError as exc:
-            if "416" in str(exc) or "InvalidRange" in str(exc):
-                self.head(uri)
-                return b""  # the object exists but has no byte at ``start``
-            raise
+        return self._read(uri, {"range": (start, start + length)}, max(self.limits.max_object_bytes, length),
+                          "get_range")[1]
 
     def get_tail(self, uri: str, length: int) -> Tail:
         """One suffix-range GET (``Range: bytes=-length``): the tail, and the size from its Content-Range."""
