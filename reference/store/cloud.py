@@ -133,6 +133,7 @@ class CloudStore(ObjectStore):
         self._stores: dict[tuple[str, bool], Any] = {}
         self._lock = threading.Lock()
         self._deadline = None if self.config.run_timeout is None else time.monotonic() + self.config.run_timeout
+        self._configured = self.config.configured(family)
 
     # --- locations and stores -------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ class CloudStore(ObjectStore):
             raise UnsupportedURI(f"the URI names no bucket; write {parsed.scheme}://BUCKET/PATH", uri)
         if not listing and (not parsed.path.strip("/") or parsed.path.endswith("/")):
             raise StorageError("the URI names no object (empty key, or a key ending in '/')", uri)
-        if not self.config.configured(self.family):
+        if not self._configured:
             raise StoreConfigError(self.config.refusal(self.family), uri)
         self._check_deadline(uri)
         root = f"{parsed.scheme}://{parsed.netloc}"
