@@ -93,7 +93,7 @@ def _summary(exc: BaseException) -> str:
     return first[:300]
 
 
-def _without_markers(batches: Iterator[list[Any]]) -> Iterator[list[Any]]:
+def _without_markers(batches: Iterator[Sequence[Any]]) -> Iterator[list[Any]]:
     """The listing without directory markers, in key order. object_store gives a marker (a zero-size key ending in
     ``/``, some tools' way of making a directory) back without its slash, so a zero-size name is held back, with
     the names after it that it prefixes, until the listing shows whether keys lie below it."""
@@ -302,7 +302,7 @@ class CloudStore(ObjectStore):
             yield [ObjectInfo(base + m["path"], int(m["size"]), m["last_modified"]) for m in batch
                    if m["path"] != key_prefix and (recursive or "/" not in m["path"][below:])]
 
-    def _batches(self, prefix: str, start: Any) -> Iterator[list[Any]]:
+    def _batches(self, prefix: str, start: Any) -> Iterator[Sequence[Any]]:
         """The batches of object_store's listing stream, pulled on a helper thread: a store that pages forever
         with empty pages never hands a batch back, so the wait for each is bounded here (``timeout``, the run's
         deadline) rather than inside object_store, which follows pages without bound."""
