@@ -1,6 +1,6 @@
 """Store answers that choose how much is read (issue 32; docs/security.md): a body stored with
 ``Content-Encoding: gzip`` is read as stored, never inflated, and counted against ``--max-object-bytes``; a
-store that ignores ``Range`` and streams the whole object is cut at the length asked for."""
+store that ignores ``Range`` and streams the whole object is refused unread."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 from test_budgets import measured
 from test_hostile_datasets import run_cli
 
-from lancespec.reference.errors import LimitExceeded
+from lancespec.reference.errors import LimitExceeded, StorageError
 from lancespec.reference.limits import Limits
-from lancespec.reference.store.s3 import S3Store
+from lancespec.reference.store.cloud import CloudStore
 from lancespec.simulator.s3 import EmbeddedS3Server
 
 INFLATED = 256 * 1024 * 1024  # zeros; gzip makes them about 250 KB
@@ -32,17 +32,17 @@ def _gzip_zeros() -> bytes:
 def test_a_gzip_encoded_object_is_read_as_stored(s3_server: EmbeddedS3Server, bucket: str, tmp_path: Path) -> None:
     """moto keeps ``Content-Encoding`` as the object's metadata and sends it back; the store returns the
     bytes as stored (so the inflated 256 MiB never exist) and inspect refuses the manifest they are not."""
-    store = S3Store(s3_server.storage_options())
+    store = CloudStore("s3", s3_server.storage_options())
     stored = _gzip_zeros()
     assert len(stored) < 2_000_000
     uri = f"s3://{bucket}/ds/_versions/18446744073709551614.manifest"
-    store._client.put_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest", Body=stored,
+    s3_server.client().put_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest", Body=stored,
                              ContentEncoding="gzip")
-    assert store._client.head_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest")[
+    assert s3_server.client().head_object(Bucket=bucket, Key="ds/_versions/18446744073709551614.manifest")[
         "ContentEncoding"] == "gzip"
     assert store.get(uri) == stored
     assert store.get_range(uri, 0, 100) == stored[:100]
-    small = S3Store(s3_server.storage_options(), Limits(max_object_bytes=len(stored) - 1))
+    small = CloudStore("s3", s3_server.storage_options(), Limits(max_object_bytes=len(stored) - 1))
     with pytest.raises(LimitExceeded, match="--max-object-bytes"):
         small.get(uri)
     options = [a for k, v in s3_server.storage_options().items() for a in ("--storage-option", f"{k}={v}")]
@@ -88,9 +88,12 @@ def range_ignoring() -> Iterator[str]:
 
 
 def test_a_store_ignoring_range_is_cut_at_the_length_asked(range_ignoring: str) -> None:
-    store = S3Store({"aws_endpoint": range_ignoring, "allow_http": "true", "aws_access_key_id": "k",
+    store = CloudStore("s3", {"aws_endpoint": range_ignoring, "allow_http": "true", "aws_access_key_id": "k",
                      "aws_secret_access_key": "s"}, Limits(max_object_bytes=2 << 30))
-    assert store.get_range("s3://b/big.lance", 1000, 100) == bytes(100)
+    uri = "s3://b/big.lance"
+    for read in (lambda: store.get_range(uri, 1000, 100), lambda: store.get_tail(uri, 64)):
+        with pytest.raises(StorageError, match="whole object"):
+            read()
     time.sleep(0.5)
     assert _RangeIgnoring.sent < 64 * 1024 * 1024  # the socket's buffers, not the gigabyte
 
@@ -146,10 +149,10 @@ class _ShortBody(BaseHTTPRequestHandler):
 
 
 def test_a_failed_object_is_read_once_per_run() -> None:
-    """A short body fails every attempt; the run remembers the failure, so the checks that ask for the same
-    object again meet it at once (55 fetches and 560 s before)."""
+    """A short body fails the read (object_store sends the GET again only when no body has begun); the run
+    remembers the failure, so the checks that ask for the same object again meet it at once (55 fetches and
+    560 s before)."""
     from lancespec.conformance.fetch import RunStorage
-    from lancespec.reference.errors import StorageError
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -157,11 +160,107 @@ def test_a_failed_object_is_read_once_per_run() -> None:
     try:
         storage = RunStorage({"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
                               "aws_access_key_id": "k", "aws_secret_access_key": "s", "lancespec_max_attempts": "2"})
-        for read in (lambda: storage.get("s3://b/short"), lambda: storage.get_tail("s3://b/short", 64),
-                     lambda: storage.get_range("s3://b/short", 0, 8)):
+        with pytest.raises(StorageError):
+            storage.get("s3://b/short")
+        first = dict(_ShortBody.hits)
+        assert 1 <= first["/b/short"] <= 2  # the first read's attempts (lancespec_max_attempts)
+        for read in (lambda: storage.get_tail("s3://b/short", 64), lambda: storage.get_range("s3://b/short", 0, 8)):
             with pytest.raises(StorageError):
                 read()
-        assert _ShortBody.hits == {"/b/short": 2}  # the first read's two attempts, nothing after
+        assert _ShortBody.hits == first  # nothing after
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- time bounds: a store that trickles, pages without end or sends past its length (issue 32 item 4) ------
+
+
+_PAGE = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+         "<Name>b</Name><Prefix>ds/_versions/</Prefix><KeyCount>{count}</KeyCount><MaxKeys>1000</MaxKeys>"
+         "<IsTruncated>{more}</IsTruncated>{token}{contents}</ListBucketResult>")
+_ENTRY = ("<Contents><Key>ds/_versions/{name}</Key><LastModified>2026-11-02T10:00:00.000Z</LastModified>"
+          "<ETag>&quot;0&quot;</ETag><Size>100</Size><StorageClass>STANDARD</StorageClass></Contents>")
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """An S3 endpoint misbehaving as ``mode`` says: ``trickle`` (one manifest listed, its body sent a byte a
+    second), ``slow-list`` (a listing sent a byte a second), ``empty-pages``
+    (listing pages of no object, each pointing to a next one, forever), ``full-pages`` (a page of one manifest
+    name, and a next page, forever), ``chunked`` (one manifest listed, its GET answered with a chunked body that
+    never ends)."""
+
+    mode = "trickle"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        listing = "list-type=2" in self.path
+        try:
+            if (listing and self.mode == "slow-list") or (not listing and self.mode == "trickle"):
+                self._head(200, 10_000)
+                for _ in range(60):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
+            elif listing:
+                page = self.path.count("continuation-token") and int(self.path.rsplit("token=t", 1)[1].split("&")[0])
+                names = [] if self.mode == "empty-pages" else [f"{18446744073709551615 - page - 1:020d}.manifest"]
+                if self.mode in ("chunked", "trickle"):
+                    body = _PAGE.format(count=1, more="false", token="", contents=_ENTRY.format(name=names[0]))
+                else:
+                    body = _PAGE.format(count=len(names), more="true",
+                                        token=f"<NextContinuationToken>t{page + 1}</NextContinuationToken>",
+                                        contents="".join(_ENTRY.format(name=n) for n in names))
+                data = body.encode()
+                self._head(200, len(data))
+                self.wfile.write(data)
+            else:  # chunked: a body without a length that never ends
+                self.send_response(206)
+                self.send_header("Content-Range", "bytes 0-99/100")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+                self.end_headers()
+                chunk = b"%x\r\n%s\r\n" % (64 * 1024, bytes(64 * 1024))
+                for _ in range(1 << 16):
+                    self.wfile.write(chunk)
+        except OSError:
+            pass  # the reader hung up
+
+    def _head(self, status: int, length: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Content-Type", "application/xml")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("mode, options, named", [
+    ("trickle", ("timeout=2s",), ("took longer than the storage option timeout (2 s)",)),
+    ("slow-list", ("timeout=2s",), ("no object for 2 s", "storage option timeout")),
+    ("empty-pages", ("timeout=3s",), ("no object for 3 s", "storage option timeout")),
+    ("full-pages", ("lancespec_max_listed_objects=200",), ("more than 200 objects", "lancespec_max_listed_objects")),
+    ("chunked", ("timeout=5s",), ("Content-Length",)),  # refused at its headers: no limit is reached
+])
+def test_a_store_that_never_finishes_is_refused_in_time(mode: str, options: tuple[str, ...],
+                                                        named: tuple[str, ...]) -> None:
+    """Each ends well within 20 s with exit 2 (cannot read), one line naming the limit it met and its option."""
+    handler = type("Hostile", (_Hostile,), {"mode": mode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        given = {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+                 "aws_access_key_id": "k", "aws_secret_access_key": "s", "lancespec_max_attempts": "2",
+                 **dict(o.split("=", 1) for o in options)}
+        flags = [a for k, v in given.items() for a in ("--storage-option", f"{k}={v}")]
+        started = time.monotonic()
+        done = run_cli("inspect", "s3://b/ds", *flags, timeout=20)
+        assert done.returncode == 2, done.stdout + done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("lancespec: cannot read: s3://b/ds") and all(n in line for n in named), line
+        assert time.monotonic() - started < 20
     finally:
         server.shutdown()
         server.server_close()
