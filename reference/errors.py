@@ -84,6 +84,16 @@ class S3ServerError(LanceSpecError):
     """The embedded S3 server could not be started or did not come up."""
 
 
+class EmulatorError(LanceSpecError):
+    """A storage emulator other than the embedded S3 server (Azurite, fake-gcs-server) is not installed here,
+    could not start, or refused a request that sets it up (a container, a bucket, an upload)."""
+
+
+class EmulatorMissing(EmulatorError):
+    """The emulator's program (or the runtime it needs, such as node) is not installed here; the message says
+    what is missing and how to install it."""
+
+
 class WriterRefusal(Exception):
     """The writer under test refused an operation: ``kind`` (one of ERROR_KINDS; anything else is read as
     ``invalid_input``) and its own message; ``certain``: nothing was committed for certain (False: a transport
