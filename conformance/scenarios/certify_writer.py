@@ -45,7 +45,7 @@ from .runner import (
     step_name,
     summarize,
 )
-from .stores import LocalRun, S3Run, StoreRun
+from .stores import AzureRun, LocalRun, S3Run, StoreRun
 
 REPORT_FORMAT = "lancespec.certify-writer/1"
 
@@ -125,12 +125,14 @@ class WriterReport:
 
 
 class _Stores:
-    """Creates a fresh StoreRun per scenario run; starts the embedded S3 server on first need."""
+    """Creates a fresh StoreRun per scenario run; starts the embedded S3 server (``s3``) or Azurite (``az``) on
+    first need."""
 
     def __init__(self, workdir: Path, s3_options: dict[str, str] | None = None,
                  create_bucket: Callable[[str], object] | None = None) -> None:
         self.workdir = workdir
         self._server: Any = None
+        self._azurite: Any = None
         self._s3_options = s3_options
         self._create_bucket = create_bucket
         self._count = 0
@@ -139,6 +141,12 @@ class _Stores:
         self._count += 1
         if kind == "local":
             return LocalRun(self.workdir / f"run{self._count}")
+        if kind == "az":
+            if self._azurite is None:
+                from lancespec.simulator.emulators import AzuriteServer
+
+                self._azurite = AzuriteServer().start()
+            return AzureRun(self._azurite.storage_options(), self._azurite.create_container)
         if self._s3_options is None:
             from lancespec.simulator.s3 import EmbeddedS3Server
 
@@ -149,8 +157,9 @@ class _Stores:
         return S3Run(self._s3_options, self._create_bucket)
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.stop()
+        for server in (self._server, self._azurite):
+            if server is not None:
+                server.stop()
 
 
 def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),

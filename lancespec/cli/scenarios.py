@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lancespec.conformance.scenarios.format import STORES
 from lancespec.reference.errors import InvalidOption, ScenarioError
 
 from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
@@ -23,8 +24,9 @@ def register(sub: Any) -> None:
     writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, lancedb, or cmd:COMMAND")
     writer.add_argument("--scenarios", action="append", metavar="GLOB",
                         help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
-    writer.add_argument("--store", action="append", choices=("local", "s3"),
-                        help="run on this store only (default both; s3 starts the embedded server); repeat")
+    writer.add_argument("--store", action="append", choices=STORES,
+                        help="run on this store only (default local and s3; s3 starts the embedded server, az "
+                             "starts Azurite); repeat")
     writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
     add_report_options(writer, ("text", "json", "junit", "html"),
                        "html: the scenario x store grid as one self-contained page (docs/reports.md)")
