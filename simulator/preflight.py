@@ -29,8 +29,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from lancespec.reference.store.s3 import S3Config
-
 __all__ = ["PreflightResult", "preflight"]
 
 
@@ -50,11 +48,50 @@ class PreflightResult:
         return {**asdict(self), "errors": self.errors[:10]}
 
 
-def probe_config(endpoint: str, options: Mapping[str, str]) -> S3Config:
-    """``options`` read as ``S3Store`` reads them (credentials, region), aimed at ``endpoint``: at most one retry
-    per request (a probe sees the endpoint's own answers), 10 s to connect, 30 s to read."""
-    return S3Config({**options, "aws_endpoint": endpoint, "allow_http": "true", "lancespec_max_attempts": "2",
-                     "connect_timeout": "10", "timeout": "30"})
+class ProbeConfig:
+    """``options`` read for a boto3 probe aimed at ``endpoint`` (the S3 credentials and region the cloud store
+    reads, ``reference.store.cloud_options``): at most two attempts per request (a probe sees the endpoint's own
+    answers), 10 s to connect, 30 s to read. boto3 is the simulator's second client, not the reader's."""
+
+    def __init__(self, endpoint: str, options: Mapping[str, str]) -> None:
+        lowered = {k.lower(): v for k, v in options.items()}
+
+        def pick(*keys: str) -> str | None:
+            return next((lowered[k] for k in keys if lowered.get(k)), None)
+
+        self.endpoint = endpoint
+        self.region = pick("aws_region", "region") or "us-east-1"
+        self._keys = (pick("aws_access_key_id", "access_key_id"), pick("aws_secret_access_key", "secret_access_key"),
+                      pick("aws_session_token", "session_token", "aws_token", "token"))
+
+    def _session(self) -> Any:
+        import boto3  # type: ignore[import-untyped, unused-ignore]
+
+        access, secret, token = self._keys
+        return boto3.session.Session(aws_access_key_id=access, aws_secret_access_key=secret,
+                                     aws_session_token=token, region_name=self.region)
+
+    def credentials(self) -> Any:
+        """botocore credentials: the given keys, else boto3's default chain."""
+        return self._session().get_credentials()
+
+    def client(self) -> Any:
+        """A boto3 S3 client, path-style, checksums only where the API requires them."""
+        from botocore import UNSIGNED  # type: ignore[import-untyped, unused-ignore]
+        from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+
+        session = self._session()
+        config = Config(region_name=self.region, s3={"addressing_style": "path"},
+                        retries={"mode": "standard", "total_max_attempts": 2},
+                        request_checksum_calculation="when_required", response_checksum_validation="when_required",
+                        connect_timeout=10, read_timeout=30,
+                        signature_version=None if session.get_credentials() is not None else UNSIGNED)
+        return session.client("s3", endpoint_url=self.endpoint, config=config)
+
+
+def probe_config(endpoint: str, options: Mapping[str, str]) -> ProbeConfig:
+    """The probe configuration of ``options`` aimed at ``endpoint``."""
+    return ProbeConfig(endpoint, options)
 
 
 def s3_client(endpoint: str, options: Mapping[str, str]) -> Any:

@@ -243,15 +243,15 @@ class EmbeddedS3Server:
         return self._endpoint
 
     def storage_options(self) -> dict[str, str]:
-        """Storage options that both pylance and ``S3Store`` accept for this endpoint."""
+        """Storage options that both pylance and lancespec's cloud store accept for this endpoint."""
         return {**TEST_CREDENTIALS, "aws_endpoint": self.endpoint, "aws_region": "us-east-1", "allow_http": "true"}
 
     def client(self) -> Any:
-        """A boto3 S3 client for this endpoint (path-style addressing), as ``S3Store`` makes it."""
+        """A boto3 S3 client for this endpoint (path-style addressing), the simulator's own probe client."""
         if self._client is None:
-            from lancespec.reference.store.s3 import S3Config
+            from .preflight import s3_client
 
-            self._client = S3Config(self.storage_options()).client()
+            self._client = s3_client(self.endpoint, self.storage_options())
         return self._client
 
     def create_bucket(self, name: str) -> str:

@@ -26,7 +26,7 @@ from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Folder
 from lancespec.conformance.operations import Create
 from lancespec.reference.errors import InvalidOption
-from lancespec.reference.store.s3 import CREDENTIAL_OPTIONS
+from lancespec.reference.store.cloud_options import CREDENTIAL_OPTIONS
 
 from .checker import CheckResult, FinalState, check
 from .faults import PROFILES, profile

@@ -1,4 +1,5 @@
-"""One object-store interface over the local filesystem and S3-compatible endpoints.
+"""One object-store interface over the local filesystem and the cloud stores pylance reads (S3, GCS, Azure,
+memory: ``cloud``, through object_store).
 
 ``open_store(storage_options)`` gives a ``Storage`` that routes each URI to the backend of its scheme,
 so one handle serves a dataset whose bases live on several stores. A ``Storage`` remembers the first
@@ -34,6 +35,7 @@ class Storage(ObjectStore):
         self.storage_options: dict[str, str] = dict(storage_options or {})
         self.limits = limits
         self._backends: dict[str, ObjectStore] = {}
+        self._families: dict[str, ObjectStore] = {}
         self.cannot_read: CannotRead | None = None
 
     def note(self, exc: CannotRead) -> None:
@@ -68,11 +70,18 @@ class Storage(ObjectStore):
     def _create(self, scheme: str, uri: str) -> ObjectStore:
         if scheme == "file":
             return LocalStore(self.limits)
-        if scheme in ("s3", "s3a"):
-            from .s3 import S3Store
+        from .cloud_options import FAMILIES  # imported here, as option_keys (which it imports)
 
-            return S3Store(self.storage_options, self.limits)
-        raise UnsupportedURI(f"no store for scheme {scheme!r} (supported: local paths, file://, s3://)", uri)
+        family = FAMILIES.get(scheme)
+        if family is None:
+            raise UnsupportedURI(f"no store for scheme {scheme!r} (supported: local paths, file://, "
+                                 f"{', '.join(s + '://' for s in FAMILIES)})", uri)
+        found = self._families.get(family)
+        if found is None:  # one store per family: s3:// and s3a:// share one, as az:// and abfss:// do
+            from .cloud import CloudStore  # imported on first use: obstore loads a native library
+
+            found = self._families[family] = CloudStore(family, self.storage_options, self.limits)
+        return found
 
     def get(self, uri: str) -> bytes:
         return self._on(uri, lambda b: b.get(uri))

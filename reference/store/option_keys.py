@@ -8,8 +8,8 @@ Keys are matched case-insensitively, as lancespec reads them.
 Sources: ``object_store``'s configuration keys with their aliases (``AmazonS3ConfigKey``, ``GoogleConfigKey``,
 ``AzureConfigKey`` and the ``ClientConfigKey`` every store takes, bare or with the store's prefix ``aws_``,
 ``google_``, ``azure_``), the keys lance itself reads (``lance-io``'s object store and the DynamoDB commit
-lock), and lancespec's ``lancespec_*`` keys (``reference.store.s3``). lancespec's own S3 store uses the S3,
-client and lancespec keys it documents; the others are accepted because pylance accepts them.
+lock), and lancespec's ``lancespec_*`` keys (``reference.store.cloud_options``). lancespec's cloud stores hand the S3,
+GCS, Azure and client keys to object_store verbatim; lance's own keys are accepted because pylance accepts them.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ LANCE_KEYS = (
     "dynamodb_endpoint", "google_storage_token",
 )
 
-#: lancespec's own keys (reference.store.s3).
+#: lancespec's own keys (reference.store.cloud_options).
 LANCESPEC_KEYS = ("lancespec_max_attempts", "lancespec_connect_timeout", "lancespec_read_timeout",
-                  "lancespec_io_parallelism")
+                  "lancespec_io_parallelism", "lancespec_run_timeout", "lancespec_max_listed_objects")
 
 #: The keys by where they come from, each group's canonical names as an error message lists them.
 KEY_GROUPS: dict[str, tuple[str, ...]] = {
