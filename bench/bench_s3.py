@@ -3,6 +3,11 @@
     python bench/bench_s3.py [--quick] [--fragments N] [--versions V] [--latency-ms MS]
                              [--io-parallelism N] [--repeat N] [--spark] [--spark-cores 1,2]
                              [--no-pylance] [--json FILE]
+                             [--scheme s3|az|gs --storage-option KEY=VALUE ... [--uri SCHEME://BUCKET]]
+
+``--scheme az`` or ``gs`` (or s3 with ``--storage-option``) measures a store already running, an emulator
+``lancespec serve az|gs`` started, configured by the options it printed (one of them names the endpoint,
+``ENDPOINT_KEYS``; the bucket or container must exist); the dataset is written under ``--uri``.
 
 The store is the embedded S3 server (moto on 127.0.0.1) behind the simulator's fault proxy with a
 latency-only profile: every request waits ``--latency-ms`` (default 20 ms) jittered by 0.5x-1.5x before it
@@ -36,6 +41,7 @@ Each side's imports happen inside it, so that the memory probe of a side loads o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -124,6 +130,28 @@ def lancespec_certify(uri: str, options: dict[str, str], parallelism: int | None
     return len(report.versions)
 
 
+ENDPOINT_KEYS = {"s3": ("aws_endpoint", "endpoint", "aws_endpoint_url", "endpoint_url"),
+                 "az": ("azure_endpoint", "azure_storage_endpoint"), "gs": ("google_base_url", "base_url")}
+"""The storage options that name each scheme's endpoint (``--scheme``)."""
+
+
+def origin_of(base: dict[str, str]) -> str:
+    """The scheme, host and port of the endpoint ``base`` names (where the proxy forwards)."""
+    from urllib.parse import urlsplit
+
+    endpoint = urlsplit(next(base[k] for keys in ENDPOINT_KEYS.values() for k in keys if k in base))
+    return f"{endpoint.scheme}://{endpoint.netloc}"
+
+
+def through(base: dict[str, str], origin: str) -> dict[str, str]:
+    """``base`` with its endpoint's scheme, host and port replaced by ``origin`` (its path kept: Azurite's
+    endpoint ends in the account's name), so every request goes through the proxy."""
+    from urllib.parse import urlsplit
+
+    key = next(k for keys in ENDPOINT_KEYS.values() for k in keys if k in base)
+    return {**base, key: origin + urlsplit(base[key]).path, "allow_http": "true"}
+
+
 class ProxyProcess:
     """The fault proxy in a child process of its own (``--serve-proxy``), so that its Python threads do not
     share a GIL with the side being timed (pylance's Rust threads would not feel it; lancespec would)."""
@@ -136,7 +164,7 @@ class ProxyProcess:
         self.ports: list[int] = json.loads(self.child.stdout.readline())["ports"]
 
     def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
-        return {**base, "aws_endpoint": f"http://127.0.0.1:{self.ports[client]}", "allow_http": "true"}
+        return through(base, f"http://127.0.0.1:{self.ports[client]}")
 
     def counts(self, client: int) -> tuple[Counter[str], int]:
         """The client's requests per class so far and the distinct objects it read since the last call."""
@@ -263,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pylance", action="store_true",
                         help="leave out the pylance sides (ratios are then against plain certify)")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--scheme", choices=sorted(ENDPOINT_KEYS), default="s3",
+                        help="the store: s3 (the embedded server unless --storage-option is given), az or gs (a "
+                             "running emulator, --storage-option naming its endpoint)")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="the options of a running store (pylance's keys; one names the endpoint)")
+    parser.add_argument("--uri", help="the bucket or container to write in (default SCHEME://bench)")
     parser.add_argument("--serve-proxy", nargs=3, metavar=("UPSTREAM", "CLIENTS", "LATENCY_MS"),
                         help=argparse.SUPPRESS)  # the proxy's own process (ProxyProcess)
     args = parser.parse_args(argv)
@@ -272,14 +306,19 @@ def main(argv: list[str] | None = None) -> int:
     fragments = args.fragments or (1_000 if args.quick else 10_000)
     versions = args.versions or (5 if args.quick else 20)
     load_before = os.getloadavg()[0]
-    with EmbeddedS3Server() as server:
-        uri = server.create_bucket("bench") + "/ds"
-        base = server.storage_options()
+    with contextlib.ExitStack() as stack:
+        if args.scheme == "s3" and not args.storage_option:  # the embedded server, a bucket of its own
+            server = stack.enter_context(EmbeddedS3Server())
+            uri, base, server_pid = server.create_bucket("bench") + "/ds", server.storage_options(), server.pid
+        else:  # a store running already (``lancespec serve az|gs``), its bucket or container made
+            base = dict(pair.split("=", 1) for pair in args.storage_option)
+            uri, server_pid = f"{args.uri or args.scheme + '://bench'}/ds-{os.getpid()}", None
+            assert args.uri is None or args.uri.startswith(args.scheme + "://"), "--uri must be of --scheme"
         build_s = build(base, uri, fragments, versions)
         print(f"built {fragments:,} fragments in {versions} versions in {build_s:.1f} s", flush=True)
-        proxy = ProxyProcess(server.endpoint, 4, args.latency_ms)
-        meter = CpuMeter({"bench": Group(os.getpid(), tree=False, reaped=False), "server": Group(server.pid),
-                          "proxy": Group(proxy.child.pid)})
+        proxy = ProxyProcess(origin_of(base), 4, args.latency_ms)
+        groups = {"bench": Group(os.getpid(), tree=False, reaped=False), "proxy": Group(proxy.child.pid)}
+        meter = CpuMeter(groups | ({"server": Group(server_pid)} if server_pid else {}))
         try:
             options = {i: proxy.storage_options(i, base) for i in range(3)}
             sides = {LANCESPEC: Side("lancespec certify --all-versions")}

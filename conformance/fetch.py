@@ -22,7 +22,7 @@ spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
   cache, and the checks, run afterwards one by one, find them there.
 
 A run is read-only and short: the store is assumed not to change under it. Retries, timeouts and
-backoff are the backend's (``lancespec.reference.store.s3``).
+backoff are the backend's (``lancespec.reference.store.cloud``: object_store's).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class ReferenceSession(base.Session):
         self.storage = site.storage
         self.staged: dict[int, tuple[int, list[Any]]] = {}
         root = site.locate("")
-        if root:  # the store's client (boto3's, for s3://) is made at session open, not in the first operation
+        if root:  # the store's client (object_store's, for a cloud URI) is made at session open, not later
             with contextlib.suppress(LanceSpecError):
                 self.storage.backend(root)
 

@@ -6,7 +6,8 @@ connections and timeouts with jittered backoff, and parses the listings; this mo
 earned on top of it:
 
 * **bounded reads**: an object whose announced size is above ``--max-object-bytes`` is refused before its body
-  is read; a body is counted while it arrives (LimitExceeded naming the option). Nothing is inflated:
+  is read (LimitExceeded naming the option); a body is counted while it arrives, and one that runs on past the
+  length announced (a chunked transfer) is refused. Nothing is inflated:
   object_store asks for no compressed transfer and undoes none, so a ``Content-Encoding: gzip`` object is read
   as stored (tests/hostile/test_store_answers.py).
 * **one suffix GET per data file** (``get_tail``: ``Range: bytes=-N``, the size from its Content-Range); a store
@@ -66,8 +67,13 @@ _MEMORY: dict[str, MemoryStore] = {}
 _MEMORY_LOCK = threading.Lock()
 _STATUS = re.compile(r"status code: (\d{3})|\bstatus: (\d{3})")
 _NEVER_SENT = ("tcp connect error", "error trying to connect", "connection refused", "dns error")
+_UNANSWERED = ("error sending request", "connect", "connection", "reset", "broken pipe", "incomplete", "closed",
+               "unexpected eof", "dns error")
+"""Words of object_store's message for a request that got no (whole) answer: the store is unavailable."""
 _BUCKET_MISSING = ("NoSuchBucket", "ContainerNotFound", "The specified bucket does not exist")
 _READ_CHUNK = 1 << 20
+_PAST_THE_END = ("status code: 416", "InvalidRange", "StartTooLarge")
+"""object_store's words for a range that starts at or past the end of the object."""
 
 
 def _status(exc: BaseException) -> int | None:
@@ -87,7 +93,7 @@ def _summary(exc: BaseException) -> str:
     return first[:300]
 
 
-def _without_markers(batches: Iterator[list[Any]]) -> Iterator[list[Any]]:
+def _without_markers(batches: Iterator[Sequence[Any]]) -> Iterator[list[Any]]:
     """The listing without directory markers, in key order. object_store gives a marker (a zero-size key ending in
     ``/``, some tools' way of making a directory) back without its slash, so a zero-size name is held back, with
     the names after it that it prefixes, until the listing shows whether keys lie below it."""
@@ -127,6 +133,7 @@ class CloudStore(ObjectStore):
         self._stores: dict[tuple[str, bool], Any] = {}
         self._lock = threading.Lock()
         self._deadline = None if self.config.run_timeout is None else time.monotonic() + self.config.run_timeout
+        self._configured = self.config.configured(family)
 
     # --- locations and stores -------------------------------------------------------------------------
 
@@ -141,7 +148,7 @@ class CloudStore(ObjectStore):
             raise UnsupportedURI(f"the URI names no bucket; write {parsed.scheme}://BUCKET/PATH", uri)
         if not listing and (not parsed.path.strip("/") or parsed.path.endswith("/")):
             raise StorageError("the URI names no object (empty key, or a key ending in '/')", uri)
-        if not self.config.configured(self.family):
+        if not self._configured:
             raise StoreConfigError(self.config.refusal(self.family), uri)
         self._check_deadline(uri)
         root = f"{parsed.scheme}://{parsed.netloc}"
@@ -191,11 +198,12 @@ class CloudStore(ObjectStore):
         if isinstance(exc, InvalidPathError):  # a listed key object_store cannot name (a control character)
             raise StorageError(f"{op} failed: object_store, as pylance, refuses a key here: {_summary(exc)}",
                                uri) from exc
-        if status is None or status >= 500:
+        if (status or 0) >= 500 or (status is None and any(m in text.lower() for m in _UNANSWERED)):
             raise StoreUnavailable(f"{op} failed through {self.config.max_attempts} attempt(s) "
                                    f"(lancespec_max_attempts): {_summary(exc)}: check that the store is running and "
-                                   f"reachable (storage option {endpoint}), or retry later",
-                                   uri) from exc
+                                   f"reachable (storage option {endpoint}), or retry later", uri) from exc
+        if status is None:  # an answer object_store cannot use (a header missing, a listing it cannot parse)
+            raise StoreUnavailable(f"{op} failed: the store's answer is unusable: {_summary(exc)}", uri) from exc
         raise StorageError(f"{op} failed: {_summary(exc)}", uri) from exc
 
     # --- reading ------------------------------------------------------------------------------------
@@ -207,21 +215,22 @@ class CloudStore(ObjectStore):
         try:
             result = obstore.get(store, key, options=options)  # type: ignore[arg-type]
             start, stop = result.range
-            check_limit("max_object_bytes", max_bytes, stop - start, uri, "the object's size in bytes")
-            if stop - start <= _READ_CHUNK:
-                body = bytes(result.bytes())
-            else:
-                chunks, got = [], 0
-                for chunk in result.stream(min_chunk_size=_READ_CHUNK):
-                    got += len(chunk)
-                    check_limit("max_object_bytes", max_bytes, got, uri,
-                                "the object's size in bytes (counted while read)")
-                    self._check_deadline(uri)
-                    chunks.append(chunk)
-                body = b"".join(chunks)
+            announced = stop - start
+            check_limit("max_object_bytes", max_bytes, announced, uri, "the object's size in bytes")
+            chunks, got = [], 0
+            for chunk in result.stream(min_chunk_size=max(1, min(announced, _READ_CHUNK))):
+                got += len(chunk)
+                if got > announced:  # a chunked body runs on past the length its headers gave
+                    raise StoreUnavailable(f"{op} failed: the store sent more than the {announced} bytes it announced; "
+                                       "refused", uri)
+                self._check_deadline(uri)
+                chunks.append(chunk)
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         except (LimitExceeded, StorageError):
             raise
         except Exception as exc:
+            if any(marker in str(exc) for marker in _PAST_THE_END):
+                return None, b""  # the object exists, with no byte where the range starts
             if "NotPartial" in str(exc) or "non-partial" in str(exc):  # 200 to a range request
                 try:
                     empty = self.head(uri).size == 0
@@ -229,10 +238,9 @@ class CloudStore(ObjectStore):
                     empty = False
                 if empty:
                     return None, b""  # an empty object: some stores answer a range of it so
-                raise StorageError(f"{op} failed: the store answered a range request with the whole object; "
+                raise StoreUnavailable(f"{op} failed: the store answered a range request with the whole object; "
                                    "refused, unread (a store must honour Range)", uri) from exc
             self._fail(exc, op, uri)
-        check_limit("max_object_bytes", max_bytes, len(body), uri, "the object's size in bytes (counted while read)")
         return result, body
 
     def get(self, uri: str) -> bytes:
@@ -245,14 +253,8 @@ class CloudStore(ObjectStore):
         if length == 0:
             self.head(uri)
             return b""
-        try:
-            return self._read(uri, {"range": (start, start + length)}, max(self.limits.max_object_bytes, length),
-                              "get_range")[1]
-        except StorageError as exc:
-            if "416" in str(exc) or "InvalidRange" in str(exc):
-                self.head(uri)
-                return b""  # the object exists but has no byte at ``start``
-            raise
+        return self._read(uri, {"range": (start, start + length)}, max(self.limits.max_object_bytes, length),
+                          "get_range")[1]
 
     def get_tail(self, uri: str, length: int) -> Tail:
         """One suffix-range GET (``Range: bytes=-length``): the tail, and the size from its Content-Range. Azure
@@ -298,7 +300,8 @@ class CloudStore(ObjectStore):
         base = f"{parsed.scheme}://{parsed.netloc}/"
         listed = 0
         below = len(key_prefix) + 1 if key_prefix else 0
-        batches = self._batches(prefix, lambda: obstore.list(store, key_prefix or None, chunk_size=first))
+        chunk = min(first, self.config.max_listed_objects + 1)  # the cap is checked as each batch arrives
+        batches = self._batches(prefix, lambda: obstore.list(store, key_prefix or None, chunk_size=chunk))
         for batch in _without_markers(batches):
             listed += len(batch)
             if listed > self.config.max_listed_objects:
@@ -307,7 +310,7 @@ class CloudStore(ObjectStore):
             yield [ObjectInfo(base + m["path"], int(m["size"]), m["last_modified"]) for m in batch
                    if m["path"] != key_prefix and (recursive or "/" not in m["path"][below:])]
 
-    def _batches(self, prefix: str, start: Any) -> Iterator[list[Any]]:
+    def _batches(self, prefix: str, start: Any) -> Iterator[Sequence[Any]]:
         """The batches of object_store's listing stream, pulled on a helper thread: a store that pages forever
         with empty pages never hands a batch back, so the wait for each is bounded here (``timeout``, the run's
         deadline) rather than inside object_store, which follows pages without bound."""

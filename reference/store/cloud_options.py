@@ -47,8 +47,10 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_TIMEOUT_S = 30.0
 """object_store's own default for a whole request (pylance's ``timeout``): a body that trickles ends there."""
 DEFAULT_MAX_LISTED_OBJECTS = 50_000_000
-MAX_DURATION_S = 86_400.0
-"""The longest duration option accepted (a run must end)."""
+MAX_DURATION_S = 3600.0
+"""The longest ``connect_timeout`` or ``timeout`` accepted (a run must end)."""
+MAX_RUN_S = 86_400.0
+"""The longest ``lancespec_run_timeout`` accepted."""
 MAX_ATTEMPTS = 100
 
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -126,6 +128,11 @@ class CloudOptions:
             if scheme not in ("http", "https"):
                 raise StoreConfigError("the S3 endpoint (storage option aws_endpoint) must be an http:// or "
                                        "https:// URL", self.endpoint)
+            try:
+                urlparse(self.endpoint).port  # noqa: B018 - raises ValueError for a port that is no port
+            except ValueError as exc:
+                raise StoreConfigError(f"the S3 endpoint's port is not a port number (0-65535): {exc}",
+                                       self.endpoint) from exc
             if scheme == "http" and not self.allow_http:
                 raise StoreConfigError("refusing plain-HTTP S3 endpoint; set storage option allow_http=true to "
                                        "permit it", self.endpoint)
@@ -144,7 +151,7 @@ class CloudOptions:
                                          "connect_timeout", MAX_DURATION_S)
         self.timeout = _positive(pick("timeout"), DEFAULT_TIMEOUT_S, parse_duration, "timeout", MAX_DURATION_S)
         self.run_timeout: float | None = _positive(pick("run_timeout"), 0, parse_duration, "lancespec_run_timeout",
-                                                   MAX_DURATION_S) or None
+                                                   MAX_RUN_S) or None
         self.max_listed_objects = _positive(pick("max_listed_objects"), DEFAULT_MAX_LISTED_OBJECTS, int,
                                             "lancespec_max_listed_objects", 1 << 40)
 

@@ -2,14 +2,18 @@
 (issue 32; docs/security.md): a local dataset whose manifest registers an ``s3://`` base, certified with the
 CI's AWS keys, profile and credential files in the environment and no storage option, reads none of them and
 connects nowhere. The child process records, through an audit hook, every open of a credential file and
-every connection or name lookup that is not loopback; the test fails on either."""
+every connection or name lookup that is not loopback; the test fails on either. Connections object_store
+makes (Rust, unseen by the audit hook) are caught by the proxy settings of the environment, which its HTTP
+client honours: they point at a loopback listener that records every connection."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from conformance_kit import build_reference_dataset, rewrite_manifest
@@ -57,10 +61,35 @@ def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "AKIAFROMENV", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "ci",
            "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_CONFIG_FILE": str(config)}
     record = tmp_path / "seen.json"
-    done = subprocess.run([sys.executable, "-c", _AUDITED, f"{credentials},{config}", str(record),
-                           "certify", uri, "--format", "json"], capture_output=True, text=True, env=env,
-                          timeout=60, check=False)
+    listener, proxied = socket.create_server(("127.0.0.1", 0)), []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            proxied.append(conn.recv(200))
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env |= {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")}
+    env |= {"NO_PROXY": "", "no_proxy": ""}
+
+    def run(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _AUDITED, f"{credentials},{config}", str(record), "certify",
+                               uri, "--format", "json", *options], capture_output=True, text=True, env=env,
+                              timeout=60, check=False)
+
+    done = run()
     assert json.loads(record.read_text()) == []  # no credential file opened, nothing but loopback contacted
+    assert proxied == []  # nor anything by object_store
+    # the listener sees object_store's requests: a store the user configures is contacted through it
+    assert run("--storage-option", "aws_region=eu-west-1", "--storage-option", "lancespec_max_attempts=1").returncode
+    listener.close()
+    assert any(b"attacker-bucket" in seen or b"amazonaws.com" in seen or b"169.254.169.254" in seen
+               for seen in proxied), proxied
     # a store the user did not configure is the setup's limit, not a breach: cannot read, one line, no finding
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["outcome"] == "cannot_read"

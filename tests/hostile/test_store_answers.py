@@ -171,3 +171,96 @@ def test_a_failed_object_is_read_once_per_run() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- time bounds: a store that trickles, pages without end or sends past its length (issue 32 item 4) ------
+
+
+_PAGE = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+         "<Name>b</Name><Prefix>ds/_versions/</Prefix><KeyCount>{count}</KeyCount><MaxKeys>1000</MaxKeys>"
+         "<IsTruncated>{more}</IsTruncated>{token}{contents}</ListBucketResult>")
+_ENTRY = ("<Contents><Key>ds/_versions/{name}</Key><LastModified>2026-11-02T10:00:00.000Z</LastModified>"
+          "<ETag>&quot;0&quot;</ETag><Size>100</Size><StorageClass>STANDARD</StorageClass></Contents>")
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """An S3 endpoint misbehaving as ``mode`` says: ``trickle`` (one manifest listed, its body sent a byte a
+    second), ``slow-list`` (a listing sent a byte a second), ``empty-pages``
+    (listing pages of no object, each pointing to a next one, forever), ``full-pages`` (a page of one manifest
+    name, and a next page, forever), ``chunked`` (one manifest listed, its GET answered with a chunked body that
+    never ends)."""
+
+    mode = "trickle"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        listing = "list-type=2" in self.path
+        try:
+            if (listing and self.mode == "slow-list") or (not listing and self.mode == "trickle"):
+                self._head(200, 10_000)
+                for _ in range(60):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
+            elif listing:
+                page = self.path.count("continuation-token") and int(self.path.rsplit("token=t", 1)[1].split("&")[0])
+                names = [] if self.mode == "empty-pages" else [f"{18446744073709551615 - page - 1:020d}.manifest"]
+                if self.mode in ("chunked", "trickle"):
+                    body = _PAGE.format(count=1, more="false", token="", contents=_ENTRY.format(name=names[0]))
+                else:
+                    body = _PAGE.format(count=len(names), more="true",
+                                        token=f"<NextContinuationToken>t{page + 1}</NextContinuationToken>",
+                                        contents="".join(_ENTRY.format(name=n) for n in names))
+                data = body.encode()
+                self._head(200, len(data))
+                self.wfile.write(data)
+            else:  # chunked: a body without a length that never ends
+                self.send_response(206)
+                self.send_header("Content-Range", "bytes 0-99/100")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+                self.end_headers()
+                chunk = b"%x\r\n%s\r\n" % (64 * 1024, bytes(64 * 1024))
+                for _ in range(1 << 16):
+                    self.wfile.write(chunk)
+        except OSError:
+            pass  # the reader hung up
+
+    def _head(self, status: int, length: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Content-Type", "application/xml")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("mode, options, named", [
+    ("trickle", ("timeout=2s",), ("took longer than the storage option timeout (2 s)",)),
+    ("slow-list", ("timeout=2s",), ("no object for 2 s", "storage option timeout")),
+    ("empty-pages", ("timeout=3s",), ("no object for 3 s", "storage option timeout")),
+    ("full-pages", ("lancespec_max_listed_objects=200",), ("more than 200 objects", "lancespec_max_listed_objects")),
+    ("chunked", ("timeout=5s",), ("Content-Length",)),  # refused at its headers: no limit is reached
+])
+def test_a_store_that_never_finishes_is_refused_in_time(mode: str, options: tuple[str, ...],
+                                                        named: tuple[str, ...]) -> None:
+    """Each ends well within 20 s with exit 2 (cannot read), one line naming the limit it met and its option."""
+    handler = type("Hostile", (_Hostile,), {"mode": mode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        given = {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+                 "aws_access_key_id": "k", "aws_secret_access_key": "s", "lancespec_max_attempts": "2",
+                 **dict(o.split("=", 1) for o in options)}
+        flags = [a for k, v in given.items() for a in ("--storage-option", f"{k}={v}")]
+        started = time.monotonic()
+        done = run_cli("inspect", "s3://b/ds", *flags, timeout=20)
+        assert done.returncode == 2, done.stdout + done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("lancespec: cannot read: s3://b/ds") and all(n in line for n in named), line
+        assert time.monotonic() - started < 20
+    finally:
+        server.shutdown()
+        server.server_close()
