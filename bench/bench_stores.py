@@ -12,6 +12,9 @@ is uploaded through the JSON API. Sides, timed ``--repeat`` times (default 3) al
 each through its own proxy port so its requests are counted apart: ``lancespec`` (``certify`` of every version)
 and ``pylance walk + validate`` (open, then every version's fragments' data files and ``validate()``).
 
+``bench_s3.py --scheme az|gs`` measures one store already running (``lancespec serve az``); this script starts
+each emulator itself and, for gs://, puts the input in place without object_store.
+
 Reported per scheme: best and median seconds, the ratio lancespec / pylance (of the bests), requests (GET,
 HEAD, LIST) per distinct object read, and this process's CPU milliseconds per request of each side (both run
 in this process: lancespec's Python and Rust, pylance's Rust). The proxy classifies requests by S3's shapes: on
@@ -37,7 +40,6 @@ from bench_s3 import ProxyProcess, build, counted, lancespec_certify, pylance_wa
 from harness import BestAndMedian
 
 from lancespec.simulator.emulators import (  # type: ignore[import-not-found, unused-ignore]
-    AZURITE_ACCOUNT,
     AzuriteServer,
     FakeGcsServer,
 )
@@ -77,17 +79,6 @@ def dataset(scheme: str, fragments: int, versions: int) -> Iterator[tuple[str, s
             yield uri, gcs.endpoint, gcs.storage_options()
 
 
-def through(scheme: str, port: int, options: dict[str, str]) -> dict[str, str]:
-    """``options`` aimed at the proxy's ``port`` instead of the emulator."""
-    url = f"http://127.0.0.1:{port}"
-    if scheme == "s3":
-        return {**options, "aws_endpoint": url}
-    if scheme == "az":
-        return {**options, "azure_endpoint": f"{url}/{AZURITE_ACCOUNT}"}
-    key = json.loads(options["google_service_account_key"])
-    return {**options, "google_service_account_key": json.dumps({**key, "gcs_base_url": url})}
-
-
 def timed(side: Side, fn: Callable[[], object]) -> None:
     cpu, started = time.process_time(), time.perf_counter()
     fn()
@@ -101,8 +92,8 @@ def bench_scheme(scheme: str, fragments: int, versions: int, latency_ms: float, 
         try:
             sides = [Side("lancespec"), Side("pylance walk + validate")]
             calls: list[Callable[[], object]] = [
-                lambda: lancespec_certify(uri, through(scheme, proxy.ports[LANCESPEC], options), None),
-                lambda: pylance_walk(uri, through(scheme, proxy.ports[PYLANCE], options), True),
+                lambda: lancespec_certify(uri, proxy.storage_options(LANCESPEC, options), None),
+                lambda: pylance_walk(uri, proxy.storage_options(PYLANCE, options), True),
             ]
             for client, call in enumerate(calls):  # the warm-up run counts the requests
                 sides[client].requests, sides[client].objects = counted(proxy, client, call)

@@ -285,10 +285,13 @@ class FakeGcsServer(EmulatorProcess):
 
     def storage_options(self) -> dict[str, str]:
         """The storage options that reach this server: object_store's service-account JSON with its test-only
-        keys ``gcs_base_url`` (the endpoint) and ``disable_oauth`` (no token fetched), over HTTP."""
+        key ``disable_oauth`` (no token is fetched: without it object_store asks the instance-metadata address
+        for one before an upload, even with ``google_skip_signature``), the endpoint as ``google_base_url``
+        (and as the JSON's ``gcs_base_url``), over HTTP."""
         key = {"gcs_base_url": self.endpoint, "disable_oauth": True, "client_email": "", "private_key": "",
                "private_key_id": ""}
-        return {"google_service_account_key": json.dumps(key), "allow_http": "true"}
+        return {"google_service_account_key": json.dumps(key), "google_base_url": self.endpoint,
+                "allow_http": "true"}
 
     def create_bucket(self, name: str) -> str:
         """Create bucket ``name`` through the JSON API and return its URI ``gs://name``."""
