@@ -12,15 +12,18 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from lancespec.reference.errors import EmulatorMissing
-from lancespec.simulator.emulators import AzuriteServer, FakeGcsServer
+from lancespec.simulator.emulators import AzuriteServer, EmulatorProcess, FakeGcsServer
 from lancespec.simulator.s3 import EmbeddedS3Server
 
 pytest_plugins = ["pytester"]
+
+EmulatorT = TypeVar("EmulatorT", bound=EmulatorProcess)
 
 # Shared test kits live in tests/ (on pythonpath); rewrite their asserts for readable failures.
 pytest.register_assert_rewrite("store_contract", "report_kit")
@@ -69,15 +72,7 @@ def bucket(s3_server: EmbeddedS3Server) -> str:
 def azurite() -> Iterator[AzuriteServer]:
     """One Azurite (Azure Blob Storage emulator, in memory, a child process on 127.0.0.1) for the session,
     started on first use; skipped, saying what is missing, without node or Azurite (setup.sh installs it)."""
-    server = AzuriteServer()
-    try:
-        server.start()
-    except EmulatorMissing as exc:
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(AzuriteServer())
 
 
 @pytest.fixture
@@ -90,7 +85,11 @@ def az_container(azurite: AzuriteServer) -> str:
 def fake_gcs() -> Iterator[FakeGcsServer]:
     """One fake-gcs-server (in memory, a child process on 127.0.0.1) for the session, started on first use;
     skipped, saying what is missing, without it (the gcs extra). object_store reads from it but cannot write."""
-    server = FakeGcsServer()
+    yield from _serving(FakeGcsServer())
+
+
+def _serving(server: EmulatorT) -> Iterator[EmulatorT]:
+    """``server`` started (the test skipped, saying what is missing, when it is not installed), then stopped."""
     try:
         server.start()
     except EmulatorMissing as exc:

@@ -5,10 +5,12 @@ once the container exists; ``lancespec serve az`` prints those options and stops
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import lance
 import pyarrow as pa
@@ -45,13 +47,30 @@ def test_creating_a_container_azure_refuses_names_says_why(azurite: AzuriteServe
         azurite.create_container("ab")
 
 
+@contextlib.contextmanager
+def _serve_az(*extra: str) -> Iterator[subprocess.Popen[str]]:
+    """``lancespec serve az --port 0 EXTRA...`` in a process of its own, killed if the test leaves it running."""
+    proc = subprocess.Popen([sys.executable, "-m", "lancespec", "serve", "az", "--port", "0", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _ctrl_c(proc: subprocess.Popen[str]) -> str:
+    """SIGINT, then its stderr once it ended."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=30)[1]
+
+
 def test_serve_az_prints_options_pylance_writes_with_and_stops_on_ctrl_c(azurite: AzuriteServer) -> None:
     """``lancespec serve az --port 0 --format json``: one JSON line whose options reach a container pylance
     writes to; SIGINT stops it with one line on stderr and exit 0. (The session's ``azurite`` fixture only
     makes the test skip where Azurite is not installed.)"""
-    proc = subprocess.Popen([sys.executable, "-m", "lancespec", "serve", "az", "--port", "0", "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with _serve_az("--format", "json") as proc:
         assert proc.stdout is not None
         printed = json.loads(proc.stdout.readline())
         options, container = printed["storage_options"], printed["bucket"]
@@ -60,29 +79,17 @@ def test_serve_az_prints_options_pylance_writes_with_and_stops_on_ctrl_c(azurite
         assert printed["endpoint"].startswith("http://127.0.0.1:") and printed["endpoint"] != azurite.endpoint
         lance.write_dataset(pa.table({"a": [1, 2]}), f"{container}/ds", storage_options=options)
         assert lance.dataset(f"{container}/ds", storage_options=options).count_rows() == 2
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = _ctrl_c(proc)
     assert proc.returncode == 0, err
     assert err.strip().splitlines()[-1] == "lancespec serve: stopped" and "Traceback" not in err
 
 
 @pytest.mark.slow
 def test_serve_az_text_lines_are_storage_option_flags(azurite: AzuriteServer) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "lancespec", "serve", "az", "--port", "0", "--bucket", "other"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with _serve_az("--bucket", "other") as proc:
         assert proc.stdout is not None
         lines = [proc.stdout.readline().strip() for _ in range(4)]
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = _ctrl_c(proc)
     keys = {line.removeprefix("--storage-option ").partition("=")[0] for line in lines}
     assert all(line.startswith("--storage-option ") for line in lines)
     assert keys == {"account_name", "account_key", "azure_endpoint", "allow_http"}

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from emulator_kit import option_flags
 
 from lancespec.cli.main import main
 from lancespec.simulator.emulators import AzuriteServer
@@ -19,7 +20,7 @@ pytestmark = [pytest.mark.azure]
 
 def test_certify_store_on_azurite_is_safe(azurite: AzuriteServer, az_container: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    flags = [arg for k, v in azurite.storage_options().items() for arg in ("--storage-option", f"{k}={v}")]
+    flags = option_flags(azurite.storage_options())
     out = tmp_path / "verdict.json"
     code = main(["certify-store", "--uri", az_container, "--race-rounds", "5", "--format", "json",
                  "--output", str(out), *flags])
@@ -38,7 +39,7 @@ def test_certify_store_uri_with_a_path_is_refused(azurite: AzuriteServer, az_con
 
 def test_certify_store_on_a_missing_container_is_one_line_exit_2(azurite: AzuriteServer,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    flags = [arg for k, v in azurite.storage_options().items() for arg in ("--storage-option", f"{k}={v}")]
+    flags = option_flags(azurite.storage_options())
     assert main(["certify-store", "--uri", "az://never-created-container", *flags]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "cannot read" in err

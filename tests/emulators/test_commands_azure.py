@@ -11,6 +11,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
+from emulator_kit import option_flags
 
 from lancespec.cli.main import main
 from lancespec.simulator.emulators import AzuriteServer
@@ -21,10 +22,6 @@ pytestmark = [pytest.mark.azure, pytest.mark.interop]
 #: refusal (storage unchanged); tags. (docs/stores.md has the verdicts of every scenario.)
 SCENARIOS = ("create-append-overwrite", "deletions-arrow-and-bitmap", "deep-clone", "bases-round-robin",
              "refuse-existing", "tags-lifecycle")
-
-
-def _flags(options: dict[str, str]) -> list[str]:
-    return [arg for key, value in options.items() for arg in ("--storage-option", f"{key}={value}")]
 
 
 @pytest.fixture
@@ -39,7 +36,7 @@ def pylance_dataset(azurite: AzuriteServer, az_container: str) -> str:
 
 def test_certify_a_pylance_dataset_on_azurite(azurite: AzuriteServer, pylance_dataset: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["certify", pylance_dataset, "--all-versions", *_flags(azurite.storage_options())])
+    code = main(["certify", pylance_dataset, "--all-versions", *option_flags(azurite.storage_options())])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith(f"CONFORMANT: {pylance_dataset}"), out
     assert "versions checked: 1-3;" in out
@@ -49,7 +46,7 @@ def test_inspect_a_pylance_dataset_on_azurite(azurite: AzuriteServer, pylance_da
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """inspect's JSON against pylance's own view of the same dataset (the second source of truth)."""
     options = azurite.storage_options()
-    assert main(["inspect", pylance_dataset, "--format", "json", *_flags(options)]) == 0
+    assert main(["inspect", pylance_dataset, "--format", "json", *option_flags(options)]) == 0
     shown = json.loads(capsys.readouterr().out)
     expected = lance.dataset(pylance_dataset, storage_options=options)
     assert shown["version"] == expected.version == 3
@@ -63,7 +60,7 @@ def test_a_misspelt_azure_option_exits_2_naming_it(azurite: AzuriteServer, pylan
     """Refused as argparse refuses a flag (SystemExit 2, one line), before any request."""
     options = {**azurite.storage_options(), "azure_endpiont": azurite.endpoint}
     with pytest.raises(SystemExit) as stopped:
-        main(["certify", pylance_dataset, *_flags(options)])
+        main(["certify", pylance_dataset, *option_flags(options)])
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert "unknown storage option 'azure_endpiont'" in err and "did you mean azure_endpoint?" in err
@@ -71,7 +68,7 @@ def test_a_misspelt_azure_option_exits_2_naming_it(azurite: AzuriteServer, pylan
 
 def test_certify_names_a_missing_container(azurite: AzuriteServer, capsys: pytest.CaptureFixture[str]) -> None:
     """A container nobody created is the reader's setup, not the dataset's fault: cannot read, exit 2."""
-    assert main(["certify", "az://no-such-container-here/ds", *_flags(azurite.storage_options())]) == 2
+    assert main(["certify", "az://no-such-container-here/ds", *option_flags(azurite.storage_options())]) == 2
     assert "cannot read" in capsys.readouterr().err
 
 
@@ -97,6 +94,6 @@ def test_spark_certify_a_pylance_dataset_on_azurite(azurite: AzuriteServer, pyla
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pyspark", reason="spark-certify needs pyspark (the spark extra)")
     code = main(["spark-certify", pylance_dataset, "--all-versions", "--master", "local[1]",
-                 *_flags(azurite.storage_options())])
+                 *option_flags(azurite.storage_options())])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith(f"CONFORMANT: {pylance_dataset}"), out

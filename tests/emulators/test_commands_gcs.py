@@ -12,15 +12,12 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
+from emulator_kit import option_flags
 
 from lancespec.cli.main import main
 from lancespec.simulator.emulators import FakeGcsServer
 
 pytestmark = [pytest.mark.gcs, pytest.mark.interop]
-
-
-def _flags(options: dict[str, str]) -> list[str]:
-    return [arg for key, value in options.items() for arg in ("--storage-option", f"{key}={value}")]
 
 
 @pytest.fixture
@@ -35,7 +32,7 @@ def uploaded(fake_gcs: FakeGcsServer, gcs_bucket: str, tmp_path: Path) -> str:
 
 def test_certify_a_pylance_dataset_on_fake_gcs_server(fake_gcs: FakeGcsServer, uploaded: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["certify", uploaded, "--all-versions", *_flags(fake_gcs.storage_options())])
+    code = main(["certify", uploaded, "--all-versions", *option_flags(fake_gcs.storage_options())])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith(f"CONFORMANT: {uploaded}"), out
     assert "versions checked: 1-3;" in out
@@ -45,7 +42,7 @@ def test_inspect_a_pylance_dataset_on_fake_gcs_server(fake_gcs: FakeGcsServer, u
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """inspect's JSON against pylance's own view of the same dataset through the same emulator."""
     options = fake_gcs.storage_options()
-    assert main(["inspect", uploaded, "--format", "json", *_flags(options)]) == 0
+    assert main(["inspect", uploaded, "--format", "json", *option_flags(options)]) == 0
     shown = json.loads(capsys.readouterr().out)
     expected = lance.dataset(uploaded, storage_options=options)
     assert shown["version"] == expected.version == 3
@@ -57,6 +54,6 @@ def test_a_misspelt_gcs_option_exits_2_naming_it(fake_gcs: FakeGcsServer, upload
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     options = {**fake_gcs.storage_options(), "google_service_acount_key": "{}"}
     with pytest.raises(SystemExit) as stopped:
-        main(["certify", uploaded, *_flags(options)])
+        main(["certify", uploaded, *option_flags(options)])
     assert stopped.value.code == 2
     assert "unknown storage option 'google_service_acount_key'" in capsys.readouterr().err
