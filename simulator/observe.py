@@ -33,25 +33,25 @@ def _key(uri: str) -> str:
     return split_bucket(uri)[1]
 
 
-def observe(bucket: str, storage_options: Mapping[str, str], initial: Iterable[str],
+def observe(root: str, storage_options: Mapping[str, str], initial: Iterable[str],
             progress: Callable[[int, int], None] | None = None) -> FinalState:
-    """Everything the checker needs from the final storage of ``bucket``."""
+    """Everything the checker needs from the final storage of the bucket ``root`` (``s3://B``, ``az://C``)."""
     storage = open_store(storage_options)
-    keys = {_key(info.uri) for info in storage.list(f"s3://{bucket}")}
+    keys = {_key(info.uri) for info in storage.list(root)}
     manifests = sorted((where, key) for key in keys
                        if (where := manifest_where(key)) is not None and "/" not in where.dataset)
     final = FinalState(initial=tuple(initial))
     cache: dict[tuple[Any, ...], tuple[int, ...]] = {}
     for done, ((dataset, version), key) in enumerate(manifests, 1):
-        state = _read_version(storage, storage_options, f"s3://{bucket}/{dataset}", bucket, key, version, keys, cache)
+        state = _read_version(storage, storage_options, f"{root}/{dataset}", root, key, version, keys, cache)
         final.versions.setdefault(dataset, {})[version] = state
         if progress is not None:
             progress(done, len(manifests))
     return final
 
 
-def judge_format(bucket: str, storage_options: Mapping[str, str], datasets: Iterable[str]) -> dict[str, list[Breach]]:
-    """Per dataset root of ``bucket``: certify's MUST findings on every retained version of it and of its
+def judge_format(root: str, storage_options: Mapping[str, str], datasets: Iterable[str]) -> dict[str, list[Breach]]:
+    """Per dataset root of the bucket ``root``: certify's MUST findings on every retained version of it and of its
     branches that no documented divergence of a real writer explains (spec/divergences.toml). A root certify
     cannot read at all is one breach of HIST-001 saying why."""
     from lancespec.conformance.certify import certify  # the judge, only once the run is over
@@ -60,7 +60,7 @@ def judge_format(bucket: str, storage_options: Mapping[str, str], datasets: Iter
     out: dict[str, list[Breach]] = {}
     for dataset in sorted(datasets):
         try:
-            report = certify(f"s3://{bucket}/{dataset}", all_versions=True, storage_options=storage_options)
+            report = certify(f"{root}/{dataset}", all_versions=True, storage_options=storage_options)
         except LanceSpecError as exc:
             out[dataset] = [Breach("HIST-001", None, None, exc.message)]
             continue
@@ -71,9 +71,10 @@ def judge_format(bucket: str, storage_options: Mapping[str, str], datasets: Iter
     return out
 
 
-def _read_version(storage: Storage, options: Mapping[str, str], root: str, bucket: str, key: str, version: int,
-                  keys: set[str], cache: dict[tuple[Any, ...], tuple[int, ...]]) -> VersionState:
-    uri = f"s3://{bucket}/{key}"
+def _read_version(storage: Storage, options: Mapping[str, str], root: str, bucket_uri: str, key: str,
+                  version: int, keys: set[str], cache: dict[tuple[Any, ...], tuple[int, ...]]) -> VersionState:
+    """Version ``version`` of the dataset ``root``, its manifest at ``key`` of the bucket ``bucket_uri``."""
+    uri = f"{bucket_uri}/{key}"
     try:
         data = storage.get(uri)
     except Exception as exc:
@@ -93,7 +94,7 @@ def _read_version(storage: Storage, options: Mapping[str, str], root: str, bucke
     if problems:
         return VersionState(md5, None, f"unresolvable file: {problems[0]}", read_version=read_version)
     missing = tuple(sorted({_key(f.uri) for f in snapshot.files() if f.uri is not None and f.uri.startswith(
-        f"s3://{bucket}/") and _key(f.uri) not in keys}))
+        f"{bucket_uri}/") and _key(f.uri) not in keys}))
     if missing:
         return VersionState(md5, None, None, missing, read_version)
     rows: list[int] = []

@@ -1,10 +1,11 @@
 """The fault-injecting proxy: an HTTP forwarder on 127.0.0.1 between the writers and the S3 endpoint.
 
-Every client (writer process) gets a port of its own, so the proxy knows who sent each request without
-any help from the client (pylance cannot add headers). Per request the proxy classifies it
-(``faults.REQUEST_CLASSES``), counts it (per client and class), asks the seeded schedule
-(``faults.decide``) for a fault, applies the storage personality, forwards it on a fresh upstream
-connection, and answers.
+Requests are read as S3's path-style ``/bucket/key``; for Azurite (``account``) as ``/account/container/key``,
+the container standing for the bucket. Every client (writer process) gets a port of its own, so the proxy
+knows who sent each request without any help from the client (pylance cannot add headers). Per request the
+proxy classifies it (``faults.REQUEST_CLASSES``), counts it (per client and class), asks the seeded schedule
+(``faults.decide``) for a fault, applies the storage personality, forwards it on a fresh upstream connection,
+and answers.
 
 What it records, the wire's view of the run:
 
@@ -12,9 +13,9 @@ What it records, the wire's view of the run:
 * ``requests``: how many requests each client made per class; ``objects_read``: the distinct objects
   each client read (GET or HEAD), so a benchmark can state requests per object.
 * ``writes``: every manifest PUT (with its status, the MD5 of its body, the body when accepted) and every
-  deletion (``DELETE`` and the keys of a multi-object ``POST ?delete``), with the client and the time the
-  request *arrived*: a client sends requests only while an operation is in flight, so the arrival time
-  names the operation that sent it.
+  deletion (``DELETE``, the keys of S3's multi-object ``POST ?delete`` and of Azure's ``POST ?comp=batch``),
+  with the client and the time the request *arrived*: a client sends requests only while an operation is in
+  flight, so the arrival time names the operation that sent it.
 
 Personalities (``PERSONALITIES``) change what the endpoint appears to do:
 
@@ -63,6 +64,7 @@ _LIST_PARAMS = frozenset({"list-type", "prefix", "delimiter", "marker", "continu
 _ON_KEY = {"PUT": "put", "DELETE": "delete", "HEAD": "head", "GET": "get"}  # the class of a request on one object
 _CONTENTS = re.compile(rb"<Contents>.*?</Contents>", re.S)
 _KEY = re.compile(rb"<Key>(.*?)</Key>", re.S)
+_BATCH_DELETE = re.compile(rb"^DELETE (\S+) HTTP/1\.1\r?$", re.M)  # a sub-request of an Azure blob batch
 _KEY_COUNT = re.compile(rb"<KeyCount>\d+</KeyCount>")
 
 
@@ -127,8 +129,8 @@ def classify(method: str, key: str, query: str) -> str:
     """The request class of an S3 request (path-style ``/bucket/key``)."""
     method = method.upper()
     params = set(parse_qs(query, keep_blank_values=True))
-    if method == "POST":  # a multi-object delete is a POST on the bucket with ?delete
-        return "delete" if "delete" in params else "other"
+    if method == "POST":  # a multi-object delete: S3's POST ?delete, Azure's blob batch POST ?comp=batch
+        return "delete" if "delete" in params or parse_qs(query).get("comp") == ["batch"] else "other"
     if not key:
         return "list" if method == "GET" and (params & _LIST_PARAMS or not params) else "other"
     if method == "PUT" and "/_versions/" in f"/{key}" and key.endswith(".manifest"):
@@ -183,7 +185,7 @@ class FaultProxy:
 
     def __init__(self, upstream: str, clients: int, *, seed: int = 0, faults: FaultProfile | None = None,
                  personality: str = "honest", list_lag_s: float = 2.0,
-                 faulty_clients: Sequence[int] | None = None) -> None:
+                 faulty_clients: Sequence[int] | None = None, account: str | None = None) -> None:
         if personality not in PERSONALITIES:
             raise ValueError(f"unknown personality {personality!r}; choose from {', '.join(PERSONALITIES)}")
         parts = urlsplit(upstream)
@@ -193,6 +195,7 @@ class FaultProxy:
         self._upstream_host = parts.hostname
         self._upstream_port = parts.port or (443 if self._upstream_https else 80)
         self._upstream_prefix = parts.path.rstrip("/")
+        self._account = f"/{account}" if account else ""
         self.clients = clients
         self.seed = seed
         self.profile = faults or PROFILES["none"]
@@ -237,7 +240,13 @@ class FaultProxy:
         return f"http://{LOOPBACK}:{self._servers[client].server_address[1]}"
 
     def storage_options(self, client: int, base: dict[str, str]) -> dict[str, str]:
-        """``base`` storage options with the endpoint replaced by ``client``'s port (plain HTTP)."""
+        """``base`` storage options with the endpoint replaced by ``client``'s port (plain HTTP): S3's
+        ``aws_endpoint``, or Azure's ``azure_endpoint`` when ``base`` has one (its path, Azurite's account, kept:
+        SharedKey signs the path, so the proxy forwards it unchanged)."""
+        azure = next((v for k, v in base.items() if k.lower() == "azure_endpoint"), None)
+        if azure is not None:
+            kept = {k: v for k, v in base.items() if k.lower() != "azure_endpoint"}
+            return {**kept, "azure_endpoint": self.endpoint(client) + urlsplit(azure).path, "allow_http": "true"}
         kept = {k: v for k, v in base.items() if k.lower() not in ("aws_endpoint", "endpoint", "aws_endpoint_url")}
         return {**kept, "aws_endpoint": self.endpoint(client), "allow_http": "true"}
 
@@ -258,7 +267,8 @@ class FaultProxy:
         arrived = time.monotonic()
         method = handler.command.upper()
         target = urlsplit(handler.path)
-        bucket, _, raw_key = target.path.lstrip("/").partition("/")
+        path = target.path.removeprefix(self._account) if self._account else target.path
+        bucket, _, raw_key = path.lstrip("/").partition("/")
         key = unquote(raw_key)
         body = self._read_body(handler)
         request_class = classify(method, key, target.query)
@@ -296,7 +306,8 @@ class FaultProxy:
                                      hashlib.md5(body, usedforsecurity=False).hexdigest(),
                                      body if 200 <= status < 300 else None, fault.kind, conditional, forwarded)]
             elif request_class == "delete":
-                keys = [key] if method == "DELETE" else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
+                keys = [key] if method == "DELETE" else self._batch_keys(bucket, body) if "comp=batch" in \
+                    target.query else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
                 entries = [WireWrite(client, arrived, "delete", bucket, k, status, fault=fault.kind,
                                      forwarded=forwarded) for k in keys]
             else:
@@ -335,6 +346,12 @@ class FaultProxy:
             self._reset(handler)
             return
         self._respond(handler, method, status, out_headers, out_body, reason)
+
+    def _batch_keys(self, container: str, body: bytes) -> list[str]:
+        """The keys an Azure blob batch deletes: its ``DELETE /account/container/key`` sub-requests."""
+        prefix = f"{self._account}/{container}/"
+        return [unquote(path.decode().removeprefix(prefix)) for path in _BATCH_DELETE.findall(body)
+                if path.decode().startswith(prefix)]
 
     def _burst_fault(self, client: int, method: str, target: tuple[str, str]) -> Fault | None:
         """The fault a burst decides for this request (a reset; no fault for a resend a ``reads`` burst lets

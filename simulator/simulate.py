@@ -29,6 +29,7 @@ from lancespec.reference.errors import InvalidOption
 from lancespec.reference.store.cloud_options import CREDENTIAL_OPTIONS
 
 from .checker import CheckResult, FinalState, check
+from .emulators import AZURITE_ACCOUNT
 from .faults import PROFILES, profile
 from .history import History
 from .observe import judge_format, observe, read_versions_of
@@ -51,6 +52,18 @@ WRITER_MAX_ATTEMPTS = "4"
 UNLOCKED_SWITCH_INTERVAL = 1e-6
 """``sys.setswitchinterval`` of an embedded server without its write lock: races show far more often."""
 
+STORES = ("s3", "az")
+"""Where a run writes: S3 (the embedded server or ``--endpoint``) or Azure (Azurite on 127.0.0.1)."""
+
+AZURE_PERSONALITY_LIMITS = {
+    "no-conditional": "Azure's SharedKey signature covers If-None-Match, so a request with it stripped is refused "
+                      "(403), not obeyed unconditionally",
+    "lagging-list": "the proxy hides keys from S3's ListObjectsV2 answer, not from Azure's List Blobs",
+    "unlocked": "it is a property of the embedded S3 server",
+}
+"""Why each personality but ``honest`` cannot be played in front of Azurite (the fault profiles can: latency,
+5xx answers, resets and lost answers are HTTP's, not S3's)."""
+
 WRITER_GRACE_S = 60.0
 """How long writers still running at the time limit get to finish before they are killed."""
 
@@ -65,6 +78,8 @@ class RunConfig:
     writer: str = "reference"
     faults: str = "default"
     personality: str = "honest"
+    store: str = "s3"
+    """``s3`` (the embedded server, or ``endpoint``) or ``az`` (Azurite, started for the run)."""
     endpoint: str | None = None
     storage_options: dict[str, str] = field(default_factory=dict)
     bucket: str | None = None
@@ -87,6 +102,14 @@ class RunConfig:
             raise InvalidOption(f"unknown personality {self.personality!r}; choose from {', '.join(PERSONALITIES)}")
         if self.personality == "unlocked" and self.endpoint is not None:
             raise InvalidOption("the unlocked personality is a property of the embedded server; drop --endpoint")
+        if self.store not in STORES:
+            raise InvalidOption(f"unknown store {self.store!r}; choose from {', '.join(STORES)}")
+        if self.store == "az" and self.endpoint is not None:
+            raise InvalidOption("--store az starts Azurite for the run; drop --endpoint")
+        if self.store == "az" and self.personality != "honest":
+            raise InvalidOption(f"the {self.personality} personality cannot be played on Azure: "
+                                f"{AZURE_PERSONALITY_LIMITS[self.personality]}; use --personality honest with "
+                                "--store az")
         registry.get(writer_kind(self.writer, 0))
         if self.faults not in PROFILES:
             raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
@@ -99,7 +122,7 @@ class RunConfig:
 
     def to_json(self) -> dict[str, Any]:
         return {"writers": self.writers, "ops": self.ops, "seed": self.seed, "writer": self.writer,
-                "faults": self.faults, "personality": self.personality, "endpoint": self.endpoint,
+                "faults": self.faults, "personality": self.personality, "store": self.store, "endpoint": self.endpoint,
                 "datasets": self.datasets, "list_lag_s": self.list_lag_s, "time_limit_s": self.time_limit_s}
 
 
@@ -111,7 +134,8 @@ def replay_command(config: RunConfig) -> str:
     default = RunConfig()
     args = ["lancespec", "simulate", "--writers", str(config.writers), "--ops", str(config.ops), "--seed",
             str(config.seed), "--writer", config.writer, "--faults", config.faults]
-    for flag, name in (("--personality", "personality"), ("--datasets", "datasets"), ("--endpoint", "endpoint"),
+    for flag, name in (("--personality", "personality"), ("--store", "store"), ("--datasets", "datasets"),
+                       ("--endpoint", "endpoint"),
                        ("--list-lag", "list_lag_s"), ("--preflight-rounds", "preflight_rounds"),
                        ("--time-limit", "time_limit_s")):
         value = getattr(config, name)
@@ -211,44 +235,61 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
     config.validate()
     started = time.monotonic()
     note = progress or (lambda done, total, text: None)
-    server = None
+    server: Any = None
     endpoint = config.endpoint or os.environ.get(ENDPOINT_ENV) or None
     options = {**_default_options(), **config.storage_options}
-    if endpoint is None:
-        from .s3 import TEST_CREDENTIALS, EmbeddedS3Server
+    bucket = config.bucket or f"lancespec-sim-{config.seed}-{uuid.uuid4().hex[:8]}"
+    if config.store == "az":
+        from .emulators import AzuriteServer
 
-        unlocked = config.personality == "unlocked"
-        server = EmbeddedS3Server(locked=not unlocked, switch_interval=UNLOCKED_SWITCH_INTERVAL if unlocked else None)
+        server = AzuriteServer()
         server.start()
         endpoint = server.endpoint
-        options.update(TEST_CREDENTIALS)
-    options["allow_http"] = "true" if endpoint.startswith("http://") else options.get("allow_http", "false")
-    direct = {**options, "aws_endpoint": endpoint}
-    bucket = config.bucket or f"lancespec-sim-{config.seed}-{uuid.uuid4().hex[:8]}"
-    proxy = FaultProxy(endpoint, config.writers + 1, seed=config.seed, faults=profile(config.faults),
+        options = {**config.storage_options, **server.storage_options()}
+        direct = dict(options)
+    else:
+        if endpoint is None:
+            from .s3 import TEST_CREDENTIALS, EmbeddedS3Server
+
+            unlocked = config.personality == "unlocked"
+            server = EmbeddedS3Server(locked=not unlocked,
+                                      switch_interval=UNLOCKED_SWITCH_INTERVAL if unlocked else None)
+            server.start()
+            endpoint = server.endpoint
+            options.update(TEST_CREDENTIALS)
+        options["allow_http"] = "true" if endpoint.startswith("http://") else options.get("allow_http", "false")
+        direct = {**options, "aws_endpoint": endpoint}
+    root = f"{config.store}://{bucket}"
+    proxy = FaultProxy(endpoint, config.writers + 1, account=AZURITE_ACCOUNT if config.store == "az" else None,
+                       seed=config.seed, faults=profile(config.faults),
                        personality=config.personality, list_lag_s=config.list_lag_s,
                        faulty_clients=range(config.writers))
     try:
         note(0, 0, "setting up")
-        _ensure_bucket(endpoint, direct, bucket)
+        if config.store == "az":
+            server.create_container(bucket)
+        else:
+            _ensure_bucket(endpoint, direct, bucket)
         proxy.start()
         control = config.writers
         checked = None
         if config.preflight_rounds > 0:
             note(0, 0, "pre-flight: conditional writes under contention")
-            checked = preflight(proxy.endpoint(control), bucket, direct, rounds=config.preflight_rounds)
-        initial = _create_datasets(bucket, direct, config.datasets)
+            checked = (_preflight_through_layer(root, proxy.storage_options(control, direct), config.preflight_rounds)
+                       if config.store == "az" else
+                       preflight(proxy.endpoint(control), bucket, direct, rounds=config.preflight_rounds))
+        initial = _create_datasets(root, direct, config.datasets)
         plans = plan(config.seed, config.writers, config.ops, config.datasets, config.weights)
-        history, cut, errors, t_start, t_end = _run_writers(config, bucket, proxy, options, plans, note)
+        history, cut, errors, t_start, t_end = _run_writers(config, root, proxy, options, plans, note)
         proxy.stop()
         writing = t_end - t_start
         checking_started = time.monotonic()
         wire: list[WireWrite] = list(proxy.writes)
-        final = observe(bucket, direct, initial,
+        final = observe(root, direct, initial,
                         lambda done, total: note(done, total, "reading every retained version"))
         final.read_versions = read_versions_of(wire)
         note(0, 0, "certifying every retained version")
-        final.breaches = judge_format(bucket, direct, final.versions)
+        final.breaches = judge_format(root, direct, final.versions)
         note(0, 0, "checking")
         result = check(history, wire, final)
         checking = time.monotonic() - checking_started
@@ -264,10 +305,22 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
             server.stop()
 
 
-def _create_datasets(bucket: str, options: dict[str, str], count: int) -> list[str]:
-    """Version 1 of every dataset, written by the reference writer: two fragments of ``INITIAL_ROWS // 2`` rows
-    (few, so ``shared-delete`` operations meet on them)."""
-    session = registry.get("reference").open(Folder(f"s3://{bucket}", options))
+def _preflight_through_layer(root: str, options: dict[str, str], rounds: int) -> PreflightResult:
+    """The pre-flight on a store boto3 cannot speak (Azure): certify-store's two conditional-create properties
+    through lancespec's storage layer (``store_judge.judge_store_uri``), through the proxy's control port."""
+    from .store_judge import judge_store_uri
+
+    verdict = judge_store_uri(root, options, race_rounds=rounds,
+                              only=("conditional-create", "atomic-conditional-create"))
+    sequential, race = verdict.properties
+    return PreflightResult(root, verdict.commit_safe, race.observed if sequential.passed else sequential.observed,
+                           sequential.passed, rounds=rounds, racers=8)
+
+
+def _create_datasets(root: str, options: dict[str, str], count: int) -> list[str]:
+    """Version 1 of every dataset, written by the reference writer in bucket ``root`` (``s3://B``, ``az://C``):
+    two fragments of ``INITIAL_ROWS // 2`` rows (few, so ``shared-delete`` operations meet on them)."""
+    session = registry.get("reference").open(Folder(root, options))
     for i in range(count):
         ids = initial_ids(i)
         session.apply(Create(f"ds{i}", ids[0], len(ids), max_rows_per_file=len(ids) // 2))
@@ -295,7 +348,7 @@ def _interrupt_held() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dict[str, str],
+def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[str, str],
                  plans: list[list[Planned]], note: Callable[[int, int, str], None],
                  ) -> tuple[History, int, list[str], float, float]:
     from .writers import writer_main
@@ -310,7 +363,7 @@ def _run_writers(config: RunConfig, bucket: str, proxy: FaultProxy, options: dic
         kind = writer_kind(config.writer, w)
         writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS})
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
-                                 args=(w, kind, registry.origin(kind), bucket, writer_options,
+                                 args=(w, kind, registry.origin(kind), root, writer_options,
                                        [op.to_json() for op in ops], start, results, config.time_limit_s)))
     raw: list[tuple[float, int, str, Planned, dict[str, Any]]] = []
     ready: set[int] = set()

@@ -38,20 +38,20 @@ def run_op(session: Session, op: Planned) -> dict[str, Any]:
     return results[-1]
 
 
-def writer_main(writer: int, kind: str, origin: str, bucket: str, storage_options: dict[str, str],
+def writer_main(writer: int, kind: str, origin: str, root: str, storage_options: dict[str, str],
                 ops: list[dict[str, Any]], start: Any, results: Any, time_limit: float) -> None:
     """A writer process: open a session of implementation ``kind`` (registered by module ``origin``) on the
-    bucket, report ``ready``, wait for ``start``, then run every planned operation, reporting ``("event",
-    writer, type, time, op index, value)``; start no operation later than ``time_limit`` seconds after the
-    start (report ``("cut", writer, op index)`` instead); always finish with ``("done", writer, error or
-    None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer ignores SIGINT rather than
-    print a traceback."""
+    bucket ``root`` (``s3://B``, ``az://C``), report ``ready``, wait for ``start``, then run every planned
+    operation, reporting ``("event", writer, type, time, op index, value)``; start no operation later than
+    ``time_limit`` seconds after the start (report ``("cut", writer, op index)`` instead); always finish with
+    ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer
+    ignores SIGINT rather than print a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("LANCE_LOG", "error")
     error: str | None = None
     try:
         importlib.import_module(origin)
-        session = registry.get(kind).open(Folder(f"s3://{bucket}", storage_options))
+        session = registry.get(kind).open(Folder(root, storage_options))
         import lance  # noqa: F401  (import cost before the start, not inside the first operation)
 
         results.put(("ready", writer))

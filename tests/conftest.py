@@ -1,7 +1,8 @@
 """Test-suite wide configuration: Hypothesis settings profiles, chosen by HYPOTHESIS_PROFILE.
 
 Tiers (markers in pyproject.toml): unit (pure, fast), interop (real pylance), s3 (embedded S3 server on
-127.0.0.1), spark (local Spark), slow (run on request with ``-m slow``).
+127.0.0.1), azure (Azurite on 127.0.0.1), gcs (fake-gcs-server on 127.0.0.1), spark (local Spark), slow (run
+on request with ``-m slow``).
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from lancespec.simulator.emulators import AzuriteServer, EmulatorMissing, EmulatorProcess, FakeGcsServer
 from lancespec.simulator.s3 import EmbeddedS3Server
 
 pytest_plugins = ["pytester"]
+
+EmulatorT = TypeVar("EmulatorT", bound=EmulatorProcess)
 
 # Shared test kits live in tests/ (on pythonpath); rewrite their asserts for readable failures.
 pytest.register_assert_rewrite("store_contract", "report_kit")
@@ -59,6 +64,46 @@ def bucket(s3_server: EmbeddedS3Server) -> str:
     """The name of a new, empty bucket that this test alone uses."""
     name = f"t-{uuid.uuid4().hex[:24]}"
     s3_server.create_bucket(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[AzuriteServer]:
+    """One Azurite (Azure Blob Storage emulator, in memory, a child process on 127.0.0.1) for the session,
+    started on first use; skipped, saying what is missing, without node or Azurite (setup.sh installs it)."""
+    yield from _serving(AzuriteServer())
+
+
+@pytest.fixture
+def az_container(azurite: AzuriteServer) -> str:
+    """The URI ``az://NAME`` of a new, empty Azurite container that this test alone uses."""
+    return azurite.create_container(f"t-{uuid.uuid4().hex[:24]}")
+
+
+@pytest.fixture(scope="session")
+def fake_gcs() -> Iterator[FakeGcsServer]:
+    """One fake-gcs-server (in memory, a child process on 127.0.0.1) for the session, started on first use;
+    skipped, saying what is missing, without it (the gcs extra). object_store reads from it but cannot write."""
+    yield from _serving(FakeGcsServer())
+
+
+def _serving(server: EmulatorT) -> Iterator[EmulatorT]:
+    """``server`` started (the test skipped, saying what is missing, when it is not installed), then stopped."""
+    try:
+        server.start()
+    except EmulatorMissing as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gcs_bucket(fake_gcs: FakeGcsServer) -> str:
+    """The name of a new, empty fake-gcs-server bucket that this test alone uses."""
+    name = f"t-{uuid.uuid4().hex[:24]}"
+    fake_gcs.create_bucket(name)
     return name
 
 

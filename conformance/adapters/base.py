@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from lancespec.conformance import operations as lang
+from lancespec.conformance.scenarios.format import STORES
 from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
 from lancespec.reference.layout import Base
 from lancespec.reference.store import Storage, open_store
@@ -253,7 +254,7 @@ class Divergence:
     step: int
     finding: str
     reason: str
-    stores: tuple[str, ...] = ("local", "s3")
+    stores: tuple[str, ...] = STORES
     versions: tuple[str, ...] = ()  # globs on the writer's version; empty: every version
 
 
@@ -307,7 +308,7 @@ class Capabilities:
             if missing:
                 raise ValueError(f"{source}: a [[divergence]] needs {sorted(missing)}")
             divergences.append(Divergence(str(entry["scenario"]), int(entry["step"]), str(entry["finding"]),
-                                          str(entry["reason"]), tuple(entry.get("stores", ("local", "s3"))),
+                                          str(entry["reason"]), tuple(entry.get("stores", STORES)),
                                           tuple(entry.get("versions", ()))))
         suffix = doc.get("root_suffix", "")
         if not isinstance(suffix, str) or "/" in suffix or (suffix.strip(".") == "" and suffix):

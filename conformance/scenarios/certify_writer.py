@@ -46,7 +46,7 @@ from .runner import (
     step_name,
     summarize,
 )
-from .stores import LocalRun, S3Run, StoreRun
+from .stores import AzureRun, LocalRun, S3Run, StoreRun
 
 REPORT_FORMAT = "lancespec.certify-writer/1"
 
@@ -134,23 +134,42 @@ class S3Server(Protocol):
     def stop(self) -> None: ...
 
 
+class AzureServer(Protocol):
+    """An Azure Blob emulator on 127.0.0.1 (the command line hands certify-writer the simulator's
+    ``AzuriteServer``)."""
+
+    def storage_options(self) -> dict[str, str]: ...
+    def create_container(self, name: str) -> str: ...
+    def stop(self) -> None: ...
+
+
 class _Stores:
-    """Creates a fresh StoreRun per scenario run; starts ``start_s3``'s server on first need."""
+    """Creates a fresh StoreRun per scenario run; starts the server of a store (``start_s3``'s, ``start_az``'s)
+    on first need."""
 
     def __init__(self, workdir: Path, s3_options: dict[str, str] | None = None,
                  create_bucket: Callable[[str], object] | None = None,
-                 start_s3: Callable[[], S3Server] | None = None) -> None:
+                 start_s3: Callable[[], S3Server] | None = None,
+                 start_az: Callable[[], AzureServer] | None = None) -> None:
         self.workdir = workdir
         self._server: S3Server | None = None
+        self._azurite: AzureServer | None = None
         self._s3_options = s3_options
         self._create_bucket = create_bucket
         self._start_s3 = start_s3
+        self._start_az = start_az
         self._count = 0
 
     def new(self, kind: str) -> StoreRun:
         self._count += 1
         if kind == "local":
             return LocalRun(self.workdir / f"run{self._count}")
+        if kind == "az":
+            if self._azurite is None:
+                if self._start_az is None:
+                    raise InvalidOption("an az store needs start_az (an Azure emulator to start)")
+                self._azurite = self._start_az()
+            return AzureRun(self._azurite.storage_options(), self._azurite.create_container)
         if self._s3_options is None:
             if self._start_s3 is None:
                 raise InvalidOption("an s3 store needs s3_options and create_bucket, or start_s3 (a server to start)")
@@ -161,16 +180,19 @@ class _Stores:
         return S3Run(self._s3_options, self._create_bucket)
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.stop()
+        for server in (self._server, self._azurite):
+            if server is not None:
+                server.stop()
 
 
 def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, stores: Sequence[str] = ("local", "s3"),
                    workdir: str | None = None, compare: bool = True, s3_options: dict[str, str] | None = None,
                    create_bucket: Callable[[str], object] | None = None, start_s3: Callable[[], S3Server] | None = None,
+                   start_az: Callable[[], AzureServer] | None = None,
                    progress: Progress | None = None) -> WriterReport:
     """Run ``scenarios`` against ``writer`` on ``stores``; certify and compare every completed run. An s3 run
-    uses ``s3_options`` and ``create_bucket`` when given, else the server ``start_s3`` starts on first need."""
+    uses ``s3_options`` and ``create_bucket`` when given, else the server ``start_s3`` starts on first need; an
+    az run the emulator ``start_az`` starts."""
     reference = registry.get("reference")
     report = WriterReport(writer.name, writer.version(), list(stores))
     todo = [(s, kind) for s in scenarios for kind in stores if kind in s.stores]
@@ -179,7 +201,8 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
         Path(workdir).mkdir(parents=True, exist_ok=True)
     scratch = (contextlib.nullcontext(workdir) if workdir
                else tempfile.TemporaryDirectory(prefix="lancespec-writer-", ignore_cleanup_errors=True))
-    with scratch as root, contextlib.closing(_Stores(Path(root), s3_options, create_bucket, start_s3)) as pool:
+    with scratch as root, contextlib.closing(
+            _Stores(Path(root), s3_options, create_bucket, start_s3, start_az)) as pool:
         for done, (scenario, kind) in enumerate(todo):
             if progress:
                 progress(done, len(todo), f"{scenario.name} [{kind}]")

@@ -29,7 +29,7 @@ class ScenarioError(LanceSpecError):
 
 FORMAT = "lancespec.scenario/1"
 BUCKETS = ("main", "cold", "warm", "hot")
-STORES = ("local", "s3")
+STORES = ("local", "s3", "az")
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _REQ_RE = re.compile(r"^[A-Z]+-\d{3}$")

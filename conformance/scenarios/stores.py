@@ -1,7 +1,8 @@
-"""Where a scenario run lives: the four buckets of the scenario format, on the local disk or on S3.
+"""Where a scenario run lives: the four buckets of the scenario format, on the local disk, on S3 or on Azure.
 
 ``LocalRun(workdir)`` maps ``bucket:path`` to ``{workdir}/{bucket}/{path}``; ``S3Run(options, prefix,
-create_bucket)`` to ``s3://{prefix}-{bucket}/{path}``. Both read and write through the reference store
+create_bucket)`` to ``s3://{prefix}-{bucket}/{path}``; ``AzureRun`` the same with containers, to
+``az://{prefix}-{bucket}/{path}``. Each reads and writes through the reference store
 (never through the writer under test) and can fingerprint every object of the run, which is how a refused
 step is proven to have left storage unchanged.
 
@@ -134,4 +135,11 @@ class S3Run(StoreRun):
             create_bucket(f"{self.prefix}-{bucket}")
 
     def bucket_uri(self, bucket: str) -> str:
-        return f"s3://{self.prefix}-{bucket}"
+        return f"{self.kind}://{self.prefix}-{bucket}"
+
+
+class AzureRun(S3Run):
+    """The run's buckets as Azure containers (``create_bucket`` makes a container: Azurite's
+    ``create_container``)."""
+
+    kind = "az"

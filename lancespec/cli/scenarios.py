@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lancespec.conformance.scenarios.format import ScenarioError
+from lancespec.conformance.scenarios.format import STORES, ScenarioError
 from lancespec.reference.errors import InvalidOption
 
 from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
@@ -24,8 +24,9 @@ def register(sub: Any) -> None:
     writer.add_argument("--writer", required=True, metavar="WRITER", help="reference, pylance, lancedb, or cmd:COMMAND")
     writer.add_argument("--scenarios", action="append", metavar="GLOB",
                         help="scenario names (a glob on the shipped ones) or scenario files (a path glob); repeat")
-    writer.add_argument("--store", action="append", choices=("local", "s3"),
-                        help="run on this store only (default both; s3 starts the embedded server); repeat")
+    writer.add_argument("--store", action="append", choices=STORES,
+                        help="run on this store only (default local and s3; s3 starts the embedded server, az "
+                             "starts Azurite); repeat")
     writer.add_argument("--capabilities", metavar="FILE", help="the writer's capability file (TOML)")
     add_report_options(writer, ("text", "json", "junit", "html"),
                        "html: the scenario x store grid as one self-contained page (docs/reports.md)")
@@ -46,6 +47,7 @@ def run_certify_writer(args: argparse.Namespace) -> int:
     from lancespec.conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
     from lancespec.progress import progress_bar
     from lancespec.render.commands import writer_html
+    from lancespec.simulator.emulators import AzuriteServer
     from lancespec.simulator.s3 import EmbeddedS3Server
 
     scenarios = []
@@ -61,7 +63,8 @@ def run_certify_writer(args: argparse.Namespace) -> int:
     with progress_bar("certifying writer", quiet=args.quiet) as progress:
         report = certify_writer(writer, list(unique.values()), stores=args.store or ["local", "s3"],
                                 workdir=args.workdir, compare=not args.no_compare,
-                                start_s3=lambda: EmbeddedS3Server().start(), progress=progress)
+                                start_s3=lambda: EmbeddedS3Server().start(), start_az=lambda: AzuriteServer().start(),
+                                progress=progress)
     emit_report(report, {**RENDERERS, "html": writer_html}, args)
     return report.exit_code
 

@@ -22,7 +22,7 @@ from lancespec.simulator.checker import INVARIANTS
 from lancespec.simulator.faults import FAULTS, PROFILES
 from lancespec.simulator.history import OUTCOMES
 from lancespec.simulator.proxy import PERSONALITIES
-from lancespec.simulator.simulate import REPORT_FORMAT, RunConfig, RunReport, replay_command, simulate
+from lancespec.simulator.simulate import REPORT_FORMAT, STORES, RunConfig, RunReport, replay_command, simulate
 
 from .options import (
     EXIT_FAILED,
@@ -72,6 +72,9 @@ def register(sub: Any) -> None:
                         help="storage personality: honest S3, no-conditional (If-None-Match ignored), "
                         "lagging-list (listings hide keys younger than --list-lag seconds), unlocked (the embedded "
                         "server without its write lock); 'all' runs each and prints which invariants break")
+    parser.add_argument("--store", choices=STORES, default=DEFAULT.store,
+                        help="s3: the embedded S3 server (or --endpoint); az: Azurite, started for the run "
+                             "(personality honest only; docs/stores.md)")
     parser.add_argument("--endpoint", metavar="URL", help="an S3 endpoint (MinIO, a cloud bucket) instead of the "
                         "embedded server; also $LANCESPEC_S3_ENDPOINT")
     parser.add_argument("--bucket", help="bucket to use (created if missing); default a fresh one")
@@ -110,7 +113,7 @@ def register(sub: Any) -> None:
 def config_of(args: argparse.Namespace, personality: str) -> RunConfig:
     """The run ``args`` ask for under ``personality`` (``--personality all`` makes one per personality)."""
     return RunConfig(writers=args.writers, ops=args.ops, seed=args.seed, writer=args.writer, faults=args.faults,
-                     personality=personality, endpoint=args.endpoint,
+                     personality=personality, store=args.store, endpoint=args.endpoint,
                      storage_options=parse_storage_options(args.storage_option), bucket=args.bucket,
                      datasets=args.datasets, list_lag_s=args.list_lag, preflight_rounds=args.preflight_rounds,
                      time_limit_s=args.time_limit, weights=args.weights)

@@ -19,7 +19,7 @@ import pytest
 from lancespec.simulator.preflight import s3_client
 from lancespec.simulator.proxy import FaultProxy
 from lancespec.simulator.s3 import EmbeddedS3Server
-from lancespec.simulator.store_judge import PROPERTIES, StoreVerdict, judge_store
+from lancespec.simulator.store_judge import PROPERTIES, StoreVerdict, judge_store, judge_store_uri
 
 S3RVER = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "s3rver"
 
@@ -54,6 +54,24 @@ def test_each_proxy_personality_breaks_what_it_plays(s3_server: EmbeddedS3Server
     failed = {name for name, passed in by_name(verdict).items() if not passed}
     assert failed == broken, verdict.to_json()
     assert not verdict.commit_safe
+
+
+@pytest.mark.parametrize(("personality", "broken"), [
+    ("honest", set()),
+    ("no-conditional", {"conditional-create", "atomic-conditional-create"}),
+    ("lagging-list", {"list-after-write", "listing-pages"}),
+])
+def test_the_storage_layer_judge_breaks_what_each_personality_plays(
+        s3_server: EmbeddedS3Server, bucket: str, personality: str, broken: set[str]) -> None:
+    """``judge_store_uri`` (``--uri``: the probes through lancespec's storage layer, as on az:// and gs://) on
+    s3:// fails exactly the properties the boto3 judge fails above, on the same personalities."""
+    with FaultProxy(s3_server.endpoint, 1, personality=personality, list_lag_s=30.0) as proxy:
+        options = {**s3_server.storage_options(), "aws_endpoint": proxy.endpoint(0)}
+        verdict = judge_store_uri(f"s3://{bucket}", options, race_rounds=5)
+    assert [p.name for p in verdict.properties] == [name for name, _, _ in PROPERTIES]
+    failed = {name for name, passed in by_name(verdict).items() if not passed}
+    assert failed == broken, verdict.to_json()
+    assert verdict.commit_safe == (not broken)
 
 
 def _free_port() -> int:

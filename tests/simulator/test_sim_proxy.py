@@ -78,6 +78,8 @@ def test_request_classes() -> None:
     assert classify("HEAD", "ds/data/x.lance", "") == "head"
     assert classify("DELETE", "ds/data/x.lance", "") == "delete"
     assert classify("POST", "", "delete") == "delete"
+    assert classify("POST", "", "restype=container&comp=batch") == "delete"  # Azure's blob batch
+    assert classify("POST", "", "restype=container&comp=list") == "other"
 
 
 @pytest.mark.parametrize("kind", FAULTS)
