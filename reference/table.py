@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, overload
 
+import numpy as np
+
 from . import flags as feature_flags
 from .codec import (
     BranchRecord,
@@ -142,7 +144,23 @@ class Snapshot(Head):
 
     @property
     def num_rows(self) -> int:
-        return sum(f.num_rows for f in self.fragments)
+        """Live rows of every fragment (from the columns, where the fragments were decoded as columns)."""
+        fragments = self.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        if columns is None or not isinstance(fragments, FragmentViews) or columns.irregular.any():
+            return sum(f.num_rows for f in fragments)
+        chosen = np.asarray(fragments.positions, np.int64)
+        physical = columns.physical_rows[chosen]
+        deleted = np.where(columns.has_deletion[chosen], columns.deleted_rows[chosen], np.uint64(0))
+        if chosen.size and max(int(physical.max()), int(deleted.max())) >= 2**63 // max(1, chosen.size):
+            return sum(int(p) - int(d) for p, d in zip(physical, deleted, strict=True))  # a sum could wrap
+        return int(physical.sum()) - int(deleted.sum())
+
+    def each_fragment(self) -> Iterator[FragmentView]:
+        """Every fragment, resolved for the caller and not kept (unless something resolved it before): for a
+        reader that walks a large version once."""
+        fragments = self.fragments
+        return fragments.transient() if isinstance(fragments, FragmentViews) else iter(fragments)
 
     def files(self) -> Iterator[ResolvedFile]:
         """Every data, deletion and index file of this version."""
@@ -286,6 +304,11 @@ class FragmentViews(Sequence[FragmentView]):
 
     def __iter__(self) -> Iterator[FragmentView]:
         return (self._view(p) for p in self.positions)
+
+    def transient(self) -> Iterator[FragmentView]:
+        """Every fragment, those not resolved yet resolved for the caller only (not kept)."""
+        cache, resolve = self._cache, self._resolve
+        return (cache[p] or resolve(p) for p in self.positions)
 
 
 def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,

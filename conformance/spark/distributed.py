@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lancespec.reference.codec import ManifestFile, decode_fragment_columns
+from lancespec.reference.codec import ManifestFile
 from lancespec.reference.errors import CannotRead, CertifyError, InvalidOption
 from lancespec.reference.layout import ManifestNaming
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
@@ -107,7 +107,7 @@ class _VersionWork:
             self.transaction_bytes,
             None if self.index_section is None else table_pb2.IndexSection.FromString(self.index_section),
             self.size,
-            decode_fragment_columns(fragments),  # the slice is a Manifest holding only fragments
+            fragments,  # the slice is a Manifest section holding only fragments: its columns decode from it
         )
         return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file)
 

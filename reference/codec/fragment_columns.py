@@ -66,17 +66,18 @@ class FragmentRecords:
     entries: int
 
 
-def fragment_records(section: bytes, stop: int | None = None,
-                     entry_fields: Collection[int] = ()) -> FragmentRecords:
+def fragment_records(section: bytes, stop: int | None = None, entry_fields: Collection[int] = (),
+                     entry_stop: int | None = None) -> FragmentRecords:
     """The ``fragments`` records at the top level of a Manifest section, and the count of its fields numbered
-    in ``entry_fields``. ``stop``: the walk ends at this many fragments (a bound is all a limit check needs).
-    Raises FormatError on a malformed top level."""
+    in ``entry_fields``. ``stop``, ``entry_stop``: the walk ends at this many fragments or entries (a bound is
+    all a limit check needs). Raises FormatError on a malformed top level."""
     starts: list[int] = []
     lengths: list[int] = []
     entries = 0
     add_start, add_length = starts.append, lengths.append
     i, end = 0, len(section)
     limit = stop if stop is not None else end + 1
+    entry_limit = entry_stop if entry_stop is not None else end + 1
     found = 0
     try:
         while i < end:
@@ -100,6 +101,8 @@ def fragment_records(section: bytes, stop: int | None = None,
                     add_length(length)
                 elif key >> 3 in entry_fields:
                     entries += 1
+                    if entries == entry_limit:
+                        break
                 i += length
             elif wire == _WIRE_VARINT:
                 _, i = varint(section, i)
@@ -153,8 +156,20 @@ class _Fields:
     order: I64  # the field's position within its message
 
 
-def _fields(buf: U8, starts: I64, ends: I64) -> _Fields:
-    """Decode the fields of the messages ``buf[starts[k]:ends[k]]``, all messages in lockstep."""
+#: Below this many messages still being walked, the rest are walked one field at a time in Python: lockstep
+#: passes over a handful of long messages (a fragment of a million data files) would cost a pass per field.
+_LOCKSTEP_FLOOR = 32
+#: A watched field is counted (``Watch``) at least every this many fields of a message walked one by one.
+_WATCH_EVERY = 4096
+
+#: ``(field number, check)``: ``check(n)`` is called with the count of fields of that number met so far,
+#: during the walk, so that a limit can stop it before it has decoded everything.
+Watch = tuple[int, Callable[[int], None]]
+
+
+def _fields(data: bytes, buf: U8, starts: I64, ends: I64, watch: Watch | None = None) -> _Fields:
+    """Decode the fields of the messages ``data[starts[k]:ends[k]]`` (``buf``: the same bytes as an array),
+    all messages in lockstep while there are many."""
     parts: list[tuple[I64, ...]] = []
     values: list[U64] = []
     owner = np.arange(starts.size, dtype=np.int64)
@@ -162,7 +177,8 @@ def _fields(buf: U8, starts: I64, ends: I64) -> _Fields:
     live = at < end
     owner, at, end = owner[live], at[live], end[live]
     position = 0
-    while owner.size:
+    watched = 0
+    while owner.size >= _LOCKSTEP_FLOOR:
         key, at = _varints(buf, at)
         wire = (key & np.uint64(7)).astype(np.int64)
         number = (key >> np.uint64(3)).astype(np.int64)
@@ -187,17 +203,78 @@ def _fields(buf: U8, starts: I64, ends: I64) -> _Fields:
             raise FormatError("a protobuf field runs past the end of its message")
         parts.append((owner, number, wire, length, np.full(owner.size, position, np.int64)))
         values.append(value)
+        if watch is not None:
+            watched += int(np.count_nonzero(number == watch[0]))
+            watch[1](watched)
         live = (at < end) & ~group
         owner, at, end = owner[live], at[live], end[live]
         position += 1
+    if owner.size:
+        tail, tail_values = _walk_each(data, owner.tolist(), at.tolist(), end.tolist(), position, watch, watched)
+        parts.append(tail)
+        values.append(tail_values)
     if not parts:
         empty = np.zeros(0, np.int64)
         return _Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty)
     cols = [np.concatenate(c) for c in zip(*parts, strict=True)]
     flat_value = np.concatenate(values)
-    order = np.argsort(cols[0], kind="stable")  # by message, wire order within each
+    # by message, wire order within each: a message's k-th field goes k places after its first
+    first = np.zeros(starts.size + 1, np.int64)
+    np.cumsum(np.bincount(cols[0], minlength=starts.size), out=first[1:])
+    order = np.empty(cols[0].size, np.int64)
+    order[first[cols[0]] + cols[4]] = np.arange(cols[0].size)
     return _Fields(cols[0][order], cols[1][order], cols[2][order], flat_value[order], cols[3][order],
                    cols[4][order])
+
+
+def _walk_each(data: bytes, owners: list[int], ats: list[int], ends: list[int], position: int,
+               watch: Watch | None, watched: int) -> tuple[tuple[I64, ...], U64]:
+    """The rest of the fields of a few messages (each ``owners[k]`` from ``ats[k]`` to ``ends[k]``, its first
+    ``position`` fields walked already), one field at a time; ``_fields``'s columns of them."""
+    out_owner: list[int] = []
+    out_number: list[int] = []
+    out_wire: list[int] = []
+    out_value: list[int] = []
+    out_length: list[int] = []
+    out_position: list[int] = []
+    watched_number = watch[0] if watch is not None else -1
+    try:
+        for owner, i, end in zip(owners, ats, ends, strict=True):
+            k = position
+            while i < end:
+                key, i = varint(data, i)
+                number, wire = key >> 3, key & 7
+                length = 0
+                if wire == _WIRE_VARINT:
+                    value, i = varint(data, i)
+                elif wire == _WIRE_LEN:
+                    length, value = varint(data, i)
+                    i = value + length
+                elif wire in (_WIRE_I64, _WIRE_I32):
+                    value, i = i, i + (8 if wire == _WIRE_I64 else 4)
+                elif wire in (3, 4):
+                    value, i = i, end  # a group ends the walk of its message (irregular)
+                else:
+                    raise FormatError(f"unsupported protobuf wire type {wire}")
+                if i > end:
+                    raise FormatError("a protobuf field runs past the end of its message")
+                out_owner.append(owner)
+                out_number.append(number)
+                out_wire.append(wire)
+                out_value.append(value)
+                out_length.append(length)
+                out_position.append(k)
+                k += 1
+                if number == watched_number:
+                    watched += 1
+                    if watch is not None and watched % _WATCH_EVERY == 0:
+                        watch[1](watched)
+        if watch is not None:
+            watch[1](watched)
+        columns = tuple(np.asarray(c, np.int64) for c in (out_owner, out_number, out_wire, out_length, out_position))
+        return columns, np.asarray(out_value, np.uint64)
+    except OverflowError:
+        raise FormatError("protobuf varint longer than ten bytes") from None
 
 
 def _groups(fields: _Fields) -> Bools:
@@ -306,15 +383,16 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
                             check_files: Callable[[int], None] | None = None) -> FragmentColumns:
     """The fragments of a Manifest ``section`` as columns. ``records``: ``fragment_records(section)``, when the
     caller walked the top level already (a walk cut short by its ``stop`` gives the fragments it found).
-    ``check_files(n)`` is called with the number of data files before they are decoded (a limit check may
-    raise). Raises FormatError where the protobuf decoder would fail on the fragments' bytes (a truncated
-    field, an unknown wire type)."""
+    ``check_files(n)`` is called with the number of data files met so far while the fragments are walked,
+    and before the data files are decoded (a limit check may raise). Raises FormatError where the protobuf
+    decoder would fail on the fragments' bytes (a truncated field, an unknown wire type)."""
     if records is None:
         records = fragment_records(section)
     starts, lengths = records.starts, records.lengths
     buf = np.frombuffer(section, np.uint8)
     count = starts.size
-    top = _fields(buf, starts, starts + lengths)
+    watch: Watch | None = (FRAG_FILES, check_files) if check_files is not None else None
+    top = _fields(section, buf, starts, starts + lengths, watch)
     irregular = np.zeros(count, np.bool_)
     irregular[top.owner[_groups(top)]] = True
 
@@ -343,7 +421,7 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
     has_deletion = np.zeros(count, np.bool_)
     has_deletion[deletion_owner] = True
     d_start = top.value[deletions].astype(np.int64)
-    dfields = _fields(buf, d_start, d_start + top.length[deletions])
+    dfields = _fields(section, buf, d_start, d_start + top.length[deletions])
     downer = deletion_owner[dfields.owner]  # deletion k belongs to fragment deletion_owner[k]
     irregular[downer[_groups(dfields)]] = True
     dscalar: dict[int, U64] = {}
@@ -354,12 +432,10 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
         dscalar[number], _ = _last(count, downer[chosen], dfields.value[chosen])
 
     files = (top.number == FRAG_FILES) & (top.wire == _WIRE_LEN)
-    if check_files is not None:
-        check_files(int(np.count_nonzero(top.number == FRAG_FILES)))
     file_fragment = top.owner[files]  # owners ascending, wire order within: manifest order of data files
     f_start = top.value[files].astype(np.int64)
     nfiles = file_fragment.size
-    ffields = _fields(buf, f_start, f_start + top.length[files])
+    ffields = _fields(section, buf, f_start, f_start + top.length[files])
     irregular[file_fragment[ffields.owner[_groups(ffields)]]] = True
     file_offsets = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(file_fragment, minlength=count), out=file_offsets[1:])

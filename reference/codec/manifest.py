@@ -9,6 +9,7 @@ sections (``index_section``; ``transaction_section``, field 23 as pylance 14.0.2
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, field
 
@@ -37,8 +38,20 @@ class ManifestFile:
     transaction_bytes: bytes | None
     index_section: table_pb2.IndexSection | None
     size: int
-    #: The fragments as columns (``fragment_columns``), None where only the protobuf decoder read them.
-    fragment_columns: FragmentColumns | None = field(default=None, repr=False, compare=False)
+    #: The Manifest section's bytes, from which ``fragment_columns`` decodes (None: only protobuf reads it).
+    section: bytes | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def fragment_columns(self) -> FragmentColumns | None:
+        """The fragments as columns (``fragment_columns``), decoded on first use; None without the section's
+        bytes or where the columnar decoder cannot read them (every fragment is then judged from the
+        message)."""
+        if self.section is None:
+            return None
+        try:
+            return decode_fragment_columns(self.section)
+        except FormatError:
+            return None
 
 
 def _section(data: bytes, offset: int, where: str, what: str) -> bytes:
@@ -75,14 +88,20 @@ _ENTRY_FIELDS = frozenset(f.number for f in table_pb2.Manifest.DESCRIPTOR.fields
                           if f.is_repeated and f.message_type is not None and f.number != FRAGMENTS)
 
 
-def _fragment_columns(section: bytes, limits: Limits, where: str) -> FragmentColumns | None:
-    """The section's fragments as columns, after refusing a section of more than ``max_fragments`` fragments,
-    or of more than ``max_manifest_entries`` elements of its other repeated fields and data files, before
-    decoding it (decoded, each element costs memory whatever its size on disk); the walk stops at the first
-    fragment too many. None when the columnar decoder cannot read the section: the protobuf decoder then
-    says what is wrong with it, or, where it reads it, every fragment is judged from the message."""
+_SMALLEST_ELEMENT = 2  # bytes: the field key and a zero length
+
+
+def _checked_columns(section: bytes, limits: Limits, where: str) -> FragmentColumns | None:
+    """Refuse a manifest section of more than ``max_fragments`` fragments, or of more than
+    ``max_manifest_entries`` elements of its other repeated fields and data files, before decoding it
+    (decoded, each element costs memory whatever its size on disk); the walk stops at the first element too
+    many. An element takes at least 2 bytes, so a section too small to hold that many is not walked (None).
+    Else the walk's fragments as columns, or None when the columnar decoder cannot read the section (the
+    protobuf decoder then says what is wrong with it)."""
+    if len(section) <= min(limits.max_fragments, limits.max_manifest_entries) * _SMALLEST_ELEMENT:
+        return None
     try:
-        records = fragment_records(section, limits.max_fragments + 1, _ENTRY_FIELDS)
+        records = fragment_records(section, limits.max_fragments + 1, _ENTRY_FIELDS, limits.max_manifest_entries + 1)
     except FormatError:
         return None
     check_limit("max_fragments", limits.max_fragments, records.starts.size, where,
@@ -106,7 +125,7 @@ def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_
     LimitExceeded (before decoding) when it holds more fragments or other entries than ``limits`` allow."""
     position = read_footer(data, where)
     section = data[position + 4 : len(data) - FOOTER_SIZE]
-    columns = _fragment_columns(section, limits, where)
+    columns = _checked_columns(section, limits, where)
     manifest = decode(table_pb2.Manifest, section, where, "manifest section")
     transaction = None
     transaction_bytes = None
@@ -118,7 +137,10 @@ def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_
     if manifest.HasField("index_section"):
         index_section = decode(table_pb2.IndexSection, _section(data, manifest.index_section, where,
                                                                  "index section"), where, "index section")
-    return ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data), columns)
+    decoded = ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data), section)
+    if columns is not None:  # decoded already by the limit walk: the cached property's value
+        decoded.__dict__["fragment_columns"] = columns
+    return decoded
 
 
 def encode_manifest_file(
