@@ -12,7 +12,9 @@ An opt-in script (``run.py`` registers nothing from it; nothing here runs in the
 ``history``, ``--versions`` versions of a growing table (default 10,000; appends with a compaction about every
 200 versions). Every side runs in a child process of its own, ``--repeat`` times (default 1); each run
 reports its seconds (measured inside the child, imports excluded) and its peak resident memory (the child's
-``VmHWM``, imports included). Sides:
+``VmHWM``, imports included; for Spark, the driver's Python alone). lancespec runs with ``--max-fragments`` and
+``--max-manifest-entries`` raised to 4,000,000: 1,000,000 one-file fragments and the schema are one entry past
+the default entry limit. Sides:
 
 * ``certify manifest``: ``certify(uri, areas=["manifest"])``, the manifest checks alone (wide only);
 * ``certify``: ``certify(uri)`` (wide) or ``certify(uri, all_versions=True)`` (history), every check;
@@ -59,17 +61,26 @@ class Run:
 # --- the sides (each runs in a child: ``--side NAME URI OPTIONS_JSON``) --------------------------------
 
 
+def limits() -> Any:
+    """Limits that admit the wide input: 1,000,000 fragments and their 1,000,000 data files plus the schema
+    are one entry past the default ``--max-manifest-entries``."""
+    from lancespec.reference.limits import Limits  # type: ignore[import-not-found, unused-ignore]
+
+    return Limits(max_fragments=4_000_000, max_manifest_entries=4_000_000)
+
+
 def side_certify_manifest(uri: str, options: dict[str, str], history: bool) -> str:
     from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
 
-    report = certify(uri, areas=["manifest"], storage_options=options or None, all_versions=history)
+    report = certify(uri, areas=["manifest"], storage_options=options or None, all_versions=history,
+                     limits=limits())
     return f"exit {report.exit_code}, {len(report.findings)} findings"
 
 
 def side_certify(uri: str, options: dict[str, str], history: bool) -> str:
     from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
 
-    report = certify(uri, storage_options=options or None, all_versions=history)
+    report = certify(uri, storage_options=options or None, all_versions=history, limits=limits())
     return f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings"
 
 
@@ -77,7 +88,7 @@ def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
     from lancespec.conformance.fetch import RunStorage  # type: ignore[import-not-found, unused-ignore]
     from lancespec.inspect import inspect_report, open_dataset  # type: ignore[import-not-found, unused-ignore]
 
-    dataset = open_dataset(uri, RunStorage(options or None))
+    dataset = open_dataset(uri, RunStorage(options or None, limits=limits()))
     document = inspect_report(dataset, dataset.snapshot(strict=False))
     text = json.dumps(document)
     return f"{len(document['fragments']):,} fragments, {len(text) / 2**20:.0f} MiB of JSON"
@@ -87,7 +98,8 @@ def side_spark(uri: str, options: dict[str, str], history: bool) -> str:
     from lancespec.conformance.spark import certify_with_spark, spark_session  # type: ignore[import-not-found, unused-ignore]
 
     spark = spark_session("local[2]", app_name="lancespec-bench-scale")
-    result = certify_with_spark(spark, uri, all_versions=history, storage_options=options or None)
+    result = certify_with_spark(spark, uri, all_versions=history, storage_options=options or None,
+                                limits=limits())
     spark.stop()
     return f"exit {result.report.exit_code}, {result.tasks} tasks"
 

@@ -171,7 +171,15 @@ class Snapshot(Head):
         yield from self.index_files
 
     def problems(self) -> list[LanceSpecError]:
-        """Resolution problems (a base_id with no base)."""
+        """Resolution problems (a base_id with no base). Where the columns show no data or deletion file
+        recorded against a base and no deletion file of an unknown type, no fragment can have one and only
+        the index files are looked at (no fragment is resolved)."""
+        fragments = self.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        if columns is not None and not (columns.irregular.any() or columns.has_base.any()
+                                        or columns.deletion_has_base.any()) and bool(
+                np.isin(columns.deletion_type[columns.has_deletion], list(DELETION_EXTENSIONS)).all()):
+            return [f.problem for f in self.index_files if f.problem is not None]
         return [f.problem for f in self.files() if f.problem is not None]
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -149,11 +150,10 @@ class _Fields:
     group (wire types 3 and 4) is listed and ends the walk of its message; its owner is irregular."""
 
     owner: I64
-    number: I64
-    wire: I64
+    number: npt.NDArray[np.int32]
+    wire: npt.NDArray[np.int8]
     value: U64
     length: I64
-    order: I64  # the field's position within its message
 
 
 #: Below this many messages still being walked, the rest are walked one field at a time in Python: lockstep
@@ -170,8 +170,7 @@ Watch = tuple[int, Callable[[int], None]]
 def _fields(data: bytes, buf: U8, starts: I64, ends: I64, watch: Watch | None = None) -> _Fields:
     """Decode the fields of the messages ``data[starts[k]:ends[k]]`` (``buf``: the same bytes as an array),
     all messages in lockstep while there are many."""
-    parts: list[tuple[I64, ...]] = []
-    values: list[U64] = []
+    parts: list[tuple[Any, ...]] = []
     owner = np.arange(starts.size, dtype=np.int64)
     at, end = starts.astype(np.int64), ends.astype(np.int64)
     live = at < end
@@ -201,36 +200,49 @@ def _fields(data: bytes, buf: U8, starts: I64, ends: I64, watch: Watch | None = 
         group = (wire == 3) | (wire == 4)  # a group has no length: its message is left to protobuf
         if np.any(at[~group] > end[~group]):
             raise FormatError("a protobuf field runs past the end of its message")
-        parts.append((owner, number, wire, length, np.full(owner.size, position, np.int64)))
-        values.append(value)
+        parts.append((position, owner, number.astype(np.int32), wire.astype(np.int8), length, value))
         if watch is not None:
             watched += int(np.count_nonzero(number == watch[0]))
             watch[1](watched)
         live = (at < end) & ~group
         owner, at, end = owner[live], at[live], end[live]
         position += 1
-    if owner.size:
-        tail, tail_values = _walk_each(data, owner.tolist(), at.tolist(), end.tolist(), position, watch, watched)
-        parts.append(tail)
-        values.append(tail_values)
-    if not parts:
-        empty = np.zeros(0, np.int64)
-        return _Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty)
-    cols = [np.concatenate(c) for c in zip(*parts, strict=True)]
-    flat_value = np.concatenate(values)
-    # by message, wire order within each: a message's k-th field goes k places after its first
-    first = np.zeros(starts.size + 1, np.int64)
-    np.cumsum(np.bincount(cols[0], minlength=starts.size), out=first[1:])
-    order = np.empty(cols[0].size, np.int64)
-    order[first[cols[0]] + cols[4]] = np.arange(cols[0].size)
-    return _Fields(cols[0][order], cols[1][order], cols[2][order], flat_value[order], cols[3][order],
-                   cols[4][order])
+    tail = (_walk_each(data, owner.tolist(), at.tolist(), end.tolist(), position, watch, watched)
+            if owner.size else None)
+    return _in_message_order(starts.size, parts, tail)
+
+
+def _in_message_order(messages: int, parts: list[tuple[Any, ...]], tail: tuple[Any, ...] | None) -> _Fields:
+    """The fields of ``parts`` (one lockstep pass each: its position and its fields' owners, numbers, wire
+    types, lengths, values) and ``tail`` (the same with a position per field) by message, wire order within
+    each: a message's k-th field goes k places after its first. Each pass is dropped once placed."""
+    counts = np.zeros(messages, np.int64)
+    for part in parts:
+        counts[part[1]] += 1
+    if tail is not None:
+        counts += np.bincount(tail[1], minlength=messages)
+    first = np.zeros(messages + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    total = int(first[-1])
+    owner, number = np.empty(total, np.int64), np.empty(total, np.int32)
+    wire, length, value = np.empty(total, np.int8), np.empty(total, np.int64), np.empty(total, np.uint64)
+    pieces = [(p[1], p[0], p[2:]) for p in parts]
+    parts.clear()
+    if tail is not None:
+        pieces.append((tail[1], tail[0], tail[2:]))
+    while pieces:
+        of, position, rest = pieces.pop(0)
+        at = first[of] + position
+        owner[at] = of
+        number[at], wire[at], length[at], value[at] = rest
+    return _Fields(owner, number, wire, value, length)
 
 
 def _walk_each(data: bytes, owners: list[int], ats: list[int], ends: list[int], position: int,
-               watch: Watch | None, watched: int) -> tuple[tuple[I64, ...], U64]:
+               watch: Watch | None, watched: int) -> tuple[Any, ...]:
     """The rest of the fields of a few messages (each ``owners[k]`` from ``ats[k]`` to ``ends[k]``, its first
-    ``position`` fields walked already), one field at a time; ``_fields``'s columns of them."""
+    ``position`` fields walked already), one field at a time: each field's position in its message, owner,
+    number, wire type, length and value."""
     out_owner: list[int] = []
     out_number: list[int] = []
     out_wire: list[int] = []
@@ -271,8 +283,8 @@ def _walk_each(data: bytes, owners: list[int], ats: list[int], ends: list[int], 
                         watch[1](watched)
         if watch is not None:
             watch[1](watched)
-        columns = tuple(np.asarray(c, np.int64) for c in (out_owner, out_number, out_wire, out_length, out_position))
-        return columns, np.asarray(out_value, np.uint64)
+        return (np.asarray(out_position, np.int64), np.asarray(out_owner, np.int64), np.asarray(out_number, np.int32),
+                np.asarray(out_wire, np.int8), np.asarray(out_length, np.int64), np.asarray(out_value, np.uint64))
     except OverflowError:
         raise FormatError("protobuf varint longer than ten bytes") from None
 
@@ -327,14 +339,14 @@ class FragmentColumns:
     """The fragments of one Manifest section as columns (``decode_fragment_columns``).
 
     Per fragment (``count`` of them, in manifest order): its bytes in ``section`` (``record_start``,
-    ``record_length``), ``id``, ``physical_rows``, ``file_offsets`` (its
-    data files are ``file_offsets[k]:file_offsets[k+1]``), ``has_deletion`` and the deletion file's
-    ``deletion_type``, ``deletion_read_version``, ``deletion_id``, ``deleted_rows``, ``has_row_ids`` (a
-    row-id sequence stored, inline or external), ``irregular`` (see the module docstring). Per data file:
-    ``file_fragment`` (its fragment's position), ``major``, ``minor``, ``file_size``, ``has_base``,
-    ``base_id``, ``path_start`` and ``path_length`` (into ``section``), and its field ids and column indices
-    as flattened lists: ``field_ids`` with ``field_file`` (the data file each belongs to), likewise
-    ``column_indices`` with ``column_file``."""
+    ``record_length``), ``id``, ``physical_rows``, ``file_offsets`` (its data files are
+    ``file_offsets[k]:file_offsets[k+1]``), ``has_deletion`` and the deletion file's ``deletion_type``,
+    ``deletion_read_version``, ``deletion_id``, ``deleted_rows``, ``deletion_has_base`` (its base_id set),
+    ``has_row_ids`` (a row-id sequence stored, inline or external), ``irregular`` (see the module
+    docstring). Per data file: ``file_fragment`` (its fragment's position), ``major``, ``minor``,
+    ``file_size``, ``has_base``, ``base_id``, ``path_start`` and ``path_length`` (into ``section``), and its
+    field ids and column indices as flattened lists: ``field_ids`` with ``field_file`` (the data file each
+    belongs to), likewise ``column_indices`` with ``column_file``."""
 
     section: bytes
     record_start: I64
@@ -347,6 +359,7 @@ class FragmentColumns:
     deletion_read_version: U64
     deletion_id: U64
     deleted_rows: U64
+    deletion_has_base: Bools
     has_row_ids: Bools
     irregular: Bools
     file_fragment: I64
@@ -425,17 +438,21 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
     downer = deletion_owner[dfields.owner]  # deletion k belongs to fragment deletion_owner[k]
     irregular[downer[_groups(dfields)]] = True
     dscalar: dict[int, U64] = {}
-    for number in (DEL_TYPE, DEL_READ_VERSION, DEL_ID, DEL_ROWS):
+    for number in (DEL_TYPE, DEL_READ_VERSION, DEL_ID, DEL_ROWS, DEL_BASE):
         chosen = dfields.number == number
         irregular[downer[chosen & (dfields.wire != _WIRE_VARINT)]] = True
         chosen &= dfields.wire == _WIRE_VARINT
         dscalar[number], _ = _last(count, downer[chosen], dfields.value[chosen])
+    deletion_bases = np.zeros(count, np.bool_)
+    deletion_bases[downer[(dfields.number == DEL_BASE) & (dfields.wire == _WIRE_VARINT)]] = True
 
     files = (top.number == FRAG_FILES) & (top.wire == _WIRE_LEN)
     file_fragment = top.owner[files]  # owners ascending, wire order within: manifest order of data files
     f_start = top.value[files].astype(np.int64)
     nfiles = file_fragment.size
-    ffields = _fields(section, buf, f_start, f_start + top.length[files])
+    f_end = f_start + top.length[files]
+    del top, files  # the fragments' own fields are read: their memory goes before the data files' is taken
+    ffields = _fields(section, buf, f_start, f_end)
     irregular[file_fragment[ffields.owner[_groups(ffields)]]] = True
     file_offsets = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(file_fragment, minlength=count), out=file_offsets[1:])
@@ -471,8 +488,8 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
     column_indices, column_file = packed(FILE_COLUMNS)
     return FragmentColumns(
         section, starts, lengths, ids, rows, file_offsets, has_deletion, dscalar[DEL_TYPE], dscalar[DEL_READ_VERSION],
-        dscalar[DEL_ID], dscalar[DEL_ROWS], has_row_ids, irregular, file_fragment, major, minor, size, has_base,
-        base_id, path_start, path_length, field_ids, field_file, column_indices, column_file)
+        dscalar[DEL_ID], dscalar[DEL_ROWS], deletion_bases, has_row_ids, irregular, file_fragment, major, minor, size,
+        has_base, base_id, path_start, path_length, field_ids, field_file, column_indices, column_file)
 
 
 __all__ = ["FRAGMENTS", "FragmentColumns", "FragmentRecords", "decode_fragment_columns", "fragment_records"]
