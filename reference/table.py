@@ -273,7 +273,8 @@ class FragmentViews(Sequence[FragmentView]):
         self._manifest_file = manifest_file
         self._resolve = resolve
         self._positions = positions
-        self._cache = cache if cache is not None else [None] * len(manifest_file.manifest.fragments)
+        self._cache: list[FragmentView | None] = (
+            cache if cache is not None else [None] * len(manifest_file.manifest.fragments))
 
     @property
     def columns(self) -> FragmentColumns | None:

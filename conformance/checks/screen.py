@@ -68,7 +68,8 @@ def repeated_within(owner: npt.NDArray[np.int64], values: npt.NDArray[np.int64])
 def decreasing_within(owner: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """The owners whose values (in order) ever decrease."""
     down = (values[1:] < values[:-1]) & (owner[1:] == owner[:-1])
-    return owner[1:][down]
+    owners: npt.NDArray[np.int64] = owner[1:][down]
+    return owners
 
 
 def exact_ids(columns: FragmentColumns, manifest: table_pb2.Manifest) -> npt.NDArray[np.uint64]:

@@ -290,7 +290,8 @@ def _walk_each(data: bytes, owners: list[int], ats: list[int], ends: list[int], 
 
 
 def _groups(fields: _Fields) -> Bools:
-    return (fields.wire == 3) | (fields.wire == 4)
+    groups: Bools = (fields.wire == 3) | (fields.wire == 4)
+    return groups
 
 
 def _last(count: int, owner: I64, value: U64) -> tuple[U64, Bools]:
@@ -409,15 +410,15 @@ def decode_fragment_columns(section: bytes, records: FragmentRecords | None = No
     irregular = np.zeros(count, np.bool_)
     irregular[top.owner[_groups(top)]] = True
 
-    def scalar(number: int) -> tuple[U64, Bools]:
-        chosen = top.number == number
-        bad = chosen & (top.wire != _WIRE_VARINT)
-        irregular[top.owner[bad]] = True
+    def scalar(fields: _Fields, number: int) -> tuple[U64, Bools]:
+        chosen = fields.number == number
+        bad = chosen & (fields.wire != _WIRE_VARINT)
+        irregular[fields.owner[bad]] = True
         chosen &= ~bad
-        return _last(count, top.owner[chosen], top.value[chosen])
+        return _last(count, fields.owner[chosen], fields.value[chosen])
 
-    ids, _ = scalar(FRAG_ID)
-    rows, _ = scalar(FRAG_ROWS)
+    ids, _ = scalar(top, FRAG_ID)
+    rows, _ = scalar(top, FRAG_ROWS)
     known_bytes = np.isin(top.number, list(_FRAG_BYTES_FIELDS))
     irregular[top.owner[known_bytes & (top.wire != _WIRE_LEN)]] = True
     has_row_ids = np.zeros(count, np.bool_)

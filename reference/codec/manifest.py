@@ -29,6 +29,13 @@ _LEN = struct.Struct("<I")
 _TRANSACTION_FIELDS = ("transaction_section", "transaction_section_deprecated")
 
 
+#: The fewest fragments a manifest has for ``ManifestFile.fragment_columns`` to decode them: the columnar
+#: decoder's fixed cost (a few milliseconds of numpy passes) outweighs what it saves on a small manifest, and a
+#: history of 10,000 small versions would pay it 10,000 times. Tests set it to 0 to judge small manifests both
+#: ways.
+COLUMNS_FROM_FRAGMENTS = 1000
+
+
 @dataclass(frozen=True)
 class ManifestFile:
     """A decoded ``.manifest`` file. ``transaction`` is None when the file carries no inline copy."""
@@ -43,10 +50,10 @@ class ManifestFile:
 
     @functools.cached_property
     def fragment_columns(self) -> FragmentColumns | None:
-        """The fragments as columns (``fragment_columns``), decoded on first use; None without the section's
-        bytes or where the columnar decoder cannot read them (every fragment is then judged from the
-        message)."""
-        if self.section is None:
+        """The fragments as columns (``fragment_columns``), decoded on first use; None below
+        ``COLUMNS_FROM_FRAGMENTS`` fragments, without the section's bytes, or where the columnar decoder cannot
+        read them (every fragment is then judged from the message)."""
+        if self.section is None or len(self.manifest.fragments) < COLUMNS_FROM_FRAGMENTS:
             return None
         try:
             return decode_fragment_columns(self.section)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 from lancespec.conformance.checks import VersionContext, all_checks
+from lancespec.reference.codec import manifest as manifest_codec
 from lancespec.reference.codec.fragment_columns import decode_fragment_columns, fragment_records
 from lancespec.reference.codec.manifest import FOOTER_SIZE, decode_manifest_file, encode_manifest_file, read_footer
 from lancespec.reference.errors import LimitExceeded
@@ -153,6 +154,12 @@ def test_the_fragment_limit_is_still_enforced_before_decoding() -> None:
     assert decode_manifest_file(data, "x", Limits(max_fragments=30)).fragment_columns is not None
 
 
+@pytest.fixture(autouse=True)
+def columns_for_every_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns for the small manifests of these tests too (certify decodes them from 1,000 fragments on)."""
+    monkeypatch.setattr(manifest_codec, "COLUMNS_FROM_FRAGMENTS", 0)
+
+
 def _pylance_dataset(tmp_path: Path) -> str:
     uri = str(tmp_path / "ds")
     table = pa.table({"a": list(range(40)), "b": [str(i) for i in range(40)]})
@@ -240,3 +247,10 @@ def test_problems_from_the_columns_equal_those_of_every_file() -> None:
         snapshot = build_snapshot("/nowhere/ds", 1, ManifestNaming.V1, "u", manifest_file)
         every = [f.problem for f in snapshot.files() if f.problem is not None]
         assert [str(p) for p in snapshot.problems()] == [str(p) for p in every]
+
+
+def test_small_manifests_are_judged_from_the_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifest_codec, "COLUMNS_FROM_FRAGMENTS", 1000)
+    small = decode_manifest_file(encode_manifest_file(_random_manifest(random.Random(3), 999), None), "u")
+    large = decode_manifest_file(encode_manifest_file(_random_manifest(random.Random(3), 1000), None), "u")
+    assert small.fragment_columns is None and large.fragment_columns is not None
