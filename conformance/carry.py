@@ -19,11 +19,11 @@ reports is the same with or without the carry; tests certify with it off (``carr
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import FragmentView, Snapshot
+from lancespec.reference.table import FragmentView, FragmentViews, Snapshot
 
 from .findings import Finding
 
@@ -80,8 +80,16 @@ class _Judged:
 
 
 def _keys(snapshot: Snapshot) -> list[bytes]:
-    """Each fragment's DataFragment bytes: equal bytes, the same fragment recorded the same way."""
-    return [f.proto.SerializeToString(deterministic=True) for f in snapshot.fragments]
+    """Each fragment's DataFragment bytes: equal bytes, the same fragment recorded the same way. Where the
+    fragments were decoded as columns, the bytes as stored (no fragment object made); else serialized
+    deterministically. Two versions keyed differently only carry less: a fragment whose keys differ is
+    judged again."""
+    fragments = snapshot.fragments
+    columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+    if columns is None or not isinstance(fragments, FragmentViews):  # (the second test for mypy)
+        return [f.proto.SerializeToString(deterministic=True) for f in fragments]
+    section, starts, lengths = columns.section, columns.record_start, columns.record_length
+    return [section[starts[p]:starts[p] + lengths[p]] for p in fragments.positions]
 
 
 class Carry:
@@ -95,11 +103,14 @@ class Carry:
     def judge(self, version: int, snapshot: Snapshot) -> dict[str, list[Finding]]:
         """Each check's findings on ``version``, carried from the previous version where that is exact."""
         last = self._last
-        new: tuple[FragmentView, ...] | None = None
+        new: Sequence[FragmentView] | None = None
         if last is not None and any(found is not None for found in last.findings.values()):
             keys = _keys(snapshot)
             if context_key(snapshot.manifest) == last.context and last.fragments.issubset(keys):
-                new = tuple(f for f, k in zip(snapshot.fragments, keys, strict=True) if k not in last.fragments)
+                fresh = [i for i, k in enumerate(keys) if k not in last.fragments]
+                fragments = snapshot.fragments
+                new = (fragments.subset(fresh) if isinstance(fragments, FragmentViews)
+                       else tuple(fragments[i] for i in fresh))
         out: dict[str, list[Finding]] = {}
         carried: dict[str, list[Finding] | None] = {}
         for name, run in self._runs.items():

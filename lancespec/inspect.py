@@ -18,7 +18,7 @@ from rich.console import Console
 from .conformance.fetch import RunStorage
 from .conformance.locate import what_is_there
 from .conformance.report import version_ranges
-from .reference.blob.columns import has_blob_column, is_blob_field
+from .reference.blob.columns import blob_field_ids, has_blob_column, is_blob_field
 from .reference.commit import load_transaction
 from .reference.errors import DatasetNotFound, LanceSpecError
 from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, branch_root, index_directory_name
@@ -103,8 +103,10 @@ def _blob_sidecars(snapshot: Snapshot, storage: Storage) -> list[dict[str, Any]]
     """The sidecar files next to the data files that hold a blob column: ``{data file less .lance}/*.blob``
     (Blob v2 post, "Packed" and "Dedicated"), found by listing each such directory."""
     fields = list(snapshot.manifest.fields)
-    out = []
-    for fragment in snapshot.fragments:
+    out: list[dict[str, Any]] = []
+    if not blob_field_ids(fields):  # no data file can hold a blob column
+        return out
+    for fragment in snapshot.each_fragment():
         for resolved, proto in zip(fragment.files, fragment.proto.files, strict=True):
             if resolved.uri is None or not has_blob_column(fields, proto.fields):
                 continue
@@ -151,7 +153,7 @@ def inspect_report(dataset: Dataset, snapshot: Snapshot) -> dict[str, Any]:
                     "num_deleted_rows": frag.deletion.num_deleted_rows,
                 },
             }
-            for frag in snapshot.fragments
+            for frag in snapshot.each_fragment()
         ],
         "index_files": [_file_json(f) for f in snapshot.index_files],
         "data_format": snapshot.manifest.data_format.version,

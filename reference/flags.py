@@ -38,14 +38,16 @@ def uses_stable_row_ids(manifest: table_pb2.Manifest) -> bool:
 
 
 def compute_flags(manifest: table_pb2.Manifest, stable_row_ids: bool | None = None,
-                  transaction_file_written: bool = True) -> tuple[int, int]:
+                  transaction_file_written: bool = True, deletion_files: bool | None = None) -> tuple[int, int]:
     """``(reader, writer)`` flags the manifest's content calls for, as pylance 14.0.2 sets them.
 
     Deletion files and stable row ids set the bit in both words; a non-empty table config sets the
-    writer word only; any base path sets both.
+    writer word only; any base path sets both. ``stable_row_ids`` and ``deletion_files``: whether any
+    fragment stores a row-id sequence or a deletion file, where the caller knows (else the fragments are
+    looked at).
     """
     reader = writer = 0
-    if any(f.HasField("deletion_file") for f in manifest.fragments):
+    if deletion_files if deletion_files is not None else any(f.HasField("deletion_file") for f in manifest.fragments):
         reader |= DELETION_FILES
         writer |= DELETION_FILES
     if uses_stable_row_ids(manifest) if stable_row_ids is None else stable_row_ids:

@@ -7,13 +7,16 @@ files), docs/lance-format.md §6 (manifest names, latest-version discovery) and 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, overload
+
+import numpy as np
 
 from . import flags as feature_flags
 from .codec import (
     BranchRecord,
+    FragmentColumns,
     ManifestFile,
     TagRecord,
     decode_branch,
@@ -136,12 +139,28 @@ class Head:
 class Snapshot(Head):
     """An immutable view of one manifest of a dataset root, every referenced file resolved."""
 
-    fragments: tuple[FragmentView, ...]
+    fragments: Sequence[FragmentView]  # a FragmentViews, resolved as asked; a tuple where a test builds one
     index_files: tuple[ResolvedFile, ...]
 
     @property
     def num_rows(self) -> int:
-        return sum(f.num_rows for f in self.fragments)
+        """Live rows of every fragment (from the columns, where the fragments were decoded as columns)."""
+        fragments = self.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        if columns is None or not isinstance(fragments, FragmentViews) or columns.irregular.any():
+            return sum(f.num_rows for f in fragments)
+        chosen = np.asarray(fragments.positions, np.int64)
+        physical = columns.physical_rows[chosen]
+        deleted = np.where(columns.has_deletion[chosen], columns.deleted_rows[chosen], np.uint64(0))
+        if chosen.size and max(int(physical.max()), int(deleted.max())) >= 2**63 // max(1, chosen.size):
+            return sum(int(p) - int(d) for p, d in zip(physical, deleted, strict=True))  # a sum could wrap
+        return int(physical.sum()) - int(deleted.sum())
+
+    def each_fragment(self) -> Iterator[FragmentView]:
+        """Every fragment, resolved for the caller and not kept (unless something resolved it before): for a
+        reader that walks a large version once."""
+        fragments = self.fragments
+        return fragments.transient() if isinstance(fragments, FragmentViews) else iter(fragments)
 
     def files(self) -> Iterator[ResolvedFile]:
         """Every data, deletion and index file of this version."""
@@ -152,7 +171,15 @@ class Snapshot(Head):
         yield from self.index_files
 
     def problems(self) -> list[LanceSpecError]:
-        """Resolution problems (a base_id with no base)."""
+        """Resolution problems (a base_id with no base). Where the columns show no data or deletion file
+        recorded against a base and no deletion file of an unknown type, no fragment can have one and only
+        the index files are looked at (no fragment is resolved)."""
+        fragments = self.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        if columns is not None and not (columns.irregular.any() or columns.has_base.any()
+                                        or columns.deletion_has_base.any()) and bool(
+                np.isin(columns.deletion_type[columns.has_deletion], list(DELETION_EXTENSIONS)).all()):
+            return [f.problem for f in self.index_files if f.problem is not None]
         return [f.problem for f in self.files() if f.problem is not None]
 
 
@@ -234,10 +261,70 @@ def _fragment_files(resolver: _Resolver, frag: table_pb2.DataFragment,
     return files, DeletionView(resolved, d.file_type, d.read_version, d.id, d.num_deleted_rows)
 
 
+class FragmentViews(Sequence[FragmentView]):
+    """The fragments of one snapshot (or some of them: ``subset``), each resolved when first asked for.
+
+    A check that reads the columns (``columns``: the manifest's fragments decoded as arrays, ``positions``:
+    which of them this sequence holds) never makes a Python object per fragment; one that iterates gets
+    each ``FragmentView`` resolved once and kept. Resolution is ``_fragment_files``'s whichever asks first."""
+
+    def __init__(self, manifest_file: ManifestFile, resolve: Callable[[int], FragmentView],
+                 positions: Sequence[int] | None = None, cache: list[FragmentView | None] | None = None) -> None:
+        self._manifest_file = manifest_file
+        self._resolve = resolve
+        self._positions = positions
+        self._cache: list[FragmentView | None] = (
+            cache if cache is not None else [None] * len(manifest_file.manifest.fragments))
+
+    @property
+    def columns(self) -> FragmentColumns | None:
+        """The whole manifest's fragments as columns (None where only the protobuf decoder read them)."""
+        return self._manifest_file.fragment_columns
+
+    @property
+    def positions(self) -> Sequence[int]:
+        """The positions in the manifest of the fragments this sequence holds, in order."""
+        return range(len(self._cache)) if self._positions is None else self._positions
+
+    def subset(self, positions: Sequence[int]) -> FragmentViews:
+        """The fragments at ``positions`` of this sequence (positions in it, not in the manifest)."""
+        mine = self.positions
+        return FragmentViews(self._manifest_file, self._resolve, [mine[i] for i in positions], self._cache)
+
+    def _view(self, position: int) -> FragmentView:
+        found = self._cache[position]
+        if found is None:
+            found = self._cache[position] = self._resolve(position)
+        return found
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> FragmentView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[FragmentView, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> FragmentView | tuple[FragmentView, ...]:
+        if isinstance(index, slice):
+            return tuple(self._view(p) for p in self.positions[index])
+        return self._view(self.positions[index])
+
+    def __iter__(self) -> Iterator[FragmentView]:
+        return (self._view(p) for p in self.positions)
+
+    def transient(self) -> Iterator[FragmentView]:
+        """Every fragment, those not resolved yet resolved for the caller only (not kept)."""
+        cache, resolve = self._cache, self._resolve
+        return (cache[p] or resolve(p) for p in self.positions)
+
+
 def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri: str,
                    manifest_file: ManifestFile, memo: ResolutionMemo | None = None) -> Snapshot:
     """Resolve every file of a decoded manifest against ``root`` and the manifest's base paths (``memo``:
-    files resolved for other snapshots of the same root, reused and extended)."""
+    files resolved for other snapshots of the same root, reused and extended). The fragments' files are
+    resolved when first asked for (``FragmentViews``); the index files now."""
     manifest = manifest_file.manifest
     bases = bases_of(manifest)
     resolver = _Resolver(root, bases, memo)
@@ -246,8 +333,9 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
     known = memo.fragments.get(bases) if memo is not None else None
     if memo is not None and known is None:
         memo.fragments[bases] = {}
-    fragments = []
-    for frag in manifest.fragments:
+
+    def resolve(position: int) -> FragmentView:
+        frag = manifest.fragments[position]
         key = frag.SerializeToString(deterministic=True) if known is not None else b""
         resolved = known.get(key) if known is not None else None
         if resolved is None:
@@ -255,7 +343,8 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
             resolved = _fragment_files(resolver, frag, manifest_uri)
             if known is not None and resolver.problems == problems:
                 known[key] = resolved
-        fragments.append(FragmentView(frag.id, frag.physical_rows, resolved[0], resolved[1], frag))
+        return FragmentView(frag.id, frag.physical_rows, resolved[0], resolved[1], frag)
+
     index_files: list[ResolvedFile] = []
     if manifest_file.index_section is not None:
         for index in manifest_file.index_section.indices:
@@ -267,9 +356,8 @@ def build_snapshot(root: str, version: int, naming: ManifestNaming, manifest_uri
                     resolver.file(base_id, FileKind.INDEX, f"{index_dir}/{index_file.path}",
                                   index_file.size_bytes or None, manifest_uri, where)
                 )
-    return Snapshot(root, version, naming, manifest_uri, manifest_file, bases, tuple(fragments),
-                    tuple(index_files))
-
+    return Snapshot(root, version, naming, manifest_uri, manifest_file, bases,
+                    FragmentViews(manifest_file, resolve), tuple(index_files))
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,26 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import numpy as np
+
 from lancespec.reference import flags as feature_flags
+from lancespec.reference.codec import FragmentColumns
 from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR
 from lancespec.reference.layout import parse_manifest_name
 from lancespec.reference.proto import file_pb2
 
 from . import VersionContext, version_check
+from .screen import (
+    Bools,
+    any_fragment,
+    columns_of,
+    decreasing_within,
+    exact_ids,
+    files_with,
+    fragments_of_files,
+    repeated_within,
+    suspects,
+)
 
 TOMBSTONE = -2
 
@@ -21,20 +35,28 @@ def fragment_ids(ctx: VersionContext) -> None:
     """Fragment ids unique (MAN-001); max_fragment_id covers them and is present when any exists
     (MAN-002); no fragment kept with every row deleted (DEL-006)."""
     manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
-    counts = Counter(f.id for f in manifest.fragments)
-    for fragment_id, n in sorted(counts.items()):
-        if n > 1:
-            ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments",
-                        f"fragment {fragment_id}")
+    columns = columns_of(ctx.snap)
+    if columns is None:
+        counts = Counter(f.id for f in manifest.fragments)
+        repeated = sorted((i, n) for i, n in counts.items() if n > 1)
+        highest = max(counts, default=0)
+    else:
+        ids, times = np.unique(exact_ids(columns, manifest), return_counts=True)
+        repeated = [(int(i), int(n)) for i, n in zip(ids[times > 1], times[times > 1], strict=True)]
+        highest = int(ids[-1]) if ids.size else 0
+    for fragment_id, n in repeated:
+        ctx.finding("MAN-001", where, f"fragment id {fragment_id} is used by {n} fragments",
+                    f"fragment {fragment_id}")
     if manifest.fragments:
-        highest = max(counts)
         if not manifest.HasField("max_fragment_id"):
             ctx.finding("MAN-002", where, f"max_fragment_id is absent but fragment {highest} exists",
                         code="max_fragment_id_absent")
         elif manifest.max_fragment_id < highest:
             ctx.finding("MAN-002", where, f"max_fragment_id is {manifest.max_fragment_id}, below fragment id {highest}",
                         code="max_fragment_id_below")
-    for fragment in ctx.snap.fragments:
+    # screen: a deletion file whose count reaches the physical rows
+    for fragment in suspects(ctx.snap, lambda c: c.has_deletion & (c.physical_rows > 0)
+                             & (c.deleted_rows >= c.physical_rows)):
         if fragment.deletion is not None and fragment.physical_rows and fragment.num_rows <= 0:
             ctx.finding("DEL-006", where, f"fragment {fragment.id} has all {fragment.physical_rows} rows deleted "
                         "but is still listed", f"fragment {fragment.id}")
@@ -113,7 +135,7 @@ def schema(ctx: VersionContext) -> None:
 @version_check("manifest.fragment_files", "MAN-019", fragment_local=True)
 def fragment_files(ctx: VersionContext) -> None:
     """Every fragment has at least one data file (MAN-019)."""
-    for fragment in ctx.snap.fragments:
+    for fragment in suspects(ctx.snap, lambda c: c.files_per_fragment() == 0):
         if not fragment.files:
             ctx.finding("MAN-019", ctx.snap.manifest_uri,
                         f"fragment {fragment.id} has no data file ({fragment.physical_rows} physical rows)",
@@ -127,7 +149,7 @@ def data_file_fields(ctx: VersionContext) -> None:
     fragment (MAN-007); column_indices one per field, no duplicates but -1, and a legacy file with none
     and its ids sorted (MAN-008)."""
     manifest = ctx.snap.manifest_uri
-    for fragment in ctx.snap.fragments:
+    for fragment in suspects(ctx.snap, _data_file_fields_screen):
         seen: set[int] = set()
         for data_file in fragment.proto.files:
             where = f"fragment {fragment.id} file {data_file.path}"
@@ -161,6 +183,31 @@ def data_file_fields(ctx: VersionContext) -> None:
                                 code="column_indices_duplicate")
 
 
+def _data_file_fields_screen(columns: FragmentColumns) -> Bools:
+    """The fragments ``data_file_fields`` could find something in: a data file storing a negative field id
+    but -2 (MAN-006); a field id but -2 held by two data files of a fragment (MAN-007); a legacy file with
+    column_indices or with its ids ever decreasing, a file with as many column_indices as fields, or with a
+    column index but -1 twice (MAN-008)."""
+    ids, owner = columns.field_ids, columns.field_file
+    files = files_with(columns, owner, (ids < 0) & (ids != TOMBSTONE))
+    legacy = columns.major == 0
+    nfields = np.bincount(owner, minlength=columns.file_count)
+    ncolumns = np.bincount(columns.column_file, minlength=columns.file_count)
+    files |= legacy & (ncolumns > 0)
+    files[decreasing_within(owner, ids)] |= legacy[decreasing_within(owner, ids)]
+    files |= ~legacy & (ncolumns != nfields)
+    listed = columns.column_indices != -1
+    files[repeated_within(columns.column_file[listed], columns.column_indices[listed])] = True
+    flagged = fragments_of_files(columns, files)
+    shared = columns.files_per_fragment()[columns.file_fragment] > 1  # per data file: its fragment has others
+    held = shared[owner] & (ids != TOMBSTONE)
+    if held.any():  # each file's ids once, then an id twice in one fragment
+        pairs = np.unique((owner[held] << 32) | (ids[held] + 2**31))
+        fragment = columns.file_fragment[pairs >> 32]
+        flagged[repeated_within(fragment, (pairs & 0xFFFFFFFF) - 2**31)] = True
+    return flagged
+
+
 #: The data_format versions this suite knows, with the data file versions each allows. A version outside
 #: it is one certify cannot judge (``lancespec.conformance.judgement``), not a breach.
 DATA_FORMAT_FILE_VERSIONS = {"0.1": {(0, 2), (0, 1), (0, 0)}, "2.0": {(2, 0), (0, 3)}, "2.1": {(2, 1)},
@@ -175,13 +222,24 @@ def data_format(ctx: VersionContext) -> None:
     declared = ctx.snap.manifest.data_format.version
     if allowed is None:
         return
-    for fragment in ctx.snap.fragments:
+
+    def screen(columns: FragmentColumns) -> Bools:  # the data files of a version pair not allowed
+        pairs, which = np.unique((columns.major << np.uint64(32)) | columns.minor, return_inverse=True)
+        wrong = np.array([not _file_version_allowed((int(p) >> 32, int(p) & 0xFFFFFFFF), allowed)
+                          for p in pairs], np.bool_)
+        return fragments_of_files(columns, wrong[which] if wrong.size else np.zeros(0, np.bool_))
+
+    for fragment in suspects(ctx.snap, screen):
         for data_file in fragment.proto.files:
             pair = (data_file.file_major_version, data_file.file_minor_version)
-            if pair not in allowed and pair not in FOOTER_VERSION_FOR.get(pair, ()):
+            if not _file_version_allowed(pair, allowed):
                 ctx.finding("MAN-009", ctx.snap.manifest_uri,
                             f"data file version {pair[0]}.{pair[1]} but the dataset declares {declared}",
                             f"fragment {fragment.id} file {data_file.path}")
+
+
+def _file_version_allowed(pair: tuple[int, int], allowed: set[tuple[int, int]]) -> bool:
+    return pair in allowed or pair in FOOTER_VERSION_FOR.get(pair, ())
 
 
 @version_check("manifest.feature_flags", "MAN-010")
@@ -192,9 +250,15 @@ def feature_flags_match(ctx: VersionContext) -> None:
     not know makes it decline to judge (MAN-011, ``judgement``)."""
     manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
     transaction_written = not manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE
-    stable = feature_flags.uses_stable_row_ids(manifest) or (
-        not manifest.fragments and bool(manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS))
-    reader, writer = feature_flags.compute_flags(manifest, stable_row_ids=stable,
+    columns = columns_of(ctx.snap)
+    if columns is None:
+        row_ids, deletions = feature_flags.uses_stable_row_ids(manifest), None
+    else:
+        row_ids = any_fragment(columns, manifest, columns.has_row_ids,
+                               lambda f: f.WhichOneof("row_id_sequence") is not None)
+        deletions = any_fragment(columns, manifest, columns.has_deletion, lambda f: f.HasField("deletion_file"))
+    stable = row_ids or (not manifest.fragments and bool(manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS))
+    reader, writer = feature_flags.compute_flags(manifest, stable_row_ids=stable, deletion_files=deletions,
                                                  transaction_file_written=transaction_written)
     for word, recorded, expected in (("reader", manifest.reader_feature_flags, reader),
                                      ("writer", manifest.writer_feature_flags, writer)):

@@ -107,6 +107,7 @@ class _VersionWork:
             self.transaction_bytes,
             None if self.index_section is None else table_pb2.IndexSection.FromString(self.index_section),
             self.size,
+            fragments,  # the slice is a Manifest section holding only fragments: its columns decode from it
         )
         return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file)
 

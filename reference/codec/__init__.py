@@ -2,6 +2,7 @@
 
 from .datafile import DataFileFooter, parse_footer
 from .deletion import decode_deletions, encode_deletions, file_type_for
+from .fragment_columns import FragmentColumns, decode_fragment_columns
 from .manifest import ManifestFile, decode_manifest_file, encode_manifest_file
 from .refs import BranchRecord, TagRecord, decode_branch, decode_tag, decode_version_hint, encode_version_hint
 from .transaction import decode_transaction, encode_transaction, operation_name
@@ -9,10 +10,12 @@ from .transaction import decode_transaction, encode_transaction, operation_name
 __all__ = [
     "BranchRecord",
     "DataFileFooter",
+    "FragmentColumns",
     "ManifestFile",
     "TagRecord",
     "decode_branch",
     "decode_deletions",
+    "decode_fragment_columns",
     "decode_manifest_file",
     "decode_tag",
     "decode_transaction",

@@ -9,13 +9,15 @@ sections (``index_section``; ``transaction_section``, field 23 as pylance 14.0.2
 
 from __future__ import annotations
 
+import functools
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
 from ..proto import table_pb2, transaction_pb2
-from .wire import count_field, decode, varint
+from .fragment_columns import FRAGMENTS, FragmentColumns, decode_fragment_columns, fragment_records
+from .wire import decode
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
@@ -27,6 +29,13 @@ _LEN = struct.Struct("<I")
 _TRANSACTION_FIELDS = ("transaction_section", "transaction_section_deprecated")
 
 
+#: The fewest fragments a manifest has for ``ManifestFile.fragment_columns`` to decode them: the columnar
+#: decoder's fixed cost (a few milliseconds of numpy passes) outweighs what it saves on a small manifest, and a
+#: history of 10,000 small versions would pay it 10,000 times. Tests set it to 0 to judge small manifests both
+#: ways.
+COLUMNS_FROM_FRAGMENTS = 1000
+
+
 @dataclass(frozen=True)
 class ManifestFile:
     """A decoded ``.manifest`` file. ``transaction`` is None when the file carries no inline copy."""
@@ -36,6 +45,20 @@ class ManifestFile:
     transaction_bytes: bytes | None
     index_section: table_pb2.IndexSection | None
     size: int
+    #: The Manifest section's bytes, from which ``fragment_columns`` decodes (None: only protobuf reads it).
+    section: bytes | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def fragment_columns(self) -> FragmentColumns | None:
+        """The fragments as columns (``fragment_columns``), decoded on first use; None below
+        ``COLUMNS_FROM_FRAGMENTS`` fragments, without the section's bytes, or where the columnar decoder cannot
+        read them (every fragment is then judged from the message)."""
+        if self.section is None or len(self.manifest.fragments) < COLUMNS_FROM_FRAGMENTS:
+            return None
+        try:
+            return decode_fragment_columns(self.section)
+        except FormatError:
+            return None
 
 
 def _section(data: bytes, offset: int, where: str, what: str) -> bytes:
@@ -67,61 +90,41 @@ def read_footer(data: bytes, where: str) -> int:
     return int(position)
 
 
-_FRAGMENTS_FIELD = table_pb2.Manifest.DESCRIPTOR.fields_by_name["fragments"].number
-_FILES_FIELD = table_pb2.DataFragment.DESCRIPTOR.fields_by_name["files"].number
 #: The Manifest's repeated message fields but fragments (fields, schema and table metadata, config, bases).
 _ENTRY_FIELDS = frozenset(f.number for f in table_pb2.Manifest.DESCRIPTOR.fields
-                          if f.is_repeated and f.message_type is not None and f.number != _FRAGMENTS_FIELD)
+                          if f.is_repeated and f.message_type is not None and f.number != FRAGMENTS)
+
+
 _SMALLEST_ELEMENT = 2  # bytes: the field key and a zero length
 
 
-def _check_counts(section: bytes, limits: Limits, where: str) -> None:
+def _checked_columns(section: bytes, limits: Limits, where: str) -> FragmentColumns | None:
     """Refuse a manifest section of more than ``max_fragments`` fragments, or of more than
     ``max_manifest_entries`` elements of its other repeated fields and data files, before decoding it
-    (decoded, each element costs memory whatever its size on disk). An element takes at least 2 bytes, so
-    a section too small to hold that many is not walked; a walk stops at the first element too many."""
+    (decoded, each element costs memory whatever its size on disk); the walk stops at the first element too
+    many. An element takes at least 2 bytes, so a section too small to hold that many is not walked (None).
+    Else the walk's fragments as columns, or None when the columnar decoder cannot read the section (the
+    protobuf decoder then says what is wrong with it)."""
     if len(section) <= min(limits.max_fragments, limits.max_manifest_entries) * _SMALLEST_ELEMENT:
-        return
+        return None
     try:
-        fragments, entries = _count(section, limits.max_fragments + 1, limits.max_manifest_entries + 1)
-    except (FormatError, IndexError):
-        return  # the decoder says what is wrong with it
-    check_limit("max_fragments", limits.max_fragments, fragments, where, "the number of fragments (counted so far)")
-    check_limit("max_manifest_entries", limits.max_manifest_entries, entries, where,
-                "the number of schema fields, base paths, metadata entries and data files (counted so far)")
+        records = fragment_records(section, limits.max_fragments + 1, _ENTRY_FIELDS, limits.max_manifest_entries + 1)
+    except FormatError:
+        return None
+    check_limit("max_fragments", limits.max_fragments, records.starts.size, where,
+                "the number of fragments (counted so far)")
+    entry_stop = limits.max_manifest_entries + 1
 
+    def check_entries(data_files: int) -> None:
+        check_limit("max_manifest_entries", limits.max_manifest_entries,
+                    min(records.entries + data_files, entry_stop), where,
+                    "the number of schema fields, base paths, metadata entries and data files (counted so far)")
 
-def _count(section: bytes, fragment_stop: int, entry_stop: int) -> tuple[int, int]:
-    """``(fragments, entries)`` at the top level of a Manifest section, each counted no further than its stop."""
-    fragments = entries = i = 0
-    end = len(section)
-    while i < end and fragments < fragment_stop and entries < entry_stop:
-        key = section[i]  # one-byte keys and lengths inline: the walk is the hot loop of a huge section
-        if key < 0x80:
-            i += 1
-        else:
-            key, i = varint(section, i)
-        number, wire = key >> 3, key & 7
-        if wire == 2:
-            length = section[i] if i < end else 0x80
-            if length < 0x80:
-                i += 1
-            else:
-                length, i = varint(section, i)
-            if number == _FRAGMENTS_FIELD:
-                fragments += 1
-                if length > _SMALLEST_ELEMENT:
-                    entries += count_field(section[i:i + length], _FILES_FIELD, entry_stop - entries)
-            elif number in _ENTRY_FIELDS:
-                entries += 1
-            i += length
-        elif wire == 0:
-            _, i = varint(section, i)
-        elif wire in (1, 5):
-            i += 8 if wire == 1 else 4
-        else:
-            raise FormatError(f"unsupported protobuf wire type {wire}")
-    return fragments, entries
+    check_entries(0)
+    try:
+        return decode_fragment_columns(section, records, check_entries)
+    except FormatError:
+        return None
 
 
 def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_LIMITS) -> ManifestFile:
@@ -129,7 +132,7 @@ def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_
     LimitExceeded (before decoding) when it holds more fragments or other entries than ``limits`` allow."""
     position = read_footer(data, where)
     section = data[position + 4 : len(data) - FOOTER_SIZE]
-    _check_counts(section, limits, where)
+    columns = _checked_columns(section, limits, where)
     manifest = decode(table_pb2.Manifest, section, where, "manifest section")
     transaction = None
     transaction_bytes = None
@@ -141,7 +144,10 @@ def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_
     if manifest.HasField("index_section"):
         index_section = decode(table_pb2.IndexSection, _section(data, manifest.index_section, where,
                                                                  "index section"), where, "index section")
-    return ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data))
+    decoded = ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data), section)
+    if columns is not None:  # decoded already by the limit walk: the cached property's value
+        decoded.__dict__["fragment_columns"] = columns
+    return decoded
 
 
 def encode_manifest_file(

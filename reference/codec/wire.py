@@ -1,6 +1,6 @@
 """The protobuf wire format: one decoder for every message lancespec reads (``decode``), and fields read one by
 one without decoding a message, for metadata that must be looked at before it is trusted (a data file's column
-metadata, the fragment count of a manifest)."""
+metadata; a manifest's fragments are walked by ``fragment_columns``)."""
 
 from __future__ import annotations
 
@@ -59,30 +59,3 @@ def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
         else:
             raise FormatError(f"unsupported protobuf wire type {wire}")
         yield number, wire, value
-
-
-def count_field(buf: bytes, number: int, stop: int) -> int:
-    """How many times field ``number`` occurs at the top level of ``buf``, counting no further than
-    ``stop`` (a bound is all a caller needs). Nothing is copied; a malformed tail ends the count."""
-    count, i, end = 0, 0, len(buf)
-    while i < end and count < stop:
-        key = buf[i]
-        i += 1
-        if key >= 0x80:
-            key, i = varint(buf, i - 1)
-        wire = key & 7
-        if wire == 2:
-            length = buf[i] if i < end else 0
-            if length < 0x80:
-                i += 1 + length
-            else:
-                length, i = varint(buf, i)
-                i += length
-            count += key >> 3 == number
-        elif wire == 0:
-            _, i = varint(buf, i)
-        elif wire in (1, 5):
-            i += 8 if wire == 1 else 4
-        else:
-            break
-    return count
