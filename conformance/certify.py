@@ -27,7 +27,14 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CannotRead, CertifyError, InvalidRefName, LanceSpecError, VersionNotFound
+from lancespec.reference.errors import (
+    CannotRead,
+    CertifyError,
+    InvalidOption,
+    InvalidRefName,
+    LanceSpecError,
+    VersionNotFound,
+)
 from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
@@ -38,11 +45,12 @@ from .baseline import settle
 from .carry import Carry, Run
 from .catalogue import load_catalogue
 from .checks import REGISTRY, Check, DatasetContext, HistoryCache, VersionContext, select
-from .fetch import FetchProgress, RunStorage
+from .fetch import FetchProgress, Observed, RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
+from .since import Evidence, Since, selection
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
@@ -109,7 +117,8 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,
             offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
-            limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None) -> Report:
+            limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None,
+            since: str | None = None) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
@@ -125,14 +134,30 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     exactly; tests compare the two).
 
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
-    where they came from: ``conformance.baseline``) names it or its requirement."""
+    where they came from: ``conformance.baseline``) names it or its requirement.
+
+    A run that is not ``lazy`` leaves in the report the evidence an incremental run needs
+    (``report.evidence``); ``since``, the path of an earlier run's JSON report, makes this run one
+    (``conformance.since``: SinceRefused when that report cannot be its basis)."""
+    if lazy and since is not None:
+        raise InvalidOption("an incremental run (since) cannot be lazy")
     storage = (open_store(storage_options, limits) if lazy
                else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
     report = Report(main.uri, set_aside=dict(set_aside or {}))
+    chosen = [c.name for c in select(areas)]
+    asked = selection(main.uri, version, all_versions, chosen, limits, offloaded if offload is not None else ())
+    earlier = Since.load(since, asked) if since is not None else None
+    evidence = None if lazy else Evidence(asked)
     try:
-        _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
+        _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded,
+                      evidence, earlier)
         stop_if_unread(storage)
+        if evidence is not None:
+            evidence.seal(storage, main.uri)
+            stop_if_unread(storage)
+        report.evidence = evidence
+        report.carried_over = earlier.summary if earlier is not None else None
     except CannotRead as exc:
         report.cannot_read = str(exc)
         report.findings = []
@@ -157,7 +182,7 @@ def stop_if_unread(storage: Storage) -> None:
 
 def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
                   areas: Iterable[str] | None, progress: Progress | None, offload: Offload | None,
-                  offloaded: Collection[str]) -> None:
+                  offloaded: Collection[str], evidence: Evidence | None, since: Since | None) -> None:
     checks = list(select(areas))
     version_checks = [c for c in checks if c.scope == "version"]
     dataset_checks = [c for c in checks if c.scope == "dataset"]
@@ -208,18 +233,31 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 report.cannot_judge.extend(reasons)
             else:
                 snapshots[v] = loaded
-        _prefetch(main.storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        judged = _carry_over(report, main, label, snapshots, evidence, since)
+        observed = _observe(main.storage, evidence is not None)
+        _prefetch(main.storage, root, judged, local_checks, label, progress)
         stop_if_unread(main.storage)
         runs = {c.name: _runner(root, c) for c in local_checks}
         carried = Carry({n: r for n, r in runs.items() if carry and REGISTRY[n].fragment_local})
-        for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
+        for i, (v, snapshot) in enumerate(sorted(judged.items())):
             if progress:
-                progress(i, len(snapshots), f"{label} v{v} checks")
+                progress(i, len(judged), f"{label} v{v} checks")
             found = carried.judge(v, snapshot)
             for name, run in runs.items():
-                report.findings.extend(found[name] if name in found else run(v, snapshot)[0])
+                made = found[name] if name in found else run(v, snapshot)[0]
+                report.findings.extend(made)
+                if evidence is not None:
+                    evidence.add_version_findings(made)
             if offload is not None and moved:
                 offload(root, v, snapshot, moved)
+        if isinstance(main.storage, RunStorage):
+            main.storage.observed = None
+        if evidence is not None and observed is not None:
+            for v, snapshot in judged.items():
+                evidence.root(label).judged(v, snapshot)
+            evidence.root(label).observed(observed)
+        _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
+        stop_if_unread(main.storage)
         if progress:
             progress(0, 1, f"{label} dataset checks")
         attached = HistoryCache()
@@ -234,6 +272,28 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             report.branch_versions[label] = list(versions)
     if progress:
         progress(1, 1, "done")
+
+
+def _carry_over(report: Report, main: Dataset, label: str, snapshots: dict[int, Snapshot],
+                evidence: Evidence | None, since: Since | None) -> dict[int, Snapshot]:
+    """The ``snapshots`` whose version checks must run: with ``since``, the versions it proves unchanged are
+    left out, and their findings from the earlier report added to ``report`` (``conformance.since``)."""
+    if since is None:
+        return snapshots
+    carried, findings = since.carry(main.storage, main.uri, label, snapshots)
+    report.findings.extend(findings)
+    if evidence is not None and carried:
+        evidence.root(label).carried(since.earlier.roots[label], carried)
+        evidence.add_version_findings(findings)
+    return {v: s for v, s in snapshots.items() if v not in carried}
+
+
+def _observe(storage: Storage, wanted: bool) -> Observed | None:
+    """Start noting what the reads through ``storage`` ask about, when ``wanted`` and it can."""
+    if not wanted or not isinstance(storage, RunStorage):
+        return None
+    storage.observed = Observed()
+    return storage.observed
 
 
 def _runner(root: Dataset, check: Check) -> Run:

@@ -335,7 +335,7 @@ class S3Store(ObjectStore):
             size, modified = int(headers["content-length"]), parsedate_to_datetime(headers["last-modified"])
         except (KeyError, ValueError, TypeError) as exc:
             raise StorageError(f"head failed: an answer without a size or a time ({exc})", uri) from exc
-        return ObjectInfo(uri, size, _utc(modified))
+        return ObjectInfo(uri, size, _utc(modified), headers.get("etag"))
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
         """Objects whose keys start with ``prefix`` + ``/`` (the whole bucket for ``s3://bucket``).
@@ -363,7 +363,7 @@ class S3Store(ObjectStore):
                 else query
             answer = self._http(prefix).get(bucket, "", prefix, max_bytes=self.limits.max_object_bytes, query=asked)
             page = list_page(answer.body, prefix)
-            yield [ObjectInfo(base + name, size, modified) for name, size, modified in page.objects
+            yield [ObjectInfo(base + name, size, modified, etag) for name, size, modified, etag in page.objects
                    if not name.endswith("/")]
             token = page.next_token
 

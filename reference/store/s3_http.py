@@ -175,10 +175,10 @@ class SignedClient:
 
 @dataclass(frozen=True)
 class ListPage:
-    """One page of a ListObjectsV2 answer: (key, size, last modified) of each object, and the token of the
-    next page (None on the last)."""
+    """One page of a ListObjectsV2 answer: (key, size, last modified, ETag or None) of each object, and the
+    token of the next page (None on the last)."""
 
-    objects: list[tuple[str, int, datetime]]
+    objects: list[tuple[str, int, datetime, str | None]]
     next_token: str | None
 
 
@@ -201,7 +201,8 @@ def list_page(body: bytes, uri: str) -> ListPage:
         for item in root.iterfind(f"{ns}Contents"):
             modified = datetime.fromisoformat(item.findtext(f"{ns}LastModified", ""))
             objects.append((decode(item.findtext(f"{ns}Key", "")), int(item.findtext(f"{ns}Size", "")),
-                            modified if modified.tzinfo else modified.replace(tzinfo=UTC)))
+                            modified if modified.tzinfo else modified.replace(tzinfo=UTC),
+                            item.findtext(f"{ns}ETag")))
     except ValueError as exc:
         raise StorageError(f"list failed: an entry without a size or a time: {exc}", uri) from exc
     truncated = root.findtext(f"{ns}IsTruncated", "false") == "true"

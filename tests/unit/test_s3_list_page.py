@@ -21,7 +21,7 @@ def test_url_encoded_keys_are_decoded_and_times_are_utc() -> None:
     body = _answer("<Contents><Key>d/a+b%25c%01</Key><LastModified>2026-11-24T04:40:00.000Z</LastModified>"
                    "<Size>7</Size></Contents>", "<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>")
     page = list_page(body, "s3://b/d")
-    assert page.objects == [("d/a b%c\x01", 7, datetime(2026, 11, 24, 4, 40, tzinfo=UTC))]
+    assert page.objects == [("d/a b%c\x01", 7, datetime(2026, 11, 24, 4, 40, tzinfo=UTC), None)]
     assert page.next_token is None
 
 
@@ -30,7 +30,7 @@ def test_keys_are_kept_as_sent_without_url_encoding_and_without_a_namespace() ->
                    "</Contents>", "<IsTruncated>true</IsTruncated><NextContinuationToken>t+1</NextContinuationToken>",
                    ns="")
     page = list_page(body, "s3://b/d")
-    assert page.objects == [("d/a+b", 1, datetime(2026, 11, 24, 4, 40, tzinfo=UTC))] and page.next_token == "t+1"
+    assert page.objects == [("d/a+b", 1, datetime(2026, 11, 24, 4, 40, tzinfo=UTC), None)] and page.next_token == "t+1"
 
 
 @pytest.mark.parametrize(("body", "says"), [
