@@ -35,7 +35,7 @@ from lancespec.reference.errors import (
     LanceSpecError,
     VersionNotFound,
 )
-from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
+from lancespec.reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
@@ -233,7 +233,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 report.cannot_judge.extend(reasons)
             else:
                 snapshots[v] = loaded
-        judged = _carry_over(report, main, label, snapshots, evidence, since)
+        judged = _carry_over(report, main, root, snapshots, evidence, since)
         observed = _observe(main.storage, evidence is not None)
         _prefetch(main.storage, root, judged, local_checks, label, progress)
         stop_if_unread(main.storage)
@@ -255,7 +255,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         if evidence is not None and observed is not None:
             for v, snapshot in judged.items():
                 evidence.root(label).judged(v, snapshot)
-            evidence.root(label).observed(observed)
+            evidence.root(label).observed(observed, join(root.uri, VERSIONS_DIR))
         _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
         stop_if_unread(main.storage)
         if progress:
@@ -274,13 +274,18 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         progress(1, 1, "done")
 
 
-def _carry_over(report: Report, main: Dataset, label: str, snapshots: dict[int, Snapshot],
+def _carry_over(report: Report, main: Dataset, root: Dataset, snapshots: dict[int, Snapshot],
                 evidence: Evidence | None, since: Since | None) -> dict[int, Snapshot]:
     """The ``snapshots`` whose version checks must run: with ``since``, the versions it proves unchanged are
     left out, and their findings from the earlier report added to ``report`` (``conformance.since``)."""
+    label = root.branch_name or "main"
+    entries = root.version_entries(allow_mixed=True)  # listed before: answered from the run's cache
+    first = entries[0].uri if entries else None
+    if evidence is not None:
+        evidence.root(label).first = first
     if since is None:
         return snapshots
-    carried, findings = since.carry(main.storage, main.uri, label, snapshots)
+    carried, findings = since.carry(main.storage, main.uri, label, first, snapshots)
     report.findings.extend(findings)
     if evidence is not None and carried:
         evidence.root(label).carried(since.earlier.roots[label], carried)

@@ -96,13 +96,16 @@ def finding_from_json(item: Mapping[str, Any]) -> Finding:
 @dataclass
 class RootEvidence:
     """One root's evidence: each judged version's manifest, each referenced file's range of versions (first,
-    last), what else the version checks read (objects, listings), and the version checks' findings."""
+    last), what else the version checks read (objects, listings), the version checks' findings, and the
+    manifest of the root's first version (a shallow clone's inherited files are those of its first version:
+    ``files.data_files_exist`` reads it for every version)."""
 
     manifests: dict[int, str] = field(default_factory=dict)
     files: dict[str, list[int]] = field(default_factory=dict)
     objects: set[str] = field(default_factory=set)
     listings: set[tuple[str, bool]] = field(default_factory=set)
     findings: set[tuple[object, ...]] = field(default_factory=set)
+    first: str | None = None
 
     def judged(self, v: int, snapshot: Snapshot) -> None:
         """Record a version whose version checks ran: its manifest and the files it references."""
@@ -118,10 +121,11 @@ class RootEvidence:
         else:
             span[0], span[1] = min(span[0], first), max(span[1], last)
 
-    def observed(self, seen: Observed) -> None:
-        """What the version checks read besides the manifests and referenced files."""
+    def observed(self, seen: Observed, versions_dir: str) -> None:
+        """What the version checks read besides the manifests and referenced files, less the listing of the
+        root's ``versions_dir`` (what a version check takes of it is the first version: ``first``)."""
         self.objects.update(seen.objects)
-        self.listings.update(seen.listings)
+        self.listings.update(key for key in seen.listings if key != (normalize(versions_dir), False))
 
     def carried(self, earlier: RootEvidence, versions: Iterable[int]) -> None:
         """Take the evidence of the ``versions`` carried from ``earlier``."""
@@ -160,7 +164,8 @@ class Evidence:
         """Record the identity, now, of every object and listing the roots name."""
         now = Present(storage, main_uri)
         for evidence in self.roots.values():
-            for objects in (evidence.manifests.values(), evidence.files, evidence.objects):
+            for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
+                            [evidence.first] if evidence.first else []):
                 for uri in objects:
                     if uri not in self.objects:
                         self.objects[uri] = now.identity(uri)
@@ -178,7 +183,7 @@ class Evidence:
             "roots": {label: {"manifests": {str(v): uri for v, uri in sorted(r.manifests.items())},
                               "files": r.files, "objects": sorted(r.objects.difference(r.files)),
                               "listings": [_listing_key(d, rec) for d, rec in sorted(r.listings)],
-                              "findings": sorted(at[k] for k in r.findings if k in at)}
+                              "findings": sorted(at[k] for k in r.findings if k in at), "first": r.first}
                       for label, r in sorted(self.roots.items())},
         }
 
@@ -194,7 +199,8 @@ class Evidence:
                 listings.add((directory, how == "recursive"))
             evidence.roots[label] = RootEvidence(
                 {int(v): uri for v, uri in r["manifests"].items()},
-                {uri: list(span) for uri, span in r["files"].items()}, set(r["objects"]), listings)
+                {uri: list(span) for uri, span in r["files"].items()}, set(r["objects"]), listings,
+                first=r["first"])
             indices[label] = list(r["findings"])
         return evidence, indices
 
@@ -282,21 +288,22 @@ class Since:
         if different:
             names = {"uri": "the dataset", "version": "--version", "all_versions": "--all-versions",
                      "checks": "the checks (--only)", "limits": "the limits", "offloaded": "the Spark offload"}
-            raise SinceRefused("the earlier report was written with other options: "
+            raise SinceRefused("the earlier report was written with other options ("
                                + ", ".join(names.get(k, k) for k in different)
-                               + " differ; certify with the same ones, or without --since", path)
+                               + "); certify with the same ones, or without --since", path)
         earlier, indices = Evidence.from_json(evidence)
         return cls(path, earlier, [finding_from_json(f) for f in data["findings"]], indices)
 
-    def carry(self, storage: Storage, main_uri: str, label: str,
+    def carry(self, storage: Storage, main_uri: str, label: str, first: str | None,
               snapshots: Mapping[int, Snapshot]) -> tuple[set[int], list[Finding]]:
-        """The versions of root ``label`` among ``snapshots`` to carry, and their findings; notes the rest."""
+        """The versions of root ``label`` (whose first version's manifest is now ``first``) among ``snapshots``
+        to carry, and their findings; notes the rest."""
         if self._present is None:
             self._present = Present(storage, main_uri)
         now = self._present
         before = self.earlier.roots.get(label)
         judged_before = {} if before is None else before.manifests
-        if before is None or self._root_changed(before, now):
+        if before is None or before.first != first or self._root_changed(before, now):
             affected = set(judged_before)
         else:
             affected = set()
@@ -319,7 +326,10 @@ class Since:
         return carried, findings
 
     def _root_changed(self, before: RootEvidence, now: Present) -> bool:
-        """Whether anything the root's checks read besides manifests and referenced files changed."""
+        """Whether the first version's manifest, or anything else the root's checks read besides manifests and
+        referenced files, changed."""
+        if before.first is not None and now.identity(before.first) != self.earlier.objects.get(before.first):
+            return True
         if any(now.identity(uri) != self.earlier.objects.get(uri) for uri in before.objects
                if uri not in before.files):
             return True
