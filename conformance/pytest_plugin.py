@@ -3,8 +3,9 @@
 Installed with lancespec (entry point ``pytest11``). It offers:
 
 - the ``lance_certify`` fixture: ``lance_certify(uri, version=None, all_versions=True, storage_options=None,
-  areas=None, ignore=(), baseline=(), since=None)`` certifies a dataset and fails the test with the report (what breaches
-  a MUST requirement, what was set aside) when it is not conformant; it returns the ``Report`` otherwise;
+  areas=None, ignore=(), baseline=(), since=None)`` certifies a dataset and fails the test with the report
+  (what breaches a MUST requirement, what was set aside) when it is not conformant; it returns the ``Report``
+  otherwise (``since``: an earlier run's JSON report, an incremental run: ``conformance.since``);
 - the option ``--lance-certify URI`` (repeatable): each URI becomes a test item of its own, node id
   ``lance-certify::URI`` (JUnit classname ``lance-certify``, name the URI), so
   ``pytest --lance-certify=/data/ds1 --lance-certify=s3://b/ds2 -p no:cacheprovider`` certifies datasets
