@@ -58,7 +58,7 @@ class Report:
     (``must_findings`` leaves them out, and so the exit status).
     ``evidence`` is what an incremental run needs of this one (None for a lazy run or one that did not
     finish); ``carried_over`` says what an incremental run carried from its earlier report
-    (``conformance.since``).
+    (``conformance.since``); neither takes part in comparing reports (what was judged).
     """
 
     uri: str
@@ -72,8 +72,8 @@ class Report:
     cannot_read: str | None = None
     branch_versions: dict[str, list[int]] = field(default_factory=dict)
     set_aside: dict[str, str] = field(default_factory=dict)
-    evidence: Evidence | None = None
-    carried_over: CarriedOver | None = None
+    evidence: Evidence | None = field(default=None, compare=False)
+    carried_over: CarriedOver | None = field(default=None, compare=False)
 
     @property
     def counted_findings(self) -> list[Finding]:
