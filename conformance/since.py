@@ -307,10 +307,10 @@ class Since:
             affected = set(judged_before)
         else:
             affected = set()
-            for uri, (first, last) in before.files.items():
+            for uri, (lowest, highest) in before.files.items():
                 if now.identity(uri) != self.earlier.objects.get(uri):
-                    affected.update(v for v in judged_before if first <= v <= last)
-        carried = set()
+                    affected.update(v for v in judged_before if lowest <= v <= highest)
+        carried: set[int] = set()
         for v, snapshot in sorted(snapshots.items()):
             manifest = judged_before.get(v)
             if manifest is None:
