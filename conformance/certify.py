@@ -39,7 +39,7 @@ from lancespec.reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, 
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
-from lancespec.reference.table import Dataset, Snapshot
+from lancespec.reference.table import Dataset, Head, Snapshot
 
 from .baseline import settle
 from .carry import Carry, Run
@@ -221,11 +221,13 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     carry = isinstance(main.storage, RunStorage)  # not when lazy
     for root, versions in plan:
         label = root.branch_name or "main"
-        snapshots: dict[int, Snapshot] = {}
-        for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, label, progress), strict=True):
+        carried_over = _carried_over(main, root, versions, evidence, since)
+        snapshots: dict[int, Head] = {}
+        for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, carried_over, label, progress),
+                             strict=True):
             if isinstance(loaded, CannotRead):
                 raise loaded
-            if not isinstance(loaded, Snapshot):
+            if not isinstance(loaded, Head):
                 report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
                 if not all_versions or (root is main and v == versions[-1]):
                     report.readable = False
@@ -233,7 +235,9 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 report.cannot_judge.extend(reasons)
             else:
                 snapshots[v] = loaded
-        judged = _carry_over(report, main, root, snapshots, evidence, since)
+        judged = {v: s for v, s in snapshots.items() if isinstance(s, Snapshot)}
+        if since is not None:
+            _carry_findings(report, label, set(snapshots) - set(judged), evidence, since)
         observed = _observe(main.storage, evidence is not None)
         _prefetch(main.storage, root, judged, local_checks, label, progress)
         stop_if_unread(main.storage)
@@ -274,23 +278,29 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         progress(1, 1, "done")
 
 
-def _carry_over(report: Report, main: Dataset, root: Dataset, snapshots: dict[int, Snapshot],
-                evidence: Evidence | None, since: Since | None) -> dict[int, Snapshot]:
-    """The ``snapshots`` whose version checks must run: with ``since``, the versions it proves unchanged are
-    left out, and their findings from the earlier report added to ``report`` (``conformance.since``)."""
-    label = root.branch_name or "main"
+def _carried_over(main: Dataset, root: Dataset, versions: list[int], evidence: Evidence | None,
+                  since: Since | None) -> set[int]:
+    """The ``versions`` of ``root`` whose version checks ``since`` proves need not run (none without it);
+    notes the root's first version in ``evidence`` (``conformance.since``)."""
     entries = root.version_entries(allow_mixed=True)  # listed before: answered from the run's cache
     first = entries[0].uri if entries else None
+    label = root.branch_name or "main"
     if evidence is not None:
         evidence.root(label).first = first
     if since is None:
-        return snapshots
-    carried, findings = since.carry(main.storage, main.uri, label, first, snapshots)
+        return set()
+    wanted = set(versions)
+    return since.carry(main.storage, main.uri, label, first, {e.version: e.uri for e in entries if e.version in wanted})
+
+
+def _carry_findings(report: Report, label: str, carried: set[int], evidence: Evidence | None, since: Since) -> None:
+    """Add to ``report`` the earlier report's version-check findings on the ``carried`` versions of root
+    ``label``, and to ``evidence`` the earlier evidence of those versions."""
+    findings = since.findings(label, carried)
     report.findings.extend(findings)
     if evidence is not None and carried:
         evidence.root(label).carried(since.earlier.roots[label], carried)
         evidence.add_version_findings(findings)
-    return {v: s for v, s in snapshots.items() if v not in carried}
 
 
 def _observe(storage: Storage, wanted: bool) -> Observed | None:
@@ -312,14 +322,15 @@ def _runner(root: Dataset, check: Check) -> Run:
     return run
 
 
-def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label: str,
-                    progress: Progress | None) -> list[Snapshot | LanceSpecError]:
+def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], heads: set[int], label: str,
+                    progress: Progress | None) -> list[Head | LanceSpecError]:
     """The snapshot of each version (or why it cannot be read), fetched and decoded in parallel through a
-    ``RunStorage``, one by one otherwise."""
+    ``RunStorage``, one by one otherwise; for a version in ``heads`` (one an incremental run carries over),
+    its manifest decoded without resolving its files, which no version check will ask for."""
 
-    def load(v: int) -> Snapshot | LanceSpecError:
+    def load(v: int) -> Head | LanceSpecError:
         try:
-            return root.snapshot(v, strict=False)
+            return root.head(v, strict=False) if v in heads else root.snapshot(v, strict=False)
         except LanceSpecError as exc:
             return exc
 
@@ -329,10 +340,10 @@ def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label:
     return storage.fetch_all(jobs, remote=_remote(root), progress=_reading(progress, label, "manifest(s)"))
 
 
-def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot], checks: list[Check],
+def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Head], checks: list[Check],
               label: str, progress: Progress | None) -> None:
-    """Every read the ``checks`` declare for the ``snapshots``, each distinct read once, in parallel (none
-    without a ``RunStorage``: the checks then read as they go)."""
+    """Every read the ``checks`` declare for the ``snapshots`` (a version check's: for the resolved ones), each
+    distinct read once, in parallel (none without a ``RunStorage``: the checks then read as they go)."""
     if not isinstance(storage, RunStorage):
         return
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
@@ -340,7 +351,8 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
     for check in prefetchers.values():
         assert check.prefetch is not None
         contexts: list[VersionContext | DatasetContext] = (
-            [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()]
+            [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()
+             if isinstance(snapshot, Snapshot)]
             if check.scope == "version"
             else [DatasetContext(root, versions=sorted(snapshots), snapshots=dict(snapshots))])
         for ctx in contexts:

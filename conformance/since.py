@@ -295,9 +295,9 @@ class Since:
         return cls(path, earlier, [finding_from_json(f) for f in data["findings"]], indices)
 
     def carry(self, storage: Storage, main_uri: str, label: str, first: str | None,
-              snapshots: Mapping[int, Snapshot]) -> tuple[set[int], list[Finding]]:
-        """The versions of root ``label`` (whose first version's manifest is now ``first``) among ``snapshots``
-        to carry, and their findings; notes the rest."""
+              manifests: Mapping[int, str]) -> set[int]:
+        """The versions of root ``label`` (its first version's manifest now ``first``; ``manifests``: the
+        manifest of each version asked about) whose version checks need not run; notes the rest."""
         if self._present is None:
             self._present = Present(storage, main_uri)
         now = self._present
@@ -311,19 +311,22 @@ class Since:
                 if now.identity(uri) != self.earlier.objects.get(uri):
                     affected.update(v for v in judged_before if lowest <= v <= highest)
         carried: set[int] = set()
-        for v, snapshot in sorted(snapshots.items()):
-            manifest = judged_before.get(v)
-            if manifest is None:
+        for v, manifest in sorted(manifests.items()):
+            judged = judged_before.get(v)
+            if judged is None:
                 self.summary.new.append(_place(label, v))
-            elif (v in affected or manifest != snapshot.manifest_uri
-                  or now.identity(manifest) != self.earlier.objects.get(manifest)):
+            elif v in affected or judged != manifest or now.identity(manifest) != self.earlier.objects.get(manifest):
                 self.summary.changed.append(_place(label, v))
             else:
                 carried.add(v)
-        findings = [f for i in self._indices.get(label, []) if (f := self._findings[i]).version in carried]
+        return carried
+
+    def findings(self, label: str, carried: set[int]) -> list[Finding]:
+        """The earlier report's version-check findings on the ``carried`` versions of root ``label``."""
+        found = [f for i in self._indices.get(label, []) if (f := self._findings[i]).version in carried]
         self.summary.versions += len(carried)
-        self.summary.findings += len(findings)
-        return carried, findings
+        self.summary.findings += len(found)
+        return found
 
     def _root_changed(self, before: RootEvidence, now: Present) -> bool:
         """Whether the first version's manifest, or anything else the root's checks read besides manifests and

@@ -17,6 +17,7 @@ from lancespec.cli import main
 from lancespec.conformance.certify import certify
 from lancespec.conformance.fixtures.clean import rewrite_manifest
 from lancespec.conformance.pytest_plugin import certify_or_fail
+from lancespec.conformance.shapes import SHAPES
 from lancespec.conformance.since import SinceRefused
 from lancespec.reference.proto import table_pb2
 
@@ -176,3 +177,20 @@ def test_the_api_and_the_pytest_plugin_take_since(history: str, tmp_path: Path) 
     assert report.carried_over.new == ["v6"]
     with pytest.raises(SinceRefused):
         certify_or_fail(history, all_versions=False, since=earlier)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_pylance_shape_unchanged_is_carried_whole(name: str, tmp_path: Path) -> None:
+    """On every shape pylance writes (clones, branches, bases, blobs, indices, deletions): run again with
+    nothing changed, the versions judged are carried (the dataset checks see them unresolved) and the report
+    equals a full run's."""
+    from lancespec.conformance.report import render_json, to_json
+
+    shape = SHAPES[name](tmp_path / "shape")
+    earlier = tmp_path / "earlier.json"
+    first = certify(shape.uri, all_versions=True)
+    earlier.write_text(render_json(first))
+    again = to_json(certify(shape.uri, all_versions=True, since=str(earlier)))
+    assert _judged(again) == _judged(to_json(certify(shape.uri, all_versions=True)))
+    judged = sum(len(r["manifests"]) for r in json.loads(earlier.read_text())["evidence"]["roots"].values())
+    assert again["carried_over"]["changed"] == [] and again["carried_over"]["versions"] == judged > 0
