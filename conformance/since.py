@@ -17,9 +17,18 @@ when the earlier run judged it, its manifest is the same object with the same id
 range changed, appeared or vanished, and nothing else its root's checks read changed. A carried version's
 version-check findings are taken from the earlier report and its version checks do not run. Every other
 version (new ones, and those judged before whose evidence changed: the report lists them) is judged. The
-dataset checks (history, refs, layout, conflicts, orphans: every cross-version rule) always run on the
-whole history, with every version's snapshot loaded as in a full run, so they see exactly what a full run
-sees. The result is the report a full run would write, with ``carried_over`` saying what was carried.
+carry is decided from the listing alone, before any manifest is read. The dataset checks (history, refs,
+layout, conflicts, orphans: every cross-version rule) always run on the whole history, every version
+decoded as in a full run; a carried version is not resolved (a ``Head``; ``DatasetContext.snapshot``
+resolves it for the rule that needs its files), so they see exactly what a full run sees.
+
+Which checks are which: a version check (``Check.scope == "version"``) judges one version from its
+manifest and the objects it reads, so its findings can be carried; one version check looks beyond its
+version (``files.data_files_exist`` asks whether the root's first version is a shallow clone, whose
+inherited files it then excuses), hence ``first`` in the evidence: a root whose first version changed
+(a cleanup, a rewritten manifest) is judged again whole. A dataset check (history, ids, conflicts, refs,
+layout, orphans, clones, index coverage) looks across versions or at the dataset as a whole and always
+runs. The result is the report a full run would write, with ``carried_over`` saying what was carried.
 
 An earlier report is refused (``SinceRefused``, exit 2) when it is not a lancespec certify report of this
 lancespec version with evidence, when it was written for another dataset, another version selection,
