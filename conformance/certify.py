@@ -27,22 +27,23 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CannotRead, InvalidRefName, LanceSpecError, VersionNotFound
-from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
+from lancespec.reference.errors import CannotRead, InvalidOption, InvalidRefName, LanceSpecError, VersionNotFound
+from lancespec.reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
 from lancespec.reference.store.uri import join, scheme_of
-from lancespec.reference.table import Dataset, Snapshot
+from lancespec.reference.table import Dataset, Head, Snapshot
 
 from .baseline import settle
 from .carry import Carry, Run
 from .catalogue import load_catalogue
 from .checks import REGISTRY, Check, DatasetContext, HistoryCache, VersionContext, select
-from .fetch import FetchProgress, RunStorage
+from .fetch import FetchProgress, Observed, RunStorage
 from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
+from .since import Evidence, Since, selection
 
 
 class CertifyError(Exception):
@@ -121,7 +122,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             progress: Progress | None = None, offload: Offload | None = None,
             offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
             limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None,
-            storage: Storage | None = None) -> Report:
+            storage: Storage | None = None, since: str | None = None) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
@@ -139,15 +140,31 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     Findings are marked with the known divergence they match, and set aside when ``set_aside`` (ids to
     where they came from: ``conformance.baseline``) names it or its requirement. ``storage``: the store to
     read through, for a caller that draws from the same reads afterwards (``certify --format html`` hands its
-    ``RunStorage`` to the page, so one run feeds every format); made from the options otherwise."""
+    ``RunStorage`` to the page, so one run feeds every format); made from the options otherwise.
+
+    A run that is not ``lazy`` leaves in the report the evidence an incremental run needs
+    (``report.evidence``); ``since``, the path of an earlier run's JSON report, makes this run one
+    (``conformance.since``: SinceRefused when that report cannot be its basis)."""
+    if lazy and since is not None:
+        raise InvalidOption("an incremental run (since) cannot be lazy")
     if storage is None:
         storage = (open_store(storage_options, limits) if lazy
                    else RunStorage(storage_options, io_parallelism, limits))
     main = Dataset(uri, storage)
     report = Report(main.uri, set_aside=dict(set_aside or {}))
+    chosen = [c.name for c in select(areas)]
+    asked = selection(main.uri, version, all_versions, chosen, limits, offloaded if offload is not None else ())
+    earlier = Since.load(since, asked) if since is not None else None
+    evidence = None if lazy else Evidence(asked)
     try:
-        _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded)
+        _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded,
+                      evidence, earlier)
         stop_if_unread(storage)
+        if evidence is not None:
+            evidence.seal(storage, main.uri)
+            stop_if_unread(storage)
+        report.evidence = evidence
+        report.carried_over = earlier.summary if earlier is not None else None
     except CannotRead as exc:
         report.cannot_read = str(exc)
         report.findings = []
@@ -172,7 +189,7 @@ def stop_if_unread(storage: Storage) -> None:
 
 def _certify_into(report: Report, main: Dataset, version: int | None, all_versions: bool,
                   areas: Iterable[str] | None, progress: Progress | None, offload: Offload | None,
-                  offloaded: Collection[str]) -> None:
+                  offloaded: Collection[str], evidence: Evidence | None, since: Since | None) -> None:
     checks = list(select(areas))
     version_checks = [c for c in checks if c.scope == "version"]
     dataset_checks = [c for c in checks if c.scope == "dataset"]
@@ -211,11 +228,13 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
     carry = isinstance(main.storage, RunStorage)  # not when lazy
     for root, versions in plan:
         label = root.branch_name or "main"
-        snapshots: dict[int, Snapshot] = {}
-        for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, label, progress), strict=True):
+        carried_over = _carried_over(main, root, versions, evidence, since)
+        snapshots: dict[int, Head] = {}
+        for v, loaded in zip(versions, _load_snapshots(main.storage, root, versions, carried_over, label, progress),
+                             strict=True):
             if isinstance(loaded, CannotRead):
                 raise loaded
-            if not isinstance(loaded, Snapshot):
+            if not isinstance(loaded, Head):
                 report.findings.append(_unreadable(root, v, loaded.where or root.uri, loaded.message))
                 if not all_versions or (root is main and v == versions[-1]):
                     report.readable = False
@@ -223,18 +242,33 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 report.cannot_judge.extend(reasons)
             else:
                 snapshots[v] = loaded
-        _prefetch(main.storage, root, snapshots, local_checks + dataset_checks, label, progress)
+        judged = {v: s for v, s in snapshots.items() if isinstance(s, Snapshot)}
+        if since is not None:
+            _carry_findings(report, label, set(snapshots) - set(judged), evidence, since)
+        observed = _observe(main.storage, evidence is not None)
+        _prefetch(main.storage, root, judged, local_checks, label, progress)
         stop_if_unread(main.storage)
         runs = {c.name: _runner(root, c) for c in local_checks}
         carried = Carry({n: r for n, r in runs.items() if carry and REGISTRY[n].fragment_local})
-        for i, (v, snapshot) in enumerate(sorted(snapshots.items())):
+        for i, (v, snapshot) in enumerate(sorted(judged.items())):
             if progress:
-                progress(i, len(snapshots), f"{label} v{v} checks")
+                progress(i, len(judged), f"{label} v{v} checks")
             found = carried.judge(v, snapshot)
             for name, run in runs.items():
-                report.findings.extend(found[name] if name in found else run(v, snapshot)[0])
+                made = found[name] if name in found else run(v, snapshot)[0]
+                report.findings.extend(made)
+                if evidence is not None:
+                    evidence.add_version_findings(made)
             if offload is not None and moved:
                 offload(root, v, snapshot, moved)
+        if isinstance(main.storage, RunStorage):
+            main.storage.observed = None
+        if evidence is not None and observed is not None:
+            for v, snapshot in judged.items():
+                evidence.root(label).judged(v, snapshot)
+            evidence.root(label).observed(observed, join(root.uri, VERSIONS_DIR))
+        _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
+        stop_if_unread(main.storage)
         if progress:
             progress(0, 1, f"{label} dataset checks")
         attached = HistoryCache()
@@ -251,6 +285,39 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         progress(1, 1, "done")
 
 
+def _carried_over(main: Dataset, root: Dataset, versions: list[int], evidence: Evidence | None,
+                  since: Since | None) -> set[int]:
+    """The ``versions`` of ``root`` whose version checks ``since`` proves need not run (none without it);
+    notes the root's first version in ``evidence`` (``conformance.since``)."""
+    entries = root.version_entries(allow_mixed=True)  # listed before: answered from the run's cache
+    first = entries[0].uri if entries else None
+    label = root.branch_name or "main"
+    if evidence is not None:
+        evidence.root(label).first = first
+    if since is None:
+        return set()
+    wanted = set(versions)
+    return since.carry(main.storage, main.uri, label, first, {e.version: e.uri for e in entries if e.version in wanted})
+
+
+def _carry_findings(report: Report, label: str, carried: set[int], evidence: Evidence | None, since: Since) -> None:
+    """Add to ``report`` the earlier report's version-check findings on the ``carried`` versions of root
+    ``label``, and to ``evidence`` the earlier evidence of those versions."""
+    findings = since.findings(label, carried)
+    report.findings.extend(findings)
+    if evidence is not None and carried:
+        evidence.root(label).carried(since.earlier.roots[label], carried)
+        evidence.add_version_findings(findings)
+
+
+def _observe(storage: Storage, wanted: bool) -> Observed | None:
+    """Start noting what the reads through ``storage`` ask about, when ``wanted`` and it can."""
+    if not wanted or not isinstance(storage, RunStorage):
+        return None
+    storage.observed = Observed()
+    return storage.observed
+
+
 def _runner(root: Dataset, check: Check) -> Run:
     """``check`` as a function of one version of ``root`` (``carry.Run``)."""
 
@@ -262,14 +329,15 @@ def _runner(root: Dataset, check: Check) -> Run:
     return run
 
 
-def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label: str,
-                    progress: Progress | None) -> list[Snapshot | LanceSpecError]:
+def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], heads: set[int], label: str,
+                    progress: Progress | None) -> list[Head | LanceSpecError]:
     """The snapshot of each version (or why it cannot be read), fetched and decoded in parallel through a
-    ``RunStorage``, one by one otherwise."""
+    ``RunStorage``, one by one otherwise; for a version in ``heads`` (one an incremental run carries over),
+    its manifest decoded without resolving its files, which no version check will ask for."""
 
-    def load(v: int) -> Snapshot | LanceSpecError:
+    def load(v: int) -> Head | LanceSpecError:
         try:
-            return root.snapshot(v, strict=False)
+            return root.head(v, strict=False) if v in heads else root.snapshot(v, strict=False)
         except LanceSpecError as exc:
             return exc
 
@@ -279,10 +347,10 @@ def _load_snapshots(storage: Storage, root: Dataset, versions: list[int], label:
     return storage.fetch_all(jobs, remote=_remote(root), progress=_reading(progress, label, "manifest(s)"))
 
 
-def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot], checks: list[Check],
+def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Head], checks: list[Check],
               label: str, progress: Progress | None) -> None:
-    """Every read the ``checks`` declare for the ``snapshots``, each distinct read once, in parallel (none
-    without a ``RunStorage``: the checks then read as they go)."""
+    """Every read the ``checks`` declare for the ``snapshots`` (a version check's: for the resolved ones), each
+    distinct read once, in parallel (none without a ``RunStorage``: the checks then read as they go)."""
     if not isinstance(storage, RunStorage):
         return
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
@@ -290,7 +358,8 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Snapshot]
     for check in prefetchers.values():
         assert check.prefetch is not None
         contexts: list[VersionContext | DatasetContext] = (
-            [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()]
+            [VersionContext(root, version=v, snapshot=snapshot) for v, snapshot in snapshots.items()
+             if isinstance(snapshot, Snapshot)]
             if check.scope == "version"
             else [DatasetContext(root, versions=sorted(snapshots), snapshots=dict(snapshots))])
         for ctx in contexts:

@@ -21,6 +21,10 @@ spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
   file's size, footer and row count from one suffix read; a deletion file's offsets) land in the run's
   cache, and the checks, run afterwards one by one, find them there.
 
+* **What a phase asks about can be noted** (``observed``, an ``Observed``): certify notes what the version
+  checks read, the basis of an incremental run's proof that nothing they judged has changed
+  (``conformance.since``).
+
 A run is read-only and short: the store is assumed not to change under it. Retries, timeouts and
 backoff are the backend's (``lancespec.reference.store.cloud``: object_store's).
 """
@@ -32,6 +36,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, StorageError
@@ -40,7 +45,7 @@ from lancespec.reference.store import ObjectInfo, ObjectStore, Storage, Tail
 from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
 from lancespec.reference.store.uri import normalize, scheme_of
 
-__all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "RunStorage", "io_parallelism_of"]
+__all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "Observed", "RunStorage", "io_parallelism_of"]
 
 R = TypeVar("R")
 
@@ -74,8 +79,20 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
     return parsed
 
 
+@dataclass
+class Observed:
+    """What reads asked about while ``RunStorage.observed`` was set: objects by URI (read, sized or found
+    missing), listings as ``(directory, recursive)``; answered from the run's cache or not."""
+
+    objects: set[str] = field(default_factory=set)
+    listings: set[tuple[str, bool]] = field(default_factory=set)
+
+
 class RunStorage(Storage):
     """A ``Storage`` for one read-only run: listings and small objects remembered, reads run in parallel."""
+
+    #: Set to note what the reads ask about (``Observed``); None: nothing is noted.
+    observed: Observed | None = None
 
     def __init__(self, storage_options: Mapping[str, str] | None = None, io_parallelism: int | None = None,
                  limits: Limits = DEFAULT_LIMITS, backends: dict[str, ObjectStore] | None = None) -> None:
@@ -110,6 +127,8 @@ class RunStorage(Storage):
         """A listing made once: from the store, or cut out of a recursive listing of the directory or of an
         ancestor made before."""
         directory = normalize(prefix)
+        if self.observed is not None:
+            self.observed.listings.add((directory, recursive))
         found = self._listings.get((directory, recursive))
         if found is None:
             found = self._from_ancestor(directory, recursive)
@@ -146,6 +165,7 @@ class RunStorage(Storage):
         return False
 
     def head(self, uri: str) -> ObjectInfo:
+        self._note(uri)
         if scheme_of(uri) == "file":  # a local stat is cheap, and it alone knows a FIFO from a file
             return super().head(uri)
         info = self._listed_objects.get(uri)
@@ -154,6 +174,10 @@ class RunStorage(Storage):
         if self._answered_by_listing(uri):
             raise ObjectNotFound("no such object", uri)
         return self._once(uri, lambda: super(RunStorage, self).head(uri))
+
+    def _note(self, uri: str) -> None:
+        if self.observed is not None:
+            self.observed.objects.add(uri)
 
     def _once(self, uri: str, read: Callable[[], R]) -> R:
         """``read()`` of the object ``uri``, unless a read of it failed before in this run: then that failure
@@ -174,14 +198,17 @@ class RunStorage(Storage):
             raise
 
     def get_range(self, uri: str, start: int, length: int) -> bytes:
+        self._note(uri)
         return self._once(uri, lambda: super(RunStorage, self).get_range(uri, start, length))
 
     def get_tail(self, uri: str, length: int) -> Tail:
+        self._note(uri)
         return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length))
 
     # --- objects -------------------------------------------------------------------------------------
 
     def get(self, uri: str) -> bytes:
+        self._note(uri)
         with self._lock:
             data = self._objects.get(uri)
             if data is not None:

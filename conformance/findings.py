@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .since import CarriedOver, Evidence
 
 
 @dataclass(frozen=True, order=True)
@@ -52,6 +56,9 @@ class Report:
     ``set_aside`` maps each requirement or divergence id the run set aside to where it came from
     ("--ignore", "baseline FILE"); findings it set aside carry the id and count for nothing
     (``must_findings`` leaves them out, and so the exit status).
+    ``evidence`` is what an incremental run needs of this one (None for a lazy run or one that did not
+    finish); ``carried_over`` says what an incremental run carried from its earlier report
+    (``conformance.since``); neither takes part in comparing reports (what was judged).
     """
 
     uri: str
@@ -65,6 +72,8 @@ class Report:
     cannot_read: str | None = None
     branch_versions: dict[str, list[int]] = field(default_factory=dict)
     set_aside: dict[str, str] = field(default_factory=dict)
+    evidence: Evidence | None = field(default=None, compare=False)
+    carried_over: CarriedOver | None = field(default=None, compare=False)
 
     @property
     def counted_findings(self) -> list[Finding]:

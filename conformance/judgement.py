@@ -9,12 +9,12 @@ the same case: it cannot say which data files are right.
 from __future__ import annotations
 
 from lancespec.reference import flags as feature_flags
-from lancespec.reference.table import Snapshot
+from lancespec.reference.table import Head
 
 from .checks.manifest import DATA_FORMAT_FILE_VERSIONS
 
 
-def cannot_judge(snapshot: Snapshot) -> list[str]:
+def cannot_judge(snapshot: Head) -> list[str]:
     """Why certify cannot judge ``snapshot``, one sentence per reason; empty when it can."""
     manifest, version = snapshot.manifest, snapshot.version
     reasons = []

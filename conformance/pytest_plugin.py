@@ -3,8 +3,9 @@
 Installed with lancespec (entry point ``pytest11``). It offers:
 
 - the ``lance_certify`` fixture: ``lance_certify(uri, version=None, all_versions=True, storage_options=None,
-  areas=None, ignore=(), baseline=())`` certifies a dataset and fails the test with the report (what breaches
-  a MUST requirement, what was set aside) when it is not conformant; it returns the ``Report`` otherwise;
+  areas=None, ignore=(), baseline=(), since=None)`` certifies a dataset and fails the test with the report
+  (what breaches a MUST requirement, what was set aside) when it is not conformant; it returns the ``Report``
+  otherwise (``since``: an earlier run's JSON report, an incremental run: ``conformance.since``);
 - the option ``--lance-certify URI`` (repeatable): each URI becomes a test item of its own, node id
   ``lance-certify::URI`` (JUnit classname ``lance-certify``, name the URI), so
   ``pytest --lance-certify=/data/ds1 --lance-certify=s3://b/ds2 -p no:cacheprovider`` certifies datasets
@@ -56,11 +57,14 @@ Baselines = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 def certify_or_fail(uri: str, *, version: int | None = None, all_versions: bool = True,
                     storage_options: Mapping[str, str] | None = None, areas: Iterable[str] | None = None,
-                    ignore: Iterable[str] = (), baseline: Baselines = ()) -> Report:
+                    ignore: Iterable[str] = (), baseline: Baselines = (),
+                    since: str | os.PathLike[str] | None = None) -> Report:
     """Certify ``uri``; raise CertificationFailed (an AssertionError) unless it is conformant. ``ignore``:
     requirement or known divergence ids to set aside (``--ignore``); ``baseline``: baseline files
-    (``--baseline``), one or several (``conformance.baseline``). InvalidOption for an unknown id or a
-    baseline that cannot be read."""
+    (``--baseline``), one or several (``conformance.baseline``); ``since``: an earlier run's JSON report
+    (``--since``: ``conformance.since``; write one with ``report.render_json``). InvalidOption for an
+    unknown id or a baseline that cannot be read; ``since.SinceRefused`` for a report that cannot be the
+    basis of an incremental run."""
     __tracebackhide__ = True
     from .baseline import set_aside_ids
     from .certify import certify
@@ -69,7 +73,8 @@ def certify_or_fail(uri: str, *, version: int | None = None, all_versions: bool 
     files = [baseline] if isinstance(baseline, str | os.PathLike) else list(baseline)
     set_aside = set_aside_ids(list(ignore), [os.fspath(f) for f in files])
     report = certify(uri, version=version, all_versions=all_versions and version is None,
-                     storage_options=storage_options, areas=areas, set_aside=set_aside)
+                     storage_options=storage_options, areas=areas, set_aside=set_aside,
+                     since=os.fspath(since) if since is not None else None)
     if not report.conformant:
         raise CertificationFailed(render_text(report))
     return report

@@ -62,6 +62,8 @@ def to_json(report: Report) -> dict[str, Any]:
                       for rid, n in set_aside_counts(report).items()],
         "known_divergences": dict(known_divergences_seen(report.findings)),
         "findings": [f.to_json() for f in report.findings],
+        "carried_over": report.carried_over.to_json() if report.carried_over is not None else None,
+        "evidence": report.evidence.to_json(report.findings) if report.evidence is not None else None,
     }
 
 
@@ -175,6 +177,8 @@ def render_text(report: Report) -> str:
         f"{len(report.requirements_checked)} requirements; {musts} MUST and {shoulds} SHOULD findings"
         + (f" ({known} of them known divergences)" if known else ""),
     ]
+    if report.carried_over is not None:
+        lines.append(f"  {printable(report.carried_over.line())}")
     if report.set_aside:
         lines.append("  set aside: " + ", ".join(_set_aside_parts(report)))
     lines += [f"  {printable(reason)}" for reason in report.cannot_judge]

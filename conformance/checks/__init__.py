@@ -21,7 +21,7 @@ from typing import Any
 from lancespec.reference.errors import LanceSpecError
 from lancespec.reference.proto import table_pb2
 from lancespec.reference.store import Storage
-from lancespec.reference.table import Dataset, Snapshot, VersionEntry
+from lancespec.reference.table import Dataset, Head, Snapshot, VersionEntry
 
 from ..catalogue import load_catalogue
 from ..findings import Finding
@@ -100,11 +100,23 @@ class DatasetContext(_Context):
 
     ``history()`` is the view cross-version rules need (ids never reused, counters that never decrease,
     clones faithful to their source): every attached version, certified or not, one at a time (``attached``
-    is shared by the dataset checks of one root)."""
+    is shared by the dataset checks of one root).
+
+    ``snapshots`` holds each certified version's manifest, decoded: a ``Snapshot`` (every file resolved)
+    where certify resolved it, else a ``Head`` (an incremental run does not resolve the versions it
+    carries over: ``conformance.since``); ``snapshot(v)`` is the version with its files resolved, either
+    way."""
 
     versions: list[int] = field(default_factory=list)
-    snapshots: dict[int, Snapshot] = field(default_factory=dict)
+    snapshots: dict[int, Head] = field(default_factory=dict)
     attached: HistoryCache = field(default_factory=HistoryCache)
+
+    def snapshot(self, version: int) -> Snapshot:
+        """Certified ``version`` with every file resolved (resolved now, and kept, when it was not)."""
+        found = self.snapshots[version]
+        if not isinstance(found, Snapshot):
+            found = self.snapshots[version] = self.dataset.snapshot(version, strict=False)
+        return found
 
     def history(self) -> Iterator[PastVersion]:
         """Every readable attached version of the root, oldest first, up to the latest certified one, each

@@ -20,7 +20,7 @@ from lancespec.reference.layout import TAGS_DIR, TREE_DIR, FileKind
 from lancespec.reference.proto import transaction_pb2
 from lancespec.reference.store import Storage
 from lancespec.reference.store.uri import join, normalize, relative_to
-from lancespec.reference.table import Dataset, ResolvedFile, Snapshot
+from lancespec.reference.table import Dataset, Head, ResolvedFile, Snapshot
 
 from . import DatasetContext, dataset_check
 
@@ -37,9 +37,9 @@ class _Lineage:
     clone: transaction_pb2.Transaction.Clone
 
 
-def first_clone(dataset: Dataset, known: Mapping[int, Snapshot]) -> _Lineage | None:
-    """The root's clone lineage (its first version taken from ``known`` when there), or None when its first
-    version is no (readable) clone."""
+def first_clone(dataset: Dataset, known: Mapping[int, Head]) -> _Lineage | None:
+    """The root's clone lineage (its first version taken from ``known`` when there, resolved), or None when
+    its first version is no (readable) clone."""
     try:
         entries = dataset.version_entries(allow_mixed=True)
         if not entries:
@@ -48,7 +48,8 @@ def first_clone(dataset: Dataset, known: Mapping[int, Snapshot]) -> _Lineage | N
         txn = load_transaction(dataset, first)
         if txn is None or txn.WhichOneof("operation") != "clone":
             return None
-        snapshot = known.get(first) or dataset.snapshot(first, strict=False)
+        given = known.get(first)
+        snapshot = given if isinstance(given, Snapshot) else dataset.snapshot(first, strict=False)
     except LanceSpecError:
         return None
     return _Lineage(first, snapshot, txn.clone)
@@ -64,7 +65,7 @@ def _key(resolved: ResolvedFile) -> _FileKey:
 
 
 def _later(ctx: DatasetContext, lineage: _Lineage) -> Iterable[Snapshot]:
-    return [ctx.snapshots[v] for v in sorted(ctx.snapshots) if v > lineage.first]
+    return [ctx.snapshot(v) for v in sorted(ctx.snapshots) if v > lineage.first]
 
 
 def _holds_dataset(storage: Storage, uri: str) -> bool:

@@ -16,7 +16,7 @@ from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFou
 from lancespec.reference.layout import TRANSACTIONS_DIR, bare_name_escape
 from lancespec.reference.proto import transaction_pb2
 from lancespec.reference.store.uri import join
-from lancespec.reference.table import Snapshot
+from lancespec.reference.table import Head
 
 from . import DatasetContext, Prefetch, dataset_check
 
@@ -47,7 +47,7 @@ def manifests_readable(ctx: DatasetContext) -> None:
             pass  # not there any more, or not readable: HIST-001 above says so
 
 
-def transaction_file(ctx: DatasetContext, snapshot: Snapshot) -> tuple[str, bytes | None] | None:
+def transaction_file(ctx: DatasetContext, snapshot: Head) -> tuple[str, bytes | None] | None:
     """The URI and content (None when absent) of the transaction file the manifest names; None when it
     names none."""
     name = snapshot.manifest.transaction_file
@@ -110,7 +110,7 @@ def transactions(ctx: DatasetContext) -> None:
             _latest_file(ctx, snapshot, found)
 
 
-def _read_version(ctx: DatasetContext, snapshot: Snapshot, txn: transaction_pb2.Transaction) -> None:
+def _read_version(ctx: DatasetContext, snapshot: Head, txn: transaction_pb2.Transaction) -> None:
     version, read = snapshot.version, txn.read_version
     if txn.WhichOneof("operation") == "clone":
         if read != txn.clone.ref_version:
@@ -123,7 +123,7 @@ def _read_version(ctx: DatasetContext, snapshot: Snapshot, txn: transaction_pb2.
                        code="read_version_not_earlier")
 
 
-def _latest_file(ctx: DatasetContext, snapshot: Snapshot, found: tuple[str, bytes | None] | None) -> None:
+def _latest_file(ctx: DatasetContext, snapshot: Head, found: tuple[str, bytes | None] | None) -> None:
     if found is None:
         if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
             ctx.finding_at(snapshot.version, "HIST-004", snapshot.manifest_uri,

@@ -270,14 +270,15 @@ def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
                        areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
                        fragments_per_task: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                       set_aside: Mapping[str, str] | None = None) -> SparkCertification:
+                       set_aside: Mapping[str, str] | None = None, since: str | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
     checks run as one Spark job over the fragments of every certified version.
 
     ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
     ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials); ``limits`` and
-    ``set_aside``: as certify's."""
+    ``set_aside`` and ``since`` (an incremental run: the executors judge only the versions certify does not
+    carry over): as certify's."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
     works: dict[int, _VersionWork] = {}
@@ -291,7 +292,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
         phases["offload"] += time.perf_counter() - at
 
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
-                     offload=offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside)
+                     offload=offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside, since=since)
     phases["certify"] = time.perf_counter() - started
     result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
                                 phases=phases)
@@ -323,6 +324,8 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
             report.cannot_read, report.findings, stop.report = str(stop), [], report
             raise stop
         found = [r[1] for r in rows if r[0] == "finding"]
+        if report.evidence is not None:
+            report.evidence.add_version_findings(found)
         report.findings = order_findings([*report.findings, *found])
         settle(report)  # the executors' findings are marked as certify marks its own
         result.tasks = partitions

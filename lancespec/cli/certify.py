@@ -59,6 +59,10 @@ def add_certify_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write-baseline", metavar="FILE",
                         help="write a baseline setting aside every finding of this run, one entry per finding "
                         "(a known divergence: one entry by its id)")
+    parser.add_argument("--since", metavar="REPORT",
+                        help="an earlier run's JSON report (--format json): carry over the findings of the versions "
+                        "it judged that are unchanged on storage and judge the rest; refused (exit 2) when it was "
+                        "written for another dataset, version selection, checks or limits")
     add_storage_options(parser)
     add_limit_options(parser)
 
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     set_aside = set_aside_ids(args.ignore, args.baseline)
     with progress_bar("certifying", quiet=args.quiet) as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
-                         progress=progress, set_aside=set_aside, storage=storage)
+                         progress=progress, set_aside=set_aside, storage=storage, since=args.since)
     emit_report(report, chosen, args)
     if args.write_baseline:
         entries = write_baseline(report, args.write_baseline, __version__)

@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
                                             areas=args.only, storage_options=options,
                                             fragments_per_task=args.fragments_per_task, limits=limits_of(args),
-                                            set_aside=set_aside)
+                                            set_aside=set_aside, since=args.since)
             finally:
                 if existing is None:  # a session this command started; one the caller had stays up
                     spark.stop()

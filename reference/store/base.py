@@ -23,11 +23,13 @@ MAX_IO_PARALLELISM = 1024
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """One stored object: its absolute URI, size in bytes and last-modified time (UTC)."""
+    """One stored object: its absolute URI, size in bytes, last-modified time (UTC) and, where the store gives
+    one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since)."""
 
     uri: str
     size: int
     last_modified: datetime
+    etag: str | None = None
 
 
 @dataclass(frozen=True)

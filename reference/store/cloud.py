@@ -278,7 +278,7 @@ class CloudStore(ObjectStore):
             meta = obstore.head(store, key)
         except Exception as exc:
             self._fail(exc, "head", uri)
-        return ObjectInfo(uri, int(meta["size"]), meta["last_modified"])
+        return ObjectInfo(uri, int(meta["size"]), meta["last_modified"], meta.get("e_tag"))
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
         """Objects under the directory ``prefix`` (the whole bucket for ``SCHEME://bucket``), by URI; a missing
@@ -307,7 +307,7 @@ class CloudStore(ObjectStore):
             if listed > self.config.max_listed_objects:
                 raise LimitExceeded(f"the listing holds more than {self.config.max_listed_objects} objects (raise "
                                     "it with --storage-option lancespec_max_listed_objects=N)", prefix)
-            yield [ObjectInfo(base + m["path"], int(m["size"]), m["last_modified"]) for m in batch
+            yield [ObjectInfo(base + m["path"], int(m["size"]), m["last_modified"], m.get("e_tag")) for m in batch
                    if m["path"] != key_prefix and (recursive or "/" not in m["path"][below:])]
 
     def _batches(self, prefix: str, start: Any) -> Iterator[Sequence[Any]]:

@@ -76,9 +76,40 @@ def test_spark_certify_command_in_process(spark: Any, tmp_path: Path, capsys: py
     code = main(["spark-certify", shape.uri, "--master", "local[2]", "--all-versions", "--format", "json"])
     out, err = capsys.readouterr()
     expected = to_json(certify(shape.uri, all_versions=True))
-    assert (code, json.loads(out)) == (expected["exit_code"], expected)
+    document = json.loads(out)
+    assert document["evidence"]["selection"]["offloaded"]  # a Spark run's evidence is for Spark runs only
+    assert (code, _judged(document)) == (expected["exit_code"], _judged(expected))
     assert "task(s)" in err
     assert not spark.sparkContext._jsc.sc().isStopped(), "a session the caller started stays up"
+
+
+def _judged(document: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report less what says how it was made (``evidence``, ``carried_over``)."""
+    return {k: v for k, v in document.items() if k not in ("evidence", "carried_over")}
+
+
+def test_spark_certify_since(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``spark-certify --since``: after one more commit only the new version goes to the executors, and the
+    report equals certify's in full; a report of plain certify is refused (exit 2)."""
+    import lance
+    import pyarrow as pa
+
+    uri = str(tmp_path / "ds")
+    for i in range(3):
+        lance.write_dataset(pa.table({"id": [i]}), uri, mode="append" if i else "create")
+    earlier, later = tmp_path / "earlier.json", tmp_path / "later.json"
+    common = ["spark-certify", uri, "--master", "local[2]", "--all-versions", "--format", "json", "--quiet"]
+    assert main([*common, "--output", str(earlier)]) == 0
+    lance.write_dataset(pa.table({"id": [3]}), uri, mode="append")
+    assert main([*common, "--output", str(later), "--since", str(earlier)]) == 0
+    document = json.loads(later.read_text())
+    assert document["carried_over"]["versions"] == 3 and document["carried_over"]["new"] == ["v4"]
+    assert _judged(document) == _judged(to_json(certify(uri, all_versions=True)))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(to_json(certify(uri, all_versions=True))))
+    capsys.readouterr()
+    assert main([*common, "--output", str(tmp_path / "refused.json"), "--since", str(plain)]) == 2
+    assert "the Spark offload" in capsys.readouterr().err
 
 
 def test_spark_certify_command_starts_local_spark(tmp_path: Path) -> None:
