@@ -64,6 +64,8 @@ class Scheduler:
         """The client of every released request, in release order: the schedule."""
         self.timeouts = 0
         self.preempted = 0
+        self.first_release = float("inf")
+        """When the first request was released (``time.monotonic``): before it every writer runs at once."""
         self._rng = random.Random(f"{seed}/schedule")
         self._live = set(self.clients)
         self._pending: list[Ticket] = []
@@ -154,6 +156,8 @@ class Scheduler:
                 ticket = self._choose()
                 self._pending.remove(ticket)
                 self._busy = True
+                if not self.order:
+                    self.first_release = time.monotonic()
                 self.order.append(ticket.client)
                 ticket.released.set()
 

@@ -301,7 +301,7 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
         checking_started = time.monotonic()
         wire: list[WireWrite] = list(proxy.writes)
         if scheduler is not None:
-            history, wire = logical_times(history, wire)
+            history, wire = logical_times(history, wire, scheduler.first_release)
         final = observe(bucket, direct, initial,
                         lambda done, total: note(done, total, "reading every retained version"))
         final.read_versions = read_versions_of(wire)
@@ -324,12 +324,18 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
             server.stop()
 
 
-def logical_times(history: History, wire: list[WireWrite]) -> tuple[History, list[WireWrite]]:
+def logical_times(history: History, wire: list[WireWrite], first_release: float) -> tuple[History, list[WireWrite]]:
     """A deterministic run's history and wire log with every time replaced by its rank among the run's instants
     (``LOGICAL_TICK_S`` apart, from the start), and the proxy's ports taken out of error messages: the order of
-    instants is the schedule's (one thing runs at a time), their spacing and the ports are the machine's."""
-    instants = sorted({e.time for e in history} | {w.t for w in wire} | {w.forwarded for w in wire if w.forwarded})
-    rank = {t: history.t0 + (k + 1) * LOGICAL_TICK_S for k, t in enumerate(instants)}
+    instants is the schedule's (one thing runs at a time), their spacing and the ports are the machine's. Before
+    ``first_release`` every writer runs at once (its first invocation, its first request): those instants are
+    ordered by writer."""
+    def order(t: float, process: int) -> tuple[int, int, float]:
+        return (0, process, t) if t < first_release else (1, 0, t)
+
+    keys = {(e.time, order(e.time, e.process)) for e in history} | {(w.t, order(w.t, w.client)) for w in wire} | {
+        (w.forwarded, order(w.forwarded, w.client)) for w in wire if w.forwarded}
+    rank = {t: history.t0 + (k + 1) * LOGICAL_TICK_S for k, (t, _) in enumerate(sorted(keys, key=lambda x: x[1]))}
 
     def value(v: dict[str, Any]) -> dict[str, Any]:
         return {k: _PORT.sub("127.0.0.1:PORT", x) if isinstance(x, str) else x for k, x in v.items()}
