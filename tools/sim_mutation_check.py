@@ -135,6 +135,30 @@ MUTANTS = (
               "    elif operation == \"append\":",
               "an overwrite numbers its fragments from 0 again: fragment ids are reused and max_fragment_id goes "
               "down (the rows are right; only the format is broken)"),
+    SimMutant("deletion-file-not-cumulative", "ops.py",
+              "        rows = set(deleted_offsets(dataset.storage, fragment)) | set(new_rows[fragment_id])\n",
+              "        rows = set(new_rows[fragment_id])\n",
+              "a delete writes a deletion file of the rows it deletes alone, not of every row the fragment has lost: "
+              "the rows an earlier delete removed from that fragment come back"),
+    SimMutant("stage-loses-physical-rows", "../conformance/adapters/reference.py",
+              "        self.staged[op.key] = (snapshot.version, [w.fragment for w in written])\n",
+              "        self.staged[op.key] = (snapshot.version, [w.fragment for w in written])\n"
+              "        for fragment in self.staged[op.key][1]:\n"
+              "            fragment.ClearField(\"physical_rows\")\n",
+              "a two-phase write hands its staged fragments to the commit without their physical_rows (as a "
+              "coordinator that carries only the files' paths): the committed fragment claims no rows"),
+    SimMutant("clone-of-previous-version", "clone.py",
+              "    snapshot = source.snapshot(version)\n    manifest, indices = _shallow_manifest(",
+              "    snapshot = source.snapshot(version - 1 if version > 1 else version)\n"
+              "    manifest, indices = _shallow_manifest(",
+              "a shallow clone copies no file but references the manifest of the version before the one it names "
+              "(an off-by-one): the clone's version holds another version's rows"),
+    SimMutant("cleanup-races-commit", "gc.py",
+              "    rules = _Rules(referenced, verified, policy, now - policy.unverified_threshold)\n",
+              "    rules = _Rules(referenced, verified, policy, versions[-1].timestamp)\n",
+              "cleanup takes a file older than the newest version for one no commit in progress can use, and deletes "
+              "it when unreferenced: a commit whose files were written before another writer's last commit (a lost "
+              "race, a two-phase write) loses them before its manifest lands"),
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"
