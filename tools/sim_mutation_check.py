@@ -25,8 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation_check import Mutant, apply, environment, prepare, run_each
@@ -38,9 +40,25 @@ BATTERY_TIME_LIMIT = 60
 #: every writer shares, and two-phase writes that pin their read version with a tag, with cleanups enough to
 #: meet the files of commits still to come and to free the versions after a pinned one.
 CONTENDED = "append=20,shared-delete=25,shared-tag=15,pinned-stage=15,cleanup=15,tag=3,clone=2"
-#: (fault profile, seed, operation mix or "" for the default) per run, in order; the first anomaly kills the
-#: mutant.
-BATTERY = (("default", 1, ""), ("lost-ack-bursts", 2, ""), ("none", 3, CONTENDED))
+
+
+class BatteryRun(NamedTuple):
+    """One run of the battery: its fault profile, seed, operation mix ("" for the default) and whether the proxy
+    schedules it (``simulate --deterministic``: the interleaving is the seed's too)."""
+
+    faults: str
+    seed: int
+    mix: str
+    deterministic: bool = False
+
+    def label(self, seed: int) -> str:
+        named = "contended" if self.mix == CONTENDED else self.mix
+        return (f"faults={self.faults} seed={seed}" + (f" mix={named}" if self.mix else "")
+                + (" deterministic" if self.deterministic else ""))
+
+
+#: The runs, in order; the first anomaly kills the mutant.
+BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -177,6 +195,10 @@ class Verdict:
     status: str  # killed, survived, error
     detail: str
     seconds: float
+    kills: int = 0
+    rounds: int = 1
+    by_run: Counter[str] = field(default_factory=Counter)
+    """How many rounds each battery run (``faults/mix``) made the kill in."""
 
 
 #: The seed of a battery run in round ``k`` (``--seeds``): round 0 is the battery as listed.
@@ -184,26 +206,30 @@ SEED_STRIDE = 100
 
 
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
     the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
     folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``.
-    ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds)."""
-    for faults, first_seed, mix in BATTERY:
-        seed = first_seed + round_ * SEED_STRIDE
+    ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds). The third
+    value names the battery run that decided (``faults[/mix][/det]``), "" when none did."""
+    for step in BATTERY:
+        faults, mix = step.faults, step.mix
+        seed = step.seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
-        named = "contended" if mix == CONTENDED else mix
-        label = f"faults={faults} seed={seed}" + (f" mix={named}" if mix else "")
+        label = step.label(seed)
+        short = faults + ("/contended" if mix == CONTENDED else f"/{mix}" if mix else "") + (
+            "/det" if step.deterministic else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
                    "--time-limit", str(BATTERY_TIME_LIMIT), "--format", "json", "--output", str(report),
-                   *(["--weights", mix] if mix else []), *(shrink or [])]
+                   *(["--weights", mix] if mix else []), *(["--deterministic"] if step.deterministic else []),
+                   *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
                                   check=False)
         except subprocess.TimeoutExpired:
-            return "error", f"{label}: no verdict within {timeout:.0f}s"
+            return "error", f"{label}: no verdict within {timeout:.0f}s", short
         if done.returncode != 0 and keep is not None and report.exists():
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
@@ -212,11 +238,11 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
             first = next((line for line in lines if ANOMALY_LINE.match(line)), None) or next(
                 (line for line in lines if line.startswith("writer error:")), "anomalies found")
             shrunk = done.stderr[done.stderr.find("shrinking"):] if shrink and "shrinking" in done.stderr else ""
-            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
+            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else ""), short
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()
-            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
-    return "survived", "no run of the battery found an anomaly"
+            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}", short
+    return "survived", "no run of the battery found an anomaly", ""
 
 
 def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
@@ -228,13 +254,24 @@ def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str]
         apply(src, patch)
     start = time.monotonic()
     outcomes = [_battery(src, environment(pkg), where, timeout, shrink, keep, k) for k in range(rounds)]
-    status, detail = outcomes[0]
+    status, detail, _ = outcomes[0]
+    kills = sum(s == "killed" for s, _, _ in outcomes)
     if rounds > 1:
-        kills = sum(s == "killed" for s, _ in outcomes)
-        errors = sum(s == "error" for s, _ in outcomes)
+        errors = sum(s == "error" for s, _, _ in outcomes)
         status = "killed" if kills else ("error" if errors else "survived")
         detail = f"killed {kills}/{rounds}" + (f" ({errors} errors)" if errors else "") + f"; first: {detail}"
-    return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
+    return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start, kills, rounds,
+                   Counter(by for s, _, by in outcomes if s == "killed"))
+
+
+def rate_table(verdicts: list[Verdict]) -> str:
+    """The kill rate of every mutant over the rounds, its time, and which battery runs made the kills."""
+    width = max(len(v.name) for v in verdicts)
+    lines = [f"{'mutant':{width}}  killed  seconds  killed by", f"{'-' * width}  ------  -------  ---------"]
+    for v in verdicts:
+        runs = ", ".join(f"{run} {n}" for run, n in v.by_run.most_common())
+        lines.append(f"{v.name:{width}}  {v.kills:>2}/{v.rounds:<3}  {v.seconds:7.0f}  {runs or '-'}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -269,7 +306,7 @@ def main(argv: list[str]) -> int:
         return 0
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
     started = time.monotonic()
-    battery = ", ".join(f"{f}/seed {s}" + (f"/mix {m}" if m else "") for f, s, m in BATTERY)
+    battery = "; ".join(step.label(step.seed) for step in BATTERY)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
@@ -292,6 +329,9 @@ def main(argv: list[str]) -> int:
         note = f"expected to survive: {mutant.survives_because}" if mutant.survives_because else mutant.what
         print(f"{'':{width}}  {'':8}  {'':6}  ({note})")
     killed = sum(v.status == "killed" for v in verdicts)
+    if args.seeds > 1:
+        print(f"\nkill rate over {args.seeds} seed rounds (seeds moved by {SEED_STRIDE} per round):\n"
+              f"{rate_table(verdicts)}")
     print(f"\nsimulator mutation score: {killed}/{len(verdicts)} killed in {time.monotonic() - started:.0f}s "
           f"(jobs {args.jobs})")
     unexplained = [v.name for v in verdicts if v.status != "killed" and not by_name[v.name].survives_because]
