@@ -313,6 +313,9 @@ def render(report: RunReport, console: Console) -> None:
     summary.add_row("requests", str(sum(report.requests.values())))
     if report.cut_ops:
         summary.add_row("operations not started (time limit)", str(report.cut_ops))
+    if report.schedule is not None:
+        summary.add_row("scheduled releases (deterministic)", str(len(report.schedule)))
+        summary.add_row("releases without every writer waiting", str(report.schedule_timeouts))
     for kind in FAULTS:
         summary.add_row(f"faults: {kind}", str(report.faults.get(kind, 0)))
     console.print(summary)

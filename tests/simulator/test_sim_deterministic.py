@@ -103,3 +103,15 @@ def test_battery_sized_runs_repeat_and_replay_reproduces_a_report(tmp_path: Path
     capsys.readouterr()
     main(["simulate", "--replay", str(report), "--format", "json", "--output", str(tmp_path / "again.json")])
     assert "replay: identical to the report" in capsys.readouterr().err
+
+
+def test_shrinking_a_deterministic_run_bounds_its_preemptions() -> None:
+    from lancespec.simulator.shrink import PREEMPTION_START, candidates
+
+    def bounds(config: RunConfig) -> list[int | None]:
+        return [c.preemptions for what, c in candidates(config) if "preemptions" in what]
+
+    assert bounds(RunConfig(faults="none")) == []  # an interleaving of the machine's has no schedule to shrink
+    assert bounds(RunConfig(faults="none", deterministic=True)) == [0, PREEMPTION_START]
+    assert bounds(RunConfig(faults="none", deterministic=True, preemptions=10)) == [0, 5]
+    assert bounds(RunConfig(faults="none", deterministic=True, preemptions=0)) == []
