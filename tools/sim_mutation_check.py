@@ -6,19 +6,22 @@ touched). The simulator (``lancespec simulate``, reference writers, embedded S3 
 battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
 anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
 
-Budget: at most ``len(BATTERY)`` (3) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
-operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives
-no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
+Budget: at most ``len(BATTERY)`` (4) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
+operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds (a deterministic run,
+which starts every operation, is stopped at ``DETERMINISTIC_TIME_LIMIT`` plus the simulator's grace); a run that
+gives no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
 the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the resends
 or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
-commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults. Prints one line per
-mutant (killed by which run, or survived with the reason it is believed to survive), the score and the
-wall time.
+commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults; the broad mix
+(``BROAD``) under the default faults, scheduled by the proxy from its seed. Prints one line per mutant (killed
+by which run, or survived with the reason it is believed to survive), the score and the wall time; with
+``--seeds N``, a line per round and the table of kill rates.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -36,6 +40,7 @@ from mutation_check import Mutant, apply, environment, prepare, run_each
 BATTERY_WRITERS = 6
 BATTERY_OPS = 90
 BATTERY_TIME_LIMIT = 60
+DETERMINISTIC_TIME_LIMIT = 420
 #: The operation mix of the contended run: deletes of the setup's rows (two fragments, every writer), tag names
 #: every writer shares, and two-phase writes that pin their read version with a tag, with cleanups enough to
 #: meet the files of commits still to come and to free the versions after a pinned one.
@@ -52,13 +57,20 @@ class BatteryRun(NamedTuple):
     deterministic: bool = False
 
     def label(self, seed: int) -> str:
-        named = "contended" if self.mix == CONTENDED else self.mix
+        named = {CONTENDED: "contended", BROAD: "broad"}.get(self.mix, self.mix)
         return (f"faults={self.faults} seed={seed}" + (f" mix={named}" if self.mix else "")
                 + (" deterministic" if self.deterministic else ""))
 
 
-#: The runs, in order; the first anomaly kills the mutant.
-BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED))
+#: The mix of the deterministic run: every kind a writer ships, overwrites, clones and two-phase writes more often
+#: than by default (an append that lands on an overwrite it never saw, a clone of a version that moved on, a stage
+#: whose files a cleanup meets before its commit).
+BROAD = "append=30,delete=8,overwrite=6,tag=4,clone=5,cleanup=10,stage=12,pinned-stage=6"
+#: The runs, in order; the first anomaly kills the mutant. The last is scheduled by the proxy from its seed
+#: (``--deterministic``): every request is a point where another writer may go first, and a kill there is a
+#: property of the seed, not of the machine's timing.
+BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED),
+           BatteryRun("default", 4, BROAD, deterministic=True))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -217,12 +229,13 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
         seed = step.seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
         label = step.label(seed)
-        short = faults + ("/contended" if mix == CONTENDED else f"/{mix}" if mix else "") + (
+        short = faults + ({CONTENDED: "/contended", BROAD: "/broad"}.get(mix, f"/{mix}") if mix else "") + (
             "/det" if step.deterministic else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--format", "json", "--output", str(report),
+                   "--time-limit", str(DETERMINISTIC_TIME_LIMIT if step.deterministic else BATTERY_TIME_LIMIT),
+                   "--format", "json", "--output", str(report),
                    *(["--weights", mix] if mix else []), *(["--deterministic"] if step.deterministic else []),
                    *(shrink or [])]
         try:
@@ -253,7 +266,14 @@ def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str]
     for patch in mutant.patches() if mutant is not None else []:
         apply(src, patch)
     start = time.monotonic()
-    outcomes = [_battery(src, environment(pkg), where, timeout, shrink, keep, k) for k in range(rounds)]
+    outcomes = []
+    for k in range(rounds):
+        began = time.monotonic()
+        outcomes.append(_battery(src, environment(pkg), where, timeout, shrink, keep, k))
+        if rounds > 1:  # a line per round, so that a measurement cut short still shows what finished
+            status, _, by = outcomes[-1]
+            print(f"    {mutant.name if mutant else '(none)'} round {k}: {status}{f' by {by}' if by else ''} "
+                  f"({time.monotonic() - began:.0f}s)", flush=True)
     status, detail, _ = outcomes[0]
     kills = sum(s == "killed" for s, _, _ in outcomes)
     if rounds > 1:
@@ -277,7 +297,7 @@ def rate_table(verdicts: list[Verdict]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default %(default)s)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per simulator run (default %(default)s)")
     parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--keep-reports", metavar="DIR", type=Path,
@@ -302,25 +322,36 @@ def main(argv: list[str]) -> int:
         return 0 if verdict.status == "killed" else 1
     if args.list:
         for m in MUTANTS:
-            print(f"{m.name:30} reference/{m.file:14} {m.what}")
+            print(f"{m.name:30} {os.path.normpath('reference/' + m.file):38} {m.what}")
         return 0
-    chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
+    by_name = {m.name: m for m in MUTANTS}
+    unknown = sorted(set(args.only or ()) - set(by_name))
+    if unknown:
+        parser.error(f"no mutant named {', '.join(unknown)}")
+    chosen = [by_name[name] for name in dict.fromkeys(args.only)] if args.only else list(MUTANTS)  # --only's order
     started = time.monotonic()
     battery = "; ".join(step.label(step.seed) for step in BATTERY)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
-        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports, rounds=args.seeds)
-        print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
-        if baseline.status != "survived":
-            print("the unmutated copy must come through the battery clean first")
-            return 2
-
-        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
-                                                                    keep=args.keep_reports, rounds=args.seeds),
-                            args.jobs)
-    by_name = {m.name: m for m in MUTANTS}
+        if args.seeds == 1:
+            baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
+            print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
+            if baseline.status != "survived":
+                print("the unmutated copy must come through the battery clean first")
+                return 2
+            verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
+                                                                        keep=args.keep_reports), args.jobs)
+        else:  # the rounds of the unmutated copy run beside the mutants' (the first job); judged at the end
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                rounds: list[Future[Verdict]] = [pool.submit(
+                    run, base / (f"m{i:02d}-{mutant.name}" if mutant else "baseline"), mutant, args.timeout,
+                    keep=args.keep_reports, rounds=args.seeds) for i, mutant in enumerate([None, *chosen])]
+            baseline, *verdicts = [job.result() for job in rounds]
+            print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
+            if baseline.kills or baseline.status == "error":
+                print("the unmutated copy must come through every round clean: the rates below are not kill rates")
     width = max(len(v.name) for v in verdicts)
     print()
     for v in verdicts:
@@ -335,6 +366,8 @@ def main(argv: list[str]) -> int:
     print(f"\nsimulator mutation score: {killed}/{len(verdicts)} killed in {time.monotonic() - started:.0f}s "
           f"(jobs {args.jobs})")
     unexplained = [v.name for v in verdicts if v.status != "killed" and not by_name[v.name].survives_because]
+    if args.seeds > 1 and (baseline.kills or baseline.status == "error"):
+        return 2
     return 1 if unexplained else 0
 
 

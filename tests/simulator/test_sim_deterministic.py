@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from pathlib import Path
@@ -51,7 +52,7 @@ def test_one_seed_releases_one_order_and_another_seed_another() -> None:
 
 def test_no_preemption_runs_each_writer_until_it_is_done() -> None:
     order = schedule_of(3, preemptions=0)
-    switches = sum(a != b for a, b in zip(order, order[1:], strict=False))
+    switches = sum(a != b for a, b in itertools.pairwise(order))
     assert switches == 2, order  # three writers, each run to its end: two switches
 
 
