@@ -24,6 +24,11 @@ Personalities (``PERSONALITIES``) change what the endpoint appears to do:
   writes, the last writer wins.
 * ``lagging-list``: listings hide every key written through the proxy less than ``list_lag_s`` ago.
 * ``unlocked``: a server-side personality (moto without the write lock); the proxy changes nothing.
+
+With a ``scheduler`` (``schedule.Scheduler``, a deterministic run) the proxy also schedules: every request of a
+writer is held until the scheduler releases it, one at a time in an order drawn from the seed, and a delay
+fault (``latency``, ``pause``) holds its request for ``DELAY_STEP_S``-long steps of the schedule instead of
+sleeping.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import contextlib
 import hashlib
 import html
 import http.client
+import math
 import re
 import socket
 import struct
@@ -45,6 +51,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .faults import PROFILES, Fault, FaultProfile, burst_of, decide
+from .schedule import Scheduler
 
 __all__ = [
     "PERSONALITIES",
@@ -57,6 +64,9 @@ __all__ = [
 PERSONALITIES = ("honest", "no-conditional", "lagging-list", "unlocked")
 LOOPBACK = "127.0.0.1"
 UPSTREAM_TIMEOUT_S = 60.0
+DELAY_STEP_S = 0.01
+"""In a scheduled run, a delay fault of ``d`` seconds holds its request for ``ceil(d / DELAY_STEP_S)`` releases of
+other requests (a ``latency`` 2-5, a ``pause`` 50-150)."""
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
                          "upgrade", "proxy-authorization", "proxy-authenticate"})
 _LIST_PARAMS = frozenset({"list-type", "prefix", "delimiter", "marker", "continuation-token", "start-after",
@@ -185,7 +195,8 @@ class FaultProxy:
 
     def __init__(self, upstream: str, clients: int, *, seed: int = 0, faults: FaultProfile | None = None,
                  personality: str = "honest", list_lag_s: float = 2.0,
-                 faulty_clients: Sequence[int] | None = None, account: str | None = None) -> None:
+                 faulty_clients: Sequence[int] | None = None, account: str | None = None,
+                 scheduler: Scheduler | None = None) -> None:
         if personality not in PERSONALITIES:
             raise ValueError(f"unknown personality {personality!r}; choose from {', '.join(PERSONALITIES)}")
         parts = urlsplit(upstream)
@@ -210,6 +221,7 @@ class FaultProxy:
         self._bursts: dict[int, _Burst] = {}
         self._lock = threading.Lock()
         self._servers: list[_PortServer] = []
+        self.scheduler = scheduler
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -224,6 +236,8 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()  # nothing held may outlive the run
         servers, self._servers = self._servers, []
         for server in servers:
             server.shutdown()  # returns once serve_forever has
@@ -290,13 +304,29 @@ class FaultProxy:
             with self._lock:
                 self.faults.append(InjectedFault(client, request_class, n, fault.kind, method, f"{bucket}/{key}",
                                                  arrived))
-        conditional = "If-None-Match" in handler.headers
         dropped = _HOP_BY_HOP | {"content-length"}
         if self.personality == "no-conditional":
             dropped |= {"if-none-match"}
         headers = [(k, v) for k, v in handler.headers.items() if k.lower() not in dropped]
         headers.append(("Content-Length", str(len(body))))
+        hold = 0
+        if self.scheduler is not None and fault.kind in ("latency", "pause"):
+            hold = math.ceil(fault.delay_s / DELAY_STEP_S)  # a delay is steps of the schedule, not seconds
+        ticket = self.scheduler.enter(client, hold) if self.scheduler is not None else None
+        try:
+            self._serve(handler, client, method, bucket, key, body, request_class, fault, headers, arrived,
+                        ticket is not None, target.query)
+        finally:
+            if self.scheduler is not None:
+                self.scheduler.leave(ticket)
 
+    def _serve(self, handler: _Handler, client: int, method: str, bucket: str, key: str, body: bytes,
+               request_class: str, fault: Fault, headers: list[tuple[str, str]], arrived: float,
+               scheduled: bool, query: str) -> None:
+        """Apply ``fault`` to the request, forward it (unless the fault answers it) and answer the client.
+        ``scheduled``: the scheduler released it, and a delay fault was served as held steps already;
+        ``query``: the request's query string (an Azure blob batch deletion names its keys in the body)."""
+        conditional = "If-None-Match" in handler.headers
         forwarded = 0.0
 
         def record(status: int) -> None:
@@ -307,7 +337,7 @@ class FaultProxy:
                                      body if 200 <= status < 300 else None, fault.kind, conditional, forwarded)]
             elif request_class == "delete":
                 keys = [key] if method == "DELETE" else self._batch_keys(bucket, body) if "comp=batch" in \
-                    target.query else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
+                    query else [html.unescape(raw.decode()) for raw in _KEY.findall(body)]
                 entries = [WireWrite(client, arrived, "delete", bucket, k, status, fault=fault.kind,
                                      forwarded=forwarded) for k in keys]
             else:
@@ -316,7 +346,8 @@ class FaultProxy:
                 self.writes.extend(entries)
 
         if fault.kind in ("latency", "pause"):
-            time.sleep(fault.delay_s)
+            if not scheduled:
+                time.sleep(fault.delay_s)
         elif fault.kind == "reset":
             record(0)
             self._reset(handler)

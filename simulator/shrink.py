@@ -8,6 +8,11 @@ decisions. Shrinking is therefore a search over configurations: greedy, one smal
 (no faults, fewer writers, fewer operations per writer, one dataset, one operation kind fewer), keeping a
 candidate when its run still shows an anomaly of an invariant the original broke, within a budget of runs.
 
+A deterministic run (``RunConfig.deterministic``) is shrunk on its schedule too: the interleaving is the seed's, so
+every candidate's verdict is final (one run decides it, no retries), and fewer preemptions
+(``RunConfig.preemptions``: how often the scheduler may switch away from a writer that could go on) is a
+simpler interleaving of the same operations: none, then half as many as the last bound kept.
+
 The result is printed as a replay command and as a pytest regression (``regression_source``).
 """
 
@@ -21,7 +26,10 @@ from dataclasses import dataclass, field
 from .simulate import RunConfig, RunReport, replay_command, simulate
 from .workload import DEFAULT_WEIGHTS
 
-__all__ = ["ShrinkResult", "candidates", "regression_source", "shrink"]
+__all__ = ["PREEMPTION_START", "ShrinkResult", "candidates", "regression_source", "shrink"]
+
+PREEMPTION_START = 64
+"""The first preemption bound tried on a deterministic run that had none (then halved while the run still fails)."""
 
 
 @dataclass
@@ -42,6 +50,11 @@ def candidates(config: RunConfig) -> Iterator[tuple[str, RunConfig]]:
     replace = dataclasses.replace
     if config.faults != "none":
         yield "no faults", replace(config, faults="none")
+    if config.deterministic:
+        bounds = [0, PREEMPTION_START] if config.preemptions is None else [0, config.preemptions // 2]
+        for bound in dict.fromkeys(bounds):
+            if config.preemptions is None or bound < config.preemptions:
+                yield f"at most {bound} preemptions", replace(config, preemptions=bound)
     per_writer = max(1, -(-config.ops // config.writers))
     for writers in sorted({config.writers // 2, config.writers - 1}):
         if 1 <= writers < config.writers:

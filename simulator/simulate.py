@@ -12,6 +12,7 @@ import math
 import multiprocessing
 import os
 import queue as queue_mod
+import re
 import shlex
 import signal
 import threading
@@ -19,7 +20,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lancespec.conformance.adapters import registry
@@ -35,6 +36,7 @@ from .history import History
 from .observe import judge_format, observe, read_versions_of
 from .preflight import PreflightResult, preflight, s3_client
 from .proxy import PERSONALITIES, FaultProxy, WireWrite
+from .schedule import Scheduler
 from .workload import PLAN_KINDS, Planned, initial_ids, plan, writer_kind
 
 __all__ = ["ENDPOINT_ENV", "REPORT_FORMAT", "RunConfig", "RunReport", "replay_command", "simulate"]
@@ -67,6 +69,16 @@ AZURE_PERSONALITY_LIMITS = {
 WRITER_GRACE_S = 60.0
 """How long writers still running at the time limit get to finish before they are killed."""
 
+LOGICAL_TICK_S = 0.001
+"""In a deterministic run, the k-th distinct instant of the run (an event, an arrival, a forward) is reported as
+``k * LOGICAL_TICK_S`` seconds after the start: the order of instants is the schedule's, their spacing the
+machine's, so only the order is kept."""
+
+DETERMINISTIC_TIMEOUT = "600s"
+"""A writer's request timeout in a deterministic run: a request waits its turn in the schedule."""
+
+_PORT = re.compile(r"127\.0\.0\.1:\d+")
+
 
 @dataclass
 class RunConfig:
@@ -89,6 +101,10 @@ class RunConfig:
     time_limit_s: float = 150.0
     weights: dict[str, float] | None = None
     """Operation mix (``workload.DEFAULT_WEIGHTS`` when None)."""
+    deterministic: bool = False
+    """The proxy schedules every request (``schedule.Scheduler``): the same seed gives the same run."""
+    preemptions: int | None = None
+    """With ``deterministic``: at most this many switches away from a writer that could go on (None: any)."""
 
     def validate(self) -> None:
         """Raise InvalidOption, naming the option, for a value the run cannot take."""
@@ -113,6 +129,11 @@ class RunConfig:
         registry.get(writer_kind(self.writer, 0))
         if self.faults not in PROFILES:
             raise InvalidOption(f"unknown fault profile {self.faults!r}; choose from {', '.join(PROFILES)}")
+        if self.preemptions is not None and (not self.deterministic or self.preemptions < 0):
+            raise InvalidOption("--preemptions takes a number of at least 0, with --deterministic")
+        if self.deterministic and self.personality in ("lagging-list", "unlocked"):
+            raise InvalidOption(f"the {self.personality} personality depends on the clock or the server's threads; "
+                                "it cannot run --deterministic")
         if self.weights is not None:
             values = self.weights.values()
             if set(self.weights) - set(PLAN_KINDS) or not all(math.isfinite(w) and w >= 0 for w in values) \
@@ -123,7 +144,18 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         return {"writers": self.writers, "ops": self.ops, "seed": self.seed, "writer": self.writer,
                 "faults": self.faults, "personality": self.personality, "store": self.store, "endpoint": self.endpoint,
-                "datasets": self.datasets, "list_lag_s": self.list_lag_s, "time_limit_s": self.time_limit_s}
+                "datasets": self.datasets, "list_lag_s": self.list_lag_s, "time_limit_s": self.time_limit_s,
+                "preflight_rounds": self.preflight_rounds, "weights": self.weights,
+                "deterministic": self.deterministic, "preemptions": self.preemptions}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunConfig:
+        """The configuration a report recorded (``to_json``); fields a report lacks keep their defaults."""
+        known = {name: data[name] for name in ("writers", "ops", "seed", "writer", "faults", "personality",
+                                               "store", "endpoint", "datasets", "list_lag_s", "time_limit_s",
+                                               "preflight_rounds", "weights", "deterministic", "preemptions")
+                 if name in data}
+        return cls(**known)
 
 
 def replay_command(config: RunConfig) -> str:
@@ -141,6 +173,10 @@ def replay_command(config: RunConfig) -> str:
         value = getattr(config, name)
         if value not in (getattr(default, name), ""):  # an empty endpoint is the default one
             args += [flag, repr(value) if isinstance(value, float) else str(value)]
+    if config.deterministic:
+        args.append("--deterministic")
+        if config.preemptions is not None:
+            args += ["--preemptions", str(config.preemptions)]
     if config.weights is not None:
         args += ["--weights", ",".join(f"{kind}={weight!r}" for kind, weight in config.weights.items())]
     for key, value in config.storage_options.items():
@@ -167,6 +203,10 @@ class RunReport:
     wire: list[WireWrite] = field(default_factory=list)
     request_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     """Requests per (process, request class): how far each process's fault schedule was consumed."""
+    schedule: list[int] | None = None
+    """A deterministic run's schedule: the writer of every request the proxy released, in order."""
+    schedule_timeouts: int = 0
+    """Releases the scheduler made without every live writer waiting (the run may not repeat exactly)."""
 
     @property
     def ok(self) -> bool:
@@ -210,7 +250,23 @@ class RunReport:
             "fault_schedule": {str(c): [list(x) for x in v] for c, v in sorted(self.fault_log.items())},
             "wire": [{**w.to_json(), "t": round(w.t - self.history.t0, 6)} for w in self.wire],
             "history": self.history.to_json(),
+            **({"schedule": {"releases": len(self.schedule), "timeouts": self.schedule_timeouts,
+                             "order": "".join(_base36(w) for w in self.schedule)}}
+               if self.schedule is not None else {}),
         }
+
+    def reproducible_part(self) -> dict[str, Any]:
+        """What two deterministic runs of one configuration must agree on byte for byte: the history, the
+        anomalies, the fault log, the schedule and the unknown outcomes' resolutions."""
+        data = self.to_json()
+        return {name: data[name] for name in ("config", "history", "anomalies", "fault_schedule",
+                                              "unknown_resolutions", "operations", "commits", "schedule")
+                if name in data}
+
+
+def _base36(writer: int) -> str:
+    """One character per writer (0-9, a-z, then A-Z) in a schedule's ``order``."""
+    return "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[writer]
 
 
 def _default_options() -> dict[str, str]:
@@ -238,7 +294,6 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
     server: Any = None
     endpoint = config.endpoint or os.environ.get(ENDPOINT_ENV) or None
     options = {**_default_options(), **config.storage_options}
-    bucket = config.bucket or f"lancespec-sim-{config.seed}-{uuid.uuid4().hex[:8]}"
     if config.store == "az":
         from .emulators import AzuriteServer
 
@@ -259,11 +314,15 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
             options.update(TEST_CREDENTIALS)
         options["allow_http"] = "true" if endpoint.startswith("http://") else options.get("allow_http", "false")
         direct = {**options, "aws_endpoint": endpoint}
+    fresh = server is not None and config.deterministic  # a fresh server: a name from the seed alone is free
+    bucket = config.bucket or f"lancespec-sim-{config.seed}-" + ("det" if fresh else uuid.uuid4().hex[:8])
     root = f"{config.store}://{bucket}"
+    scheduler = (Scheduler(config.seed, range(config.writers), preemptions=config.preemptions)
+                 if config.deterministic else None)
     proxy = FaultProxy(endpoint, config.writers + 1, account=AZURITE_ACCOUNT if config.store == "az" else None,
                        seed=config.seed, faults=profile(config.faults),
                        personality=config.personality, list_lag_s=config.list_lag_s,
-                       faulty_clients=range(config.writers))
+                       faulty_clients=range(config.writers), scheduler=scheduler)
     try:
         note(0, 0, "setting up")
         if config.store == "az":
@@ -285,6 +344,8 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
         writing = t_end - t_start
         checking_started = time.monotonic()
         wire: list[WireWrite] = list(proxy.writes)
+        if scheduler is not None:
+            history, wire = logical_times(history, wire, scheduler.first_release)
         final = observe(root, direct, initial,
                         lambda done, total: note(done, total, "reading every retained version"))
         final.read_versions = read_versions_of(wire)
@@ -298,7 +359,9 @@ def simulate(config: RunConfig, progress: Callable[[int, int, str], None] | None
             requests[request_class] += n
         fault_log = {c: proxy.faults_of(c) for c in range(config.writers)}
         return RunReport(config, checked, history, result, proxy.fault_counts(), requests, fault_log, writing,
-                         time.monotonic() - started, checking, cut, errors, final, wire, dict(proxy.requests))
+                         time.monotonic() - started, checking, cut, errors, final, wire, dict(proxy.requests),
+                         list(scheduler.order) if scheduler is not None else None,
+                         scheduler.timeouts if scheduler is not None else 0)
     finally:
         proxy.stop()
         if server is not None:
@@ -315,6 +378,26 @@ def _preflight_through_layer(root: str, options: dict[str, str], rounds: int) ->
     sequential, race = verdict.properties
     return PreflightResult(root, verdict.commit_safe, race.observed if sequential.passed else sequential.observed,
                            sequential.passed, rounds=rounds, racers=8)
+
+
+def logical_times(history: History, wire: list[WireWrite], first_release: float) -> tuple[History, list[WireWrite]]:
+    """A deterministic run's history and wire log with every time replaced by its rank among the run's instants
+    (``LOGICAL_TICK_S`` apart, from the start), and the proxy's ports taken out of error messages: the order of
+    instants is the schedule's (one thing runs at a time), their spacing and the ports are the machine's. Before
+    ``first_release`` every writer runs at once (its first invocation, its first request): those instants are
+    ordered by writer."""
+    def order(t: float, process: int) -> tuple[int, int, float]:
+        return (0, process, t) if t < first_release else (1, 0, t)
+
+    keys = {(e.time, order(e.time, e.process)) for e in history} | {(w.t, order(w.t, w.client)) for w in wire} | {
+        (w.forwarded, order(w.forwarded, w.client)) for w in wire if w.forwarded}
+    rank = {t: history.t0 + (k + 1) * LOGICAL_TICK_S for k, (t, _) in enumerate(sorted(keys, key=lambda x: x[1]))}
+
+    def value(v: dict[str, Any]) -> dict[str, Any]:
+        return {k: _PORT.sub("127.0.0.1:PORT", x) if isinstance(x, str) else x for k, x in v.items()}
+
+    events = History.build(((rank[e.time], e.process, e.type, e.op, value(e.value)) for e in history), history.t0)
+    return events, [replace(w, t=rank[w.t], forwarded=rank[w.forwarded] if w.forwarded else 0.0) for w in wire]
 
 
 def _create_datasets(root: str, options: dict[str, str], count: int) -> list[str]:
@@ -353,6 +436,7 @@ def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[
                  ) -> tuple[History, int, list[str], float, float]:
     from .writers import writer_main
 
+    scheduler = proxy.scheduler
     ctx = multiprocessing.get_context("spawn")
     results: Any = ctx.Queue()
     start = ctx.Event()
@@ -361,10 +445,12 @@ def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[
     procs = []
     for w, ops in enumerate(plans):
         kind = writer_kind(config.writer, w)
-        writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS})
+        writer_options = proxy.storage_options(w, {**options, "lancespec_max_attempts": WRITER_MAX_ATTEMPTS,
+                                                   **({"timeout": DETERMINISTIC_TIMEOUT} if scheduler else {})})
         procs.append(ctx.Process(target=writer_main, name=f"sim-writer-{w}",
                                  args=(w, kind, registry.origin(kind), root, writer_options,
-                                       [op.to_json() for op in ops], start, results, config.time_limit_s)))
+                                       [op.to_json() for op in ops], start, results, config.time_limit_s,
+                                       config.seed if scheduler else None)))
     raw: list[tuple[float, int, str, Planned, dict[str, Any]]] = []
     ready: set[int] = set()
     done: set[int] = set()
@@ -393,6 +479,8 @@ def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[
                 for w, proc in enumerate(procs):
                     if not proc.is_alive() and w not in done:
                         done.add(w)
+                        if scheduler is not None:
+                            scheduler.retire(w)
                         errors.append(f"writer {w} died with exit code {proc.exitcode}")
                         start.set()  # the others must not wait for it
                 continue
@@ -403,6 +491,8 @@ def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[
                     t_start = time.monotonic()
                     hard_stop = t_start + config.time_limit_s + WRITER_GRACE_S
                     released = True
+                    if scheduler is not None:
+                        scheduler.activate()
                     start.set()
             elif kind == "event":
                 _, w, outcome, t, index, value = message
@@ -414,6 +504,8 @@ def _run_writers(config: RunConfig, root: str, proxy: FaultProxy, options: dict[
                 cut += len(plans[message[1]]) - message[2]
             elif kind == "done":
                 done.add(message[1])
+                if scheduler is not None:
+                    scheduler.retire(message[1])
                 if message[2]:
                     errors.append(f"writer {message[1]}: {message[2]}")
                 start.set()

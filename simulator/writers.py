@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import random
 import signal
 import time
 import traceback
+import uuid
 from typing import Any
 
 from lancespec.conformance.adapters import registry
@@ -27,7 +29,7 @@ from lancespec.conformance.operations import ShallowClone
 
 from .workload import Planned
 
-__all__ = ["run_op", "writer_main"]
+__all__ = ["make_deterministic", "run_op", "writer_main"]
 
 
 def run_op(session: Session, op: Planned) -> dict[str, Any]:
@@ -38,18 +40,45 @@ def run_op(session: Session, op: Planned) -> dict[str, Any]:
     return results[-1]
 
 
+def make_deterministic(seed: int, writer: int) -> None:
+    """Make this writer process's requests a function of the seed and the answers it gets, for a scheduled run
+    (``schedule.Scheduler``): its random draws (a deletion file's id, a backoff's slots) and its UUIDs (file
+    and transaction names) come from generators seeded by ``(seed, writer)``; ``time.sleep`` only yields (a
+    backoff or a read-back's pause would stall every writer, since the scheduler waits for all of them, and its
+    length decides nothing: the schedule does); the reference reads one manifest at a time (``READ_AHEAD`` 1:
+    requests in parallel would arrive in an order the threads decide). Pylance's own randomness, sleeps and
+    parallel reads are in Rust and stay as they are."""
+    random.seed(f"{seed}/writer/{writer}")
+    names = random.Random(f"{seed}/uuid/{writer}")
+    uuid.uuid4 = lambda: uuid.UUID(int=names.getrandbits(128), version=4)  # type: ignore[assignment]
+    yield_only = time.sleep
+
+    def _sleep(seconds: float) -> None:
+        yield_only(0)
+
+    time.sleep = _sleep
+    from lancespec.reference import commit
+
+    commit.READ_AHEAD = 1
+
+
 def writer_main(writer: int, kind: str, origin: str, root: str, storage_options: dict[str, str],
-                ops: list[dict[str, Any]], start: Any, results: Any, time_limit: float) -> None:
+                ops: list[dict[str, Any]], start: Any, results: Any, time_limit: float,
+                deterministic: int | None = None) -> None:
     """A writer process: open a session of implementation ``kind`` (registered by module ``origin``) on the
     bucket ``root`` (``s3://B``, ``az://C``), report ``ready``, wait for ``start``, then run every planned
     operation, reporting ``("event", writer, type, time, op index, value)``; start no operation later than
     ``time_limit`` seconds after the start (report ``("cut", writer, op index)`` instead); always finish with
-    ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer
-    ignores SIGINT rather than print a traceback."""
+    ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer ignores SIGINT rather than
+    print a traceback. ``deterministic``: the seed of a scheduled run (``make_deterministic``); every planned
+    operation is started (the time limit is the controller's hard stop then, since a cut decided by the clock
+    would differ from run to run)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("LANCE_LOG", "error")
     error: str | None = None
     try:
+        if deterministic is not None:
+            make_deterministic(deterministic, writer)
         importlib.import_module(origin)
         session = registry.get(kind).open(Folder(root, storage_options))
         import lance  # noqa: F401  (import cost before the start, not inside the first operation)
@@ -57,7 +86,7 @@ def writer_main(writer: int, kind: str, origin: str, root: str, storage_options:
         results.put(("ready", writer))
         if not start.wait(timeout=300):
             raise TimeoutError("the run never started")
-        deadline = time.monotonic() + time_limit
+        deadline = time.monotonic() + time_limit if deterministic is None else float("inf")
         for raw in ops:
             op = Planned.from_json(raw)
             if time.monotonic() >= deadline:

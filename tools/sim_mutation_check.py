@@ -6,27 +6,33 @@ touched). The simulator (``lancespec simulate``, reference writers, embedded S3 
 battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
 anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
 
-Budget: at most ``len(BATTERY)`` (3) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
-operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds; a run that gives
-no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
+Budget: at most ``len(BATTERY)`` (4) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
+operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds (a deterministic run,
+which starts every operation, is stopped at ``DETERMINISTIC_TIME_LIMIT`` plus the simulator's grace); a run that
+gives no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
 the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the resends
 or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
-commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults. Prints one line per
-mutant (killed by which run, or survived with the reason it is believed to survive), the score and the
-wall time.
+commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults; the broad mix
+(``BROAD``) under the default faults, scheduled by the proxy from its seed. Prints one line per mutant (killed
+by which run, or survived with the reason it is believed to survive), the score and the wall time; with
+``--seeds N``, a line per round and the table of kill rates.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation_check import Mutant, apply, environment, prepare, run_each
@@ -34,13 +40,37 @@ from mutation_check import Mutant, apply, environment, prepare, run_each
 BATTERY_WRITERS = 6
 BATTERY_OPS = 90
 BATTERY_TIME_LIMIT = 60
+DETERMINISTIC_TIME_LIMIT = 420
 #: The operation mix of the contended run: deletes of the setup's rows (two fragments, every writer), tag names
 #: every writer shares, and two-phase writes that pin their read version with a tag, with cleanups enough to
 #: meet the files of commits still to come and to free the versions after a pinned one.
 CONTENDED = "append=20,shared-delete=25,shared-tag=15,pinned-stage=15,cleanup=15,tag=3,clone=2"
-#: (fault profile, seed, operation mix or "" for the default) per run, in order; the first anomaly kills the
-#: mutant.
-BATTERY = (("default", 1, ""), ("lost-ack-bursts", 2, ""), ("none", 3, CONTENDED))
+
+
+class BatteryRun(NamedTuple):
+    """One run of the battery: its fault profile, seed, operation mix ("" for the default) and whether the proxy
+    schedules it (``simulate --deterministic``: the interleaving is the seed's too)."""
+
+    faults: str
+    seed: int
+    mix: str
+    deterministic: bool = False
+
+    def label(self, seed: int) -> str:
+        named = {CONTENDED: "contended", BROAD: "broad"}.get(self.mix, self.mix)
+        return (f"faults={self.faults} seed={seed}" + (f" mix={named}" if self.mix else "")
+                + (" deterministic" if self.deterministic else ""))
+
+
+#: The mix of the deterministic run: every kind a writer ships, overwrites, clones and two-phase writes more often
+#: than by default (an append that lands on an overwrite it never saw, a clone of a version that moved on, a stage
+#: whose files a cleanup meets before its commit).
+BROAD = "append=30,delete=8,overwrite=6,tag=4,clone=5,cleanup=10,stage=12,pinned-stage=6"
+#: The runs, in order; the first anomaly kills the mutant. The last is scheduled by the proxy from its seed
+#: (``--deterministic``): every request is a point where another writer may go first, and a kill there is a
+#: property of the seed, not of the machine's timing.
+BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED),
+           BatteryRun("default", 4, BROAD, deterministic=True))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -135,6 +165,30 @@ MUTANTS = (
               "    elif operation == \"append\":",
               "an overwrite numbers its fragments from 0 again: fragment ids are reused and max_fragment_id goes "
               "down (the rows are right; only the format is broken)"),
+    SimMutant("deletion-file-not-cumulative", "ops.py",
+              "        rows = set(deleted_offsets(dataset.storage, fragment)) | set(new_rows[fragment_id])\n",
+              "        rows = set(new_rows[fragment_id])\n",
+              "a delete writes a deletion file of the rows it deletes alone, not of every row the fragment has lost: "
+              "the rows an earlier delete removed from that fragment come back"),
+    SimMutant("stage-loses-physical-rows", "../conformance/adapters/reference.py",
+              "        self.staged[op.key] = (snapshot.version, [w.fragment for w in written])\n",
+              "        self.staged[op.key] = (snapshot.version, [w.fragment for w in written])\n"
+              "        for fragment in self.staged[op.key][1]:\n"
+              "            fragment.ClearField(\"physical_rows\")\n",
+              "a two-phase write hands its staged fragments to the commit without their physical_rows (as a "
+              "coordinator that carries only the files' paths): the committed fragment claims no rows"),
+    SimMutant("clone-of-previous-version", "clone.py",
+              "    snapshot = source.snapshot(version)\n    manifest, indices = _shallow_manifest(",
+              "    snapshot = source.snapshot(version - 1 if version > 1 else version)\n"
+              "    manifest, indices = _shallow_manifest(",
+              "a shallow clone copies no file but references the manifest of the version before the one it names "
+              "(an off-by-one): the clone's version holds another version's rows"),
+    SimMutant("cleanup-races-commit", "gc.py",
+              "    rules = _Rules(referenced, verified, policy, now - policy.unverified_threshold)\n",
+              "    rules = _Rules(referenced, verified, policy, versions[-1].timestamp)\n",
+              "cleanup takes a file older than the newest version for one no commit in progress can use, and deletes "
+              "it when unreferenced: a commit whose files were written before another writer's last commit (a lost "
+              "race, a two-phase write) loses them before its manifest lands"),
     SimMutant("latest-from-hint", "commit.py",
               "            latest = entries[-1]\n",
               "            from .codec import decode_version_hint\n"
@@ -153,6 +207,10 @@ class Verdict:
     status: str  # killed, survived, error
     detail: str
     seconds: float
+    kills: int = 0
+    rounds: int = 1
+    by_run: Counter[str] = field(default_factory=Counter)
+    """How many rounds each battery run (``faults/mix``) made the kill in."""
 
 
 #: The seed of a battery run in round ``k`` (``--seeds``): round 0 is the battery as listed.
@@ -160,26 +218,31 @@ SEED_STRIDE = 100
 
 
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
     the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
     folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``.
-    ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds)."""
-    for faults, first_seed, mix in BATTERY:
-        seed = first_seed + round_ * SEED_STRIDE
+    ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds). The third
+    value names the battery run that decided (``faults[/mix][/det]``), "" when none did."""
+    for step in BATTERY:
+        faults, mix = step.faults, step.mix
+        seed = step.seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
-        named = "contended" if mix == CONTENDED else mix
-        label = f"faults={faults} seed={seed}" + (f" mix={named}" if mix else "")
+        label = step.label(seed)
+        short = faults + ({CONTENDED: "/contended", BROAD: "/broad"}.get(mix, f"/{mix}") if mix else "") + (
+            "/det" if step.deterministic else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
                    "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
-                   "--time-limit", str(BATTERY_TIME_LIMIT), "--format", "json", "--output", str(report),
-                   *(["--weights", mix] if mix else []), *(shrink or [])]
+                   "--time-limit", str(DETERMINISTIC_TIME_LIMIT if step.deterministic else BATTERY_TIME_LIMIT),
+                   "--format", "json", "--output", str(report),
+                   *(["--weights", mix] if mix else []), *(["--deterministic"] if step.deterministic else []),
+                   *(shrink or [])]
         try:
             done = subprocess.run(command, env=env, cwd=src, capture_output=True, text=True, timeout=timeout,
                                   check=False)
         except subprocess.TimeoutExpired:
-            return "error", f"{label}: no verdict within {timeout:.0f}s"
+            return "error", f"{label}: no verdict within {timeout:.0f}s", short
         if done.returncode != 0 and keep is not None and report.exists():
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, keep / f"{where.name}-{faults}-{seed}.json")
@@ -188,11 +251,11 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
             first = next((line for line in lines if ANOMALY_LINE.match(line)), None) or next(
                 (line for line in lines if line.startswith("writer error:")), "anomalies found")
             shrunk = done.stderr[done.stderr.find("shrinking"):] if shrink and "shrinking" in done.stderr else ""
-            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else "")
+            return "killed", f"{label}: {first[:140]}" + (f"\n{shrunk}" if shrunk else ""), short
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()
-            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}"
-    return "survived", "no run of the battery found an anomaly"
+            return "error", f"{label}: exit {done.returncode}: {tail[-1][:140] if tail else ''}", short
+    return "survived", "no run of the battery found an anomaly", ""
 
 
 def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
@@ -203,20 +266,38 @@ def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str]
     for patch in mutant.patches() if mutant is not None else []:
         apply(src, patch)
     start = time.monotonic()
-    outcomes = [_battery(src, environment(pkg), where, timeout, shrink, keep, k) for k in range(rounds)]
-    status, detail = outcomes[0]
+    outcomes = []
+    for k in range(rounds):
+        began = time.monotonic()
+        outcomes.append(_battery(src, environment(pkg), where, timeout, shrink, keep, k))
+        if rounds > 1:  # a line per round, so that a measurement cut short still shows what finished
+            status, _, by = outcomes[-1]
+            print(f"    {mutant.name if mutant else '(none)'} round {k}: {status}{f' by {by}' if by else ''} "
+                  f"({time.monotonic() - began:.0f}s)", flush=True)
+    status, detail, _ = outcomes[0]
+    kills = sum(s == "killed" for s, _, _ in outcomes)
     if rounds > 1:
-        kills = sum(s == "killed" for s, _ in outcomes)
-        errors = sum(s == "error" for s, _ in outcomes)
+        errors = sum(s == "error" for s, _, _ in outcomes)
         status = "killed" if kills else ("error" if errors else "survived")
         detail = f"killed {kills}/{rounds}" + (f" ({errors} errors)" if errors else "") + f"; first: {detail}"
-    return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start)
+    return Verdict(mutant.name if mutant else "(none)", status, detail, time.monotonic() - start, kills, rounds,
+                   Counter(by for s, _, by in outcomes if s == "killed"))
+
+
+def rate_table(verdicts: list[Verdict]) -> str:
+    """The kill rate of every mutant over the rounds, its time, and which battery runs made the kills."""
+    width = max(len(v.name) for v in verdicts)
+    lines = [f"{'mutant':{width}}  killed  seconds  killed by", f"{'-' * width}  ------  -------  ---------"]
+    for v in verdicts:
+        runs = ", ".join(f"{run} {n}" for run, n in v.by_run.most_common())
+        lines.append(f"{v.name:{width}}  {v.kills:>2}/{v.rounds:<3}  {v.seconds:7.0f}  {runs or '-'}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default %(default)s)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per simulator run (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per simulator run (default %(default)s)")
     parser.add_argument("--only", action="append", help="run only this mutant (repeat)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--keep-reports", metavar="DIR", type=Path,
@@ -241,25 +322,36 @@ def main(argv: list[str]) -> int:
         return 0 if verdict.status == "killed" else 1
     if args.list:
         for m in MUTANTS:
-            print(f"{m.name:30} reference/{m.file:14} {m.what}")
+            print(f"{m.name:30} {os.path.normpath('reference/' + m.file):38} {m.what}")
         return 0
-    chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
+    by_name = {m.name: m for m in MUTANTS}
+    unknown = sorted(set(args.only or ()) - set(by_name))
+    if unknown:
+        parser.error(f"no mutant named {', '.join(unknown)}")
+    chosen = [by_name[name] for name in dict.fromkeys(args.only)] if args.only else list(MUTANTS)  # --only's order
     started = time.monotonic()
-    battery = ", ".join(f"{f}/seed {s}" + (f"/mix {m}" if m else "") for f, s, m in BATTERY)
+    battery = "; ".join(step.label(step.seed) for step in BATTERY)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
-        baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports, rounds=args.seeds)
-        print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
-        if baseline.status != "survived":
-            print("the unmutated copy must come through the battery clean first")
-            return 2
-
-        verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
-                                                                    keep=args.keep_reports, rounds=args.seeds),
-                            args.jobs)
-    by_name = {m.name: m for m in MUTANTS}
+        if args.seeds == 1:
+            baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
+            print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
+            if baseline.status != "survived":
+                print("the unmutated copy must come through the battery clean first")
+                return 2
+            verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
+                                                                        keep=args.keep_reports), args.jobs)
+        else:  # the rounds of the unmutated copy run beside the mutants' (the first job); judged at the end
+            with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+                rounds: list[Future[Verdict]] = [pool.submit(
+                    run, base / (f"m{i:02d}-{mutant.name}" if mutant else "baseline"), mutant, args.timeout,
+                    keep=args.keep_reports, rounds=args.seeds) for i, mutant in enumerate([None, *chosen])]
+            baseline, *verdicts = [job.result() for job in rounds]
+            print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
+            if baseline.kills or baseline.status == "error":
+                print("the unmutated copy must come through every round clean: the rates below are not kill rates")
     width = max(len(v.name) for v in verdicts)
     print()
     for v in verdicts:
@@ -268,9 +360,14 @@ def main(argv: list[str]) -> int:
         note = f"expected to survive: {mutant.survives_because}" if mutant.survives_because else mutant.what
         print(f"{'':{width}}  {'':8}  {'':6}  ({note})")
     killed = sum(v.status == "killed" for v in verdicts)
+    if args.seeds > 1:
+        print(f"\nkill rate over {args.seeds} seed rounds (seeds moved by {SEED_STRIDE} per round):\n"
+              f"{rate_table(verdicts)}")
     print(f"\nsimulator mutation score: {killed}/{len(verdicts)} killed in {time.monotonic() - started:.0f}s "
           f"(jobs {args.jobs})")
     unexplained = [v.name for v in verdicts if v.status != "killed" and not by_name[v.name].survives_because]
+    if args.seeds > 1 and (baseline.kills or baseline.status == "error"):
+        return 2
     return 1 if unexplained else 0
 
 

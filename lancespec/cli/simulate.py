@@ -100,6 +100,14 @@ def register(sub: Any) -> None:
                         help="with --format html: draw a report saved by --format json instead of running")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --endpoint (credentials, region); repeat")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the proxy also schedules: it holds every request and releases one at a time in an "
+                        "order drawn from the seed, so the same seed gives the same history and anomalies (slower)")
+    parser.add_argument("--preemptions", type=int, metavar="N",
+                        help="with --deterministic: switch away from a writer that could go on at most N times")
+    parser.add_argument("--replay", metavar="REPORT",
+                        help="run again the configuration a JSON report records (other run options are ignored) "
+                        "and, for a deterministic run, say whether its history and anomalies are the same")
     parser.add_argument("--shrink", action="store_true",
                         help="when the run finds an anomaly, reduce it to a small run that still does and print "
                         "its replay command (docs/simulator.md)")
@@ -116,7 +124,32 @@ def config_of(args: argparse.Namespace, personality: str) -> RunConfig:
                      personality=personality, store=args.store, endpoint=args.endpoint,
                      storage_options=parse_storage_options(args.storage_option), bucket=args.bucket,
                      datasets=args.datasets, list_lag_s=args.list_lag, preflight_rounds=args.preflight_rounds,
-                     time_limit_s=args.time_limit, weights=args.weights)
+                     time_limit_s=args.time_limit, weights=args.weights, deterministic=args.deterministic,
+                     preemptions=args.preemptions)
+
+
+def replayed(path: str) -> tuple[RunConfig, dict[str, Any]]:
+    """The configuration a saved report records (its first run), and the report."""
+    recorded = saved_runs(path)[0]
+    try:
+        config = RunConfig.from_json(recorded["config"])
+    except (KeyError, TypeError) as exc:
+        raise InvalidOption(f"{printable(path, 200)} records no run configuration ({exc})") from None
+    return config, recorded
+
+
+def replay_verdict(report: RunReport, recorded: dict[str, Any]) -> str:
+    """Whether a replay reproduced the report it replays: for a deterministic run, the parts that must agree
+    byte for byte (``RunReport.reproducible_part``), naming those that differ."""
+    if not report.config.deterministic:
+        return ("replay: the same operations and fault decisions; the interleaving is the machine's "
+                "(not --deterministic)")
+    mine = report.reproducible_part()
+    differ = [name for name, value in mine.items()
+              if json.dumps(value, sort_keys=True) != json.dumps(recorded.get(name), sort_keys=True)]
+    if not differ:
+        return "replay: identical to the report (history, anomalies, faults, schedule)"
+    return f"replay: DIFFERS from the report in {', '.join(differ)}"
 
 
 def verdict_line(reports: Sequence[RunReport]) -> str:
@@ -156,12 +189,17 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidOption("--from-report draws a saved report: give --format html --output FILE")
         write_timelines(saved_runs(args.from_report), str(html[0]), console)
         return EXIT_OK
-    personalities = list(PERSONALITIES) if args.personality == "all" else [args.personality]
+    recorded: dict[str, Any] | None = None
+    if args.replay:
+        replay_config, recorded = replayed(args.replay)
+        personalities = [replay_config.personality]
+    else:
+        personalities = list(PERSONALITIES) if args.personality == "all" else [args.personality]
     if args.endpoint and "unlocked" in personalities and args.personality == "all":
         personalities.remove("unlocked")
     reports: list[RunReport] = []
     for personality in personalities:
-        config = config_of(args, personality)
+        config = replay_config if recorded is not None else config_of(args, personality)
         config.validate()
         with progress_bar(f"simulate [{personality}]", quiet=args.quiet) as update:
             report = simulate(config, update)
@@ -169,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
         render(report, console)
     if len(reports) > 1:
         render_matrix(reports, console)
+    if recorded is not None:
+        console.print(replay_verdict(reports[0], recorded), highlight=False, markup=False, soft_wrap=True)
     failing = next((r for r in reports if not r.result.ok), None)
     if args.shrink and failing is not None:
         shrink_and_report(failing, args, console)
@@ -280,6 +320,9 @@ def render(report: RunReport, console: Console) -> None:
     summary.add_row("requests", str(sum(report.requests.values())))
     if report.cut_ops:
         summary.add_row("operations not started (time limit)", str(report.cut_ops))
+    if report.schedule is not None:
+        summary.add_row("scheduled releases (deterministic)", str(len(report.schedule)))
+        summary.add_row("releases without every writer waiting", str(report.schedule_timeouts))
     for kind in FAULTS:
         summary.add_row(f"faults: {kind}", str(report.faults.get(kind, 0)))
     console.print(summary)

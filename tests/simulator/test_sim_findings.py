@@ -16,6 +16,14 @@ error): the version stays listed and names files that are gone. Found by
 ``lancespec simulate --writers 3 --ops 36 --seed 12 --writer pylance --faults heavy --preflight-rounds 0``
 (about one run in 15 on a loaded machine: ``unreadable-version`` and ``gc-deleted-reachable`` of ``ds1 v3``).
 Here the proxy resets every delete after the first two (the transaction file and the data file).
+
+F-052: a tag created while a cleanup runs can name a version the cleanup then removes: the cleanup read the tags
+when it planned, the tag's writer found the version still there, and nothing orders the two. pylance 14.0.2 and
+the reference writer alike. Found by the deterministic run of the mutation battery with pylance writers
+(``lancespec simulate --writer pylance --writers 6 --ops 90 --datasets 1 --seed 4 --faults default --weights
+append=30,delete=8,overwrite=6,tag=4,clone=5,cleanup=10,stage=12,pinned-stage=6 --deterministic``, once: pylance's
+own parallel requests keep such a run from repeating): ``format-breach``, MUST REF-002, tag ``w3-t13`` names
+version 19, which has no manifest. Here the proxy holds the cleanup's deletes while the tag is created.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import ops
+from lancespec.reference import gc, ops, refs
 from lancespec.reference.store import open_store
 from lancespec.reference.table import Dataset
 from lancespec.simulator.faults import FaultProfile
@@ -106,3 +114,48 @@ def test_f037_a_cleanup_whose_manifest_delete_fails_leaves_an_unreadable_version
     assert [v["version"] for v in lance.dataset(uri, storage_options=direct).versions()] == [1, 2]
     with pytest.raises(pa.ArrowInvalid, match="Not found"):
         lance.dataset(uri, version=1, storage_options=direct).to_table()
+
+
+@pytest.mark.parametrize("writer", ["pylance", "reference"])
+def test_f052_a_tag_created_during_a_cleanup_names_a_version_it_removes(writer: str, s3_server: EmbeddedS3Server,
+                                                                         bucket: str) -> None:
+    uri = f"s3://{bucket}/ds"
+    direct = s3_server.storage_options()
+    lance.write_dataset(table(1), uri, storage_options=direct)
+    lance.write_dataset(table(2), uri, mode="append", storage_options=direct)
+    # The cleanup's deletes are held 3 to 9 s: pylance sends them side by side (all are held), the reference one at a
+    # time (its first is held).
+    held = dict.fromkeys(range(64) if writer == "pylance" else range(1), "pause")
+    hold = FaultProfile("hold-deletes", {}, pause_s=6.0, script={"delete": held})
+    with FaultProxy(s3_server.endpoint, 1, faults=hold) as proxy:
+        slow = proxy.storage_options(0, direct)
+        done: dict[str, Any] = {}
+
+        def clean() -> None:
+            try:
+                if writer == "pylance":
+                    lance.dataset(uri, storage_options=slow).cleanup_old_versions(
+                        older_than=timedelta(0), retain_versions=1, error_if_tagged_old_versions=False)
+                else:
+                    gc.cleanup(Dataset(uri, open_store(slow)), gc.CleanupPolicy(older_than=timedelta(0),
+                                                                                 retain_versions=1))
+            except Exception as exc:  # pragma: no cover - reported below
+                done["error"] = exc
+
+        thread = threading.Thread(target=clean)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not proxy.faults and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proxy.faults, "the cleanup's first delete never arrived"
+        # Meanwhile (the cleanup planned already: it removes version 1), version 1 is tagged; it still exists.
+        if writer == "pylance":
+            lance.dataset(uri, storage_options=direct).tags.create("pinned", 1)
+        else:
+            refs.create_tag(Dataset(uri, open_store(direct)), "pinned", 1)
+        thread.join(timeout=60)
+    assert "error" not in done, done
+    # The divergence: the tag names version 1 ...
+    assert lance.dataset(uri, storage_options=direct).tags.list()["pinned"]["version"] == 1
+    # ... and the cleanup removed it: its manifest is gone.
+    assert [v["version"] for v in lance.dataset(uri, storage_options=direct).versions()] == [2]
