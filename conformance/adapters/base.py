@@ -207,12 +207,13 @@ _OPERATION_FEATURE: dict[type, str] = {
     lang.ShallowClone: "shallow_clone", lang.DeepClone: "deep_clone",
     lang.Relocate: "relocate", lang.Cleanup: "cleanup", lang.Stage: "two_phase", lang.CommitStaged: "two_phase",
 }
+_REF_FEATURE = {"tag": "tags", "branch": "branches"}
 
 
 def needs(op: lang.Operation, refusal: str | None = None) -> list[str]:
     """The features applying ``op`` takes, read off the operation and its arguments; ``refusal``: the error
     kind a correct writer refuses it with."""
-    out = [f"{op.kind}s" if isinstance(op, lang.DropRef) else _OPERATION_FEATURE[type(op)]]
+    out = [_REF_FEATURE[op.kind] if isinstance(op, lang.DropRef) else _OPERATION_FEATURE[type(op)]]
     bases = getattr(op, "bases", ())
     out += ["bases"] * bool(bases) + ["base_ids"] * any(b.id is not None for b in bases)
     targets = getattr(op, "targets", None)
