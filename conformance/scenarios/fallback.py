@@ -4,7 +4,7 @@ fallbacks").
 A scenario names the features it tests (``Scenario.tests``). A writing step's argument that takes another
 feature only shapes the data: rows per file, extra bases registered at create, target bases. For a writer
 whose capability file declares such a feature unsupported, the argument is dropped (each write then lands as
-one file in the dataset's root) and so are the expectations it shaped (``SHAPED_EXPECTATIONS``). The
+one file in the dataset's root) and so are the expectations it shaped (``SHAPING``). The
 reference writer runs the same fallen-back steps and the run is compared with it, so what the scenario
 expects stays derived from the reference, never written for the fallback. A refusal step never falls back:
 without its argument it would be another step. A step whose operation itself is a feature the writer lacks
@@ -23,22 +23,17 @@ from lancespec.conformance.adapters.base import Capabilities, needs
 
 from .format import Scenario, Step, parse_scenario
 
-#: Shaping features and the step keys that take them (dropping ``bases`` drops the targets naming them).
-SHAPING: dict[str, tuple[str, ...]] = {
-    "max_rows_per_file": ("max_rows_per_file",),
-    "target_bases": ("target_bases",),
-    "target_all_bases": ("target_all_bases",),
-    "bases": ("bases", "target_bases", "target_all_bases"),
-    "base_ids": ("bases", "target_bases", "target_all_bases"),
-}
+_BASES = ("bases", "target_bases", "target_all_bases")
+_BASE_EXPECTATIONS = ("files", "bases", "unnamed_bases")
 
-#: The expectations a dropped feature shaped: how many files land where, and which bases a dataset has.
-SHAPED_EXPECTATIONS: dict[str, tuple[str, ...]] = {
-    "max_rows_per_file": ("files",),
-    "target_bases": ("files",),
-    "target_all_bases": ("files",),
-    "bases": ("files", "bases", "unnamed_bases"),
-    "base_ids": ("files", "bases", "unnamed_bases"),
+#: Shaping features: the step keys that take one (dropping ``bases`` drops the targets naming them) and the
+#: expectations it shapes (how many files land where, which bases a dataset has).
+SHAPING: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "max_rows_per_file": (("max_rows_per_file",), ("files",)),
+    "target_bases": (("target_bases",), ("files",)),
+    "target_all_bases": (("target_all_bases",), ("files",)),
+    "bases": (_BASES, _BASE_EXPECTATIONS),
+    "base_ids": (_BASES, _BASE_EXPECTATIONS),
 }
 
 #: The operations whose shaping arguments may fall back.
@@ -63,7 +58,7 @@ def _droppable(step: Step) -> frozenset[str]:
     """The shaping features that may fall back in ``step``."""
     if step.refuse is not None or step.op not in WRITING_OPS:
         return frozenset()
-    return frozenset(f for f, keys in SHAPING.items() if any(k in step.args for k in keys))
+    return frozenset(f for f, (keys, _) in SHAPING.items() if any(k in step.args for k in keys))
 
 
 def untested_needs(scenario: Scenario) -> dict[int, list[str]]:
@@ -106,11 +101,11 @@ def fall_back(scenario: Scenario, capabilities: Capabilities) -> Fallback:
     dropped = set()
     for step, raw in zip(scenario.steps, document["steps"], strict=True):
         for feature in candidates:
-            if feature in _droppable(step) and feature in step_needs(step) and _strip(raw, SHAPING[feature]):
+            if feature in _droppable(step) and feature in step_needs(step) and _strip(raw, SHAPING[feature][0]):
                 dropped.add(feature)
     if not dropped:
         return Fallback(scenario)
-    shaped = {key for feature in dropped for key in SHAPED_EXPECTATIONS[feature]}
+    shaped = {key for feature in dropped for key in SHAPING[feature][1]}
     for raw in document["steps"]:
         expect = raw.get("expect")
         if isinstance(expect, dict) and _strip(expect, shaped) and not set(expect) - {"dataset"}:
