@@ -226,6 +226,8 @@ def _run_line(run: ScenarioRun) -> str:
     skipped = [s for s in steps if s.outcome == SKIP]
     if skipped:
         notes.append(f"{len(skipped)} skipped")
+    if run.fell_back:
+        notes.append(f"set up without {', '.join(run.fell_back)}")
     verdict = "FAIL" if run.failed else "PASS" if run.completed else "PART"
     return f"{verdict:5} {run.scenario:42} [{run.store:5}] {passed}/{len(steps)} steps; {'; '.join(notes)}"
 
