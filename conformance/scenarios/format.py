@@ -138,6 +138,11 @@ class Scenario:
     source: str = ""
     roots: Mapping[str, str] = field(default_factory=dict, hash=False)
     """Every dataset handle and the root location it stands for."""
+    tests: tuple[str, ...] | None = None
+    """The features the scenario tests (capability-file names); None: every feature its steps take. A step's
+    use of another feature only shapes the data, and falls back for a writer without it (``fallback``)."""
+    document: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False, repr=False)
+    """The document as loaded (what ``fallback`` rewrites and loads again)."""
 
     @property
     def operations(self) -> set[str]:
@@ -378,7 +383,7 @@ def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
     """Validate a decoded scenario document."""
     if not isinstance(document, dict):
         raise ScenarioError("a scenario is a JSON object", source)
-    allowed = {"format", "name", "description", "requirements", "stores", "steps", "origin"}
+    allowed = {"format", "name", "description", "requirements", "stores", "steps", "origin", "tests"}
     unknown = set(document) - allowed
     if unknown:
         raise ScenarioError(f"unknown top-level key(s) {sorted(unknown)}", source)
@@ -399,9 +404,13 @@ def parse_scenario(document: Any, source: str = "<scenario>") -> Scenario:
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError("steps must be a non-empty list", source)
+    tests = document.get("tests")
+    if tests is not None and not (isinstance(tests, list) and all(isinstance(t, str) and t for t in tests)):
+        raise ScenarioError("tests is a list of feature names (as capability files name them)", source)
     handles: dict[str, str] = {}
     steps = tuple(_check_step(raw, i, f"{source} [{name}]", handles) for i, raw in enumerate(raw_steps, 1))
-    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source, handles)
+    return Scenario(name, description.strip(), steps, tuple(requirements), tuple(stores), source, handles,
+                    None if tests is None else tuple(tests), document)
 
 
 def load_scenario(path: str | Path) -> Scenario:

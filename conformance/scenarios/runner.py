@@ -109,6 +109,8 @@ class ScenarioRun:
     """Steps handed to the writer (its operations; the harness's own steps not counted)."""
     stopped_by: str | None = None
     """The missing feature whose step stopped the run, when one did."""
+    fell_back: tuple[str, ...] = ()
+    """The shaping features the run went without (``fallback``: the scenario ran as the writer can run it)."""
 
     @property
     def results(self) -> list[StepResult]:
@@ -149,6 +151,7 @@ class ScenarioRun:
         return {"scenario": self.scenario, "store": self.store, "writer": self.writer,
                 "outcome": FAIL if self.failed else PASS if self.completed else "partial", "applied": self.applied,
                 "coverage": self.coverage, "skipped_for": dict(sorted(self.skipped_for().items())),
+                "fell_back": list(self.fell_back),
                 "steps": [s.to_json() for s in self.steps],
                 "certify": self.certify.to_json() if self.certify else None,
                 "compare": self.compare.to_json() if self.compare else None}
@@ -312,8 +315,9 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
     handles: dict[str, Handle] = {}
     stopped: str | None = None
     session: Session | None = None
-    if caps.root_suffix:  # the writer names its roots so (LanceDB: {database}/{name}.lance)
-        run.name_roots({split_root(root)[0] for root in scenario.roots.values()}, caps.root_suffix)
+    if caps.root_suffix:  # the writer names its roots so (LanceDB: {database}/{name}.lance), refused targets too
+        targets = {str(s.args["target"]) for s in scenario.steps if s.op in ("shallow_clone", "deep_clone")}
+        run.name_roots({split_root(root)[0] for root in scenario.roots.values()} | targets, caps.root_suffix)
     try:
         session = writer.open(run)
         for step in scenario.steps:

@@ -156,24 +156,69 @@ def test_certify_writer_grid(browser: Any, tmp_path: Path) -> None:
     assert_self_contained(seen)
 
 
+def _grid_cells(page: Any, section: str) -> dict[tuple[str, str], dict[str, str]]:
+    """Every cell of a grid as the page shows it: (row, column header) -> its class, summary and detail text."""
+    script = """table => {
+        const heads = [...table.querySelectorAll('thead th')].map(th => th.textContent);
+        const out = [];
+        for (const tr of table.querySelectorAll('tbody tr.row')) {
+            const row = tr.querySelector('th').textContent;
+            [...tr.querySelectorAll('td')].forEach((td, i) => out.push({row, column: heads[i + 1],
+                cls: td.className, summary: td.querySelector('summary')?.textContent ?? '',
+                detail: td.querySelector('details > p')?.textContent ?? ''}));
+        }
+        return out;
+    }"""
+    cells = page.locator(f"{section} table").first.evaluate(script)
+    return {(c["row"], c["column"]): c for c in cells}
+
+
+def _committed_marks(cell: dict[str, Any], titles: dict[str, str]) -> tuple[str, str, list[str]]:
+    """What the page must show for a committed cell: its outcome class, its summary and the words of its
+    detail (each finding's title as spec/findings.md heads it, each feature not declared)."""
+    outcome = cell["outcome"]
+    shown_as = {"pass": "pass", "fail": "fail", "divergence": "xfail", "unsupported": "skip"}[outcome]
+    summary = {"pass": "✓", "fail": "FAIL"}.get(outcome) or (
+        " ".join(cell["findings"]) if outcome == "divergence" else "n/s")
+    words = [f"{f}: {titles[f]}" for f in cell.get("findings", [])] + cell.get("features", [])
+    if cell.get("fell_back"):
+        summary += "†"
+        words += cell["fell_back"]
+    return shown_as, summary, words
+
+
 def test_compatibility_matrix_page(browser: Any) -> None:
-    """docs/compatibility.html, the certify-writer grid over the committed cells: one cell per cell of
-    docs/compatibility.json, and the outcome filter hides the rows with no divergence or failure."""
+    """docs/compatibility.html, the certify-writer grid over the committed cells: every cell of
+    docs/compatibility.json at its scenario and column, with its outcome, its summary and, opened on click,
+    each finding by its title in spec/findings.md; the outcome filter hides the rows with no divergence or
+    failure."""
     data = json.loads((ROOT / "docs" / "compatibility.json").read_text(encoding="utf-8"))
-    writes = [c for entry in data["columns"] for cells in entry["writes"].values() for c in cells.values()]
-    reads = [c for entry in data["columns"] for c in entry.get("reads", {}).values()]
+    findings_md = (ROOT / "spec" / "findings.md").read_text(encoding="utf-8")
+    titles = dict(re.findall(r"^## (F-\d+): (.*)$", findings_md, flags=re.MULTILINE))
+    label = {e["key"]: "reference" if e["writer"] == "reference" else e["version"] for e in data["columns"]}
+    writes = {(scenario, f"{label[e['key']]} · {store}"): cell for e in data["columns"]
+              for store, cells in e["writes"].items() for scenario, cell in cells.items()}
+    reads = {(case, label[e["key"]]): cell for e in data["columns"] for case, cell in e.get("reads", {}).items()}
     with opened(browser, ROOT / "docs" / "compatibility.html") as seen:
         page = seen.page
-        assert page.locator("#writers td.cell").count() == len(writes)
-        assert page.locator("#readers td.cell").count() == len(reads)
-        for shown_as, outcome in (("fail", "fail"), ("xfail", "divergence"), ("pass", "pass")):
-            expected = sum(c["outcome"] == outcome for c in writes)
-            assert page.locator(f"#writers td.cell.outcome-{shown_as}").count() == expected
+        for section, committed in (("#writers", writes), ("#readers", reads)):
+            shown = _grid_cells(page, section)
+            assert {k for k, c in shown.items() if "cell" in c["cls"].split()} == set(committed), section
+            for key, cell in committed.items():
+                shown_as, summary, words = _committed_marks(cell, titles)
+                assert f"outcome-{shown_as}" in shown[key]["cls"].split(), (key, shown[key])
+                assert shown[key]["summary"] == summary, (key, shown[key])
+                assert all(w in shown[key]["detail"] for w in words), (key, shown[key]["detail"], words)
+        assert len(writes) > 900 and any(c["outcome"] == "divergence" for c in writes.values())
+        first = page.locator("#writers td.cell.outcome-xfail").first  # a finding's title opens on click
+        assert not first.locator("details > p").is_visible()
+        first.locator("summary").click()
+        assert first.locator("details > p").is_visible() and "spec/findings.md" in first.locator("p").inner_text()
         page.uncheck('input[data-facet="outcome"][value="pass"]')
         page.uncheck('input[data-facet="outcome"][value="skip"]')
-        shown = page.locator("#writers tr.row:visible")
-        assert 0 < shown.count() < page.locator("#writers tr.row").count()
-        assert shown.locator("td.cell.outcome-xfail, td.cell.outcome-fail").count() >= shown.count()
+        rows = page.locator("#writers tr.row:visible")
+        assert 0 < rows.count() < page.locator("#writers tr.row").count()
+        assert rows.locator("td.cell.outcome-xfail, td.cell.outcome-fail").count() >= rows.count()
     assert_self_contained(seen)
 
 

@@ -65,6 +65,14 @@ def test_cells_condense_a_run_as_the_legend_says() -> None:
     assert MATRIX.writer_cell({**run, "outcome": "partial", "steps": [step, diverged, skipped]}) == {
         "outcome": "divergence", "findings": ["F-011"], "features": ["relocate"]}
     assert MATRIX.writer_cell({**run, "outcome": "fail", "steps": [diverged]})["outcome"] == "fail"
+    fell_back = MATRIX.writer_cell({**run, "fell_back": ["max_rows_per_file"]})
+    assert fell_back == {"outcome": "pass", "fell_back": ["max_rows_per_file"]}
+    data = {"columns": [{"key": "w", "writer": "w", "version": "w 1", "writes": {"local": {
+        "s": fell_back, "t": {"outcome": "divergence", "findings": ["F-011"]}}}}], "not_run": {}}
+    page = MATRIX.render(data, FINDINGS)
+    assert "| s | ✓† |" in page and "| t | [F-011] |" in page  # one store: one mark per cell
+    title = next(line for line in FINDINGS.splitlines() if line.startswith("## F-011: ")).removeprefix("## F-011: ")
+    assert "[F-011]: ../spec/findings.md#f-011-" in page and f'"{title}"' in page
     verify = {"results": [{"case": "a", "outcome": "pass", "reason": ""},
                           {"case": "b", "outcome": "xfail", "reason": "UInt32 offsets", "finding": "F-002"},
                           {"case": "c", "outcome": "xpass", "reason": "F-002: UInt32 offsets"}]}

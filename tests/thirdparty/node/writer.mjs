@@ -38,6 +38,8 @@ class Refusal extends Error {
 function classify(error, op) {
   const text = String(error?.message ?? error).trim();
   if (/^Table '.*' already exists/s.test(text)) return "dataset_exists"; // LanceDB's own TableAlreadyExists
+  // a version that does not exist, named by the manifest the Lance core looked for
+  if (/\/_versions\/\d+\.manifest was not found/.test(text)) return "ref_not_found";
   const variant = /lance error: ([^:.]+)/.exec(text);
   const kind = variant ? KINDS[variant[1]] : undefined;
   if (kind === "ref_exists" && !["tag_create", "branch_create"].includes(op)) return "invalid_input"; // a ref in use
