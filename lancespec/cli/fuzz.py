@@ -20,6 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed (default 0)")
     parser.add_argument("--workdir", help="where the pristine world and the case copy live, the world kept for later "
                         "runs, so that a seed replays against the world it failed in (default: a temp dir)")
+    parser.add_argument("--structured-share", type=float, default=fuzzer.STRUCTURED_SHARE, metavar="P",
+                        help="the share of damage to manifests, transactions, deletion files and refs that is "
+                        f"structure-aware (default {fuzzer.STRUCTURED_SHARE}; 0 replays the seeds of runs before it)")
     parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:  # a worker process (fuzz.Worker starts it)
@@ -28,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        result = fuzzer.fuzz(args.cases, args.seed, workdir, progress=True)
+        result = fuzzer.fuzz(args.cases, args.seed, workdir, progress=True,
+                              structured_share=args.structured_share)
     for seed, why in sorted(result.failures.items()):
         print(f"seed {seed}: {why}")
     print(result.summary())
