@@ -31,7 +31,7 @@ from lancespec.reference.errors import CannotRead, CertifyError, InvalidRefName,
 from lancespec.reference.layout import BRANCHES_DIR, branch_root, ref_name_from_file
 from lancespec.reference.limits import DEFAULT_LIMITS, Limits
 from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import join, scheme_of
+from lancespec.reference.store.uri import scheme_of
 from lancespec.reference.table import Dataset, Snapshot
 
 from .baseline import settle
@@ -92,11 +92,7 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
     if not all_versions:
         return [main]
     roots = [main]
-    names = sorted(
-        ref_name_from_file(info.uri.rsplit("/", 1)[-1])
-        for info in main.storage.list(join(main.uri, BRANCHES_DIR), recursive=False)
-        if info.uri.endswith(".json")
-    )
+    names = sorted(ref_name_from_file(info.uri.rsplit("/", 1)[-1]) for info in main.ref_files(BRANCHES_DIR))
     for name in names:
         try:
             roots.append(Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name))
