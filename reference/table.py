@@ -331,6 +331,8 @@ class Dataset:
                 parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
                 if parsed is not None and not parsed.detached:
                     entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
+                    if len(entries) > self.storage.limits.max_versions:  # stop reading names past the limit
+                        self._within("max_versions", len(entries), prefix, "the number of manifests in _versions/")
             if early and any(e.naming is not ManifestNaming.V2 for e in entries):
                 return self.version_entries(allow_mixed)
             if early and entries and entries[-1].version <= (newer_than or 0):
