@@ -104,11 +104,7 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
     if not all_versions:
         return [main]
     roots = [main]
-    names = sorted(
-        ref_name_from_file(info.uri.rsplit("/", 1)[-1])
-        for info in main.storage.list(join(main.uri, BRANCHES_DIR), recursive=False)
-        if info.uri.endswith(".json")
-    )
+    names = sorted(ref_name_from_file(info.uri.rsplit("/", 1)[-1]) for info in main.ref_files(BRANCHES_DIR))
     for name in names:
         try:
             roots.append(Dataset(branch_root(main.uri, name), main.storage, main_root=main.uri, branch=name))

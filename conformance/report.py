@@ -5,14 +5,13 @@ set aside (``conformance.baseline``)."""
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lancespec.reference import __version__
-from lancespec.reference.printable import printable
+from lancespec.reference.printable import json_text, printable
 
 from .baseline import is_fingerprint, known_divergences_seen, set_aside_counts
 from .catalogue import load_catalogue
@@ -68,7 +67,7 @@ def to_json(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2) + "\n"
+    return json_text(to_json(report))
 
 
 def where(places: Iterable[tuple[str | None, int | None]]) -> str:

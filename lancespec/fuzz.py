@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .fuzz_structure import structured
+
 #: Address space of a worker, and the time one case may take inside it.
 WORKER_MEMORY_BYTES = 3 << 30
 CASE_SECONDS = 30
@@ -81,16 +83,37 @@ def _replace(target: Path, how: str, outside: Path) -> None:
         target.symlink_to(outside)
 
 
-def damage(root: Path, targets: Sequence[Path], seed: int, outside: Path) -> str:
-    """Damage one target of the copy at ``root`` (paths relative to it) by ``seed``; say what was done."""
+#: The share of cases whose damage is structure-aware where the target has a structure (manifests,
+#: transactions, deletion files, refs: ``lancespec.fuzz_structure``); the rest are byte-level.
+STRUCTURED_SHARE = 0.5
+
+
+def damage(root: Path, targets: Sequence[Path], seed: int, outside: Path,
+           structured_share: float = STRUCTURED_SHARE) -> str:
+    """Damage one target of the copy at ``root`` (paths relative to it) by ``seed``; say what was done. The
+    target is unlinked before it is written: a copy may share its files with the pristine world. With
+    ``structured_share`` 0 a seed damages exactly as it did before structure-aware damage existed (the seeds
+    of old failures replay so)."""
     rng = random.Random(seed)
     target = root / targets[rng.randrange(len(targets))]
     if rng.random() < 0.05:
         how = rng.choice(["fifo", "zero", "outside"])
         _replace(target, how, outside)
         return f"{how} {target.relative_to(root)}"
-    target.write_bytes(mutate(target.read_bytes(), rng))
+    data = target.read_bytes()
+    target.unlink()
+    structure = structured(target)
+    if structure is not None and structured_share and rng.random() < structured_share:
+        target.write_bytes(data)
+        return f"{structure(target, rng)} in {target.relative_to(root)}"
+    target.write_bytes(mutate(data, rng))
     return f"bytes {target.relative_to(root)}"
+
+
+def copy_world(pristine: Path, case_dir: Path) -> None:
+    """The case's world: the pristine one with every regular file hard-linked (``damage`` unlinks what it
+    writes), so a case costs directory entries, not copies of the data files."""
+    shutil.copytree(pristine, case_dir, symlinks=True, copy_function=os.link)
 
 
 # --- the pristine dataset ------------------------------------------------------------------------------
@@ -322,7 +345,8 @@ def _problem(first: dict[str, Any], second: dict[str, Any]) -> str | None:
     return None
 
 
-def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzResult:
+def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False,
+         structured_share: float = STRUCTURED_SHARE) -> FuzzResult:
     """Run ``cases`` cases with seeds ``seed .. seed + cases - 1`` under ``workdir``. The pristine world a
     run builds there is kept and reused by later runs with the same ``workdir``: its file names are random
     (writers name files by UUID), so a seed replays a failure exactly only against the world it met."""
@@ -343,8 +367,8 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False) -> FuzzRe
         for s in range(seed, seed + cases):
             if case_dir.exists():
                 shutil.rmtree(case_dir)
-            shutil.copytree(pristine, case_dir, symlinks=True)
-            what = damage(case_dir, targets, s, outside)
+            copy_world(pristine, case_dir)
+            what = damage(case_dir, targets, s, outside, structured_share)
             argv = ["certify", str(case_dir / "ds"), "--all-versions", "--format", "json"]
             # the copy keeps the pristine base paths (the pristine world is the case's bases), and a damaged
             # manifest may register others: reading under a registered base is the dataset's right
@@ -378,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed (default 0)")
     parser.add_argument("--workdir", help="where the pristine world and the case copy live, the world kept for later "
                         "runs, so that a seed replays against the world it failed in (default: a temp dir)")
+    parser.add_argument("--structured-share", type=float, default=STRUCTURED_SHARE, metavar="P",
+                        help="the share of damage to manifests, transactions, deletion files and refs that is "
+                        f"structure-aware (default {STRUCTURED_SHARE}; 0 replays the seeds of runs before it)")
     parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:  # a worker process (Worker starts it)
@@ -386,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        result = fuzz(args.cases, args.seed, workdir, progress=True)
+        result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)
     for seed, why in sorted(result.failures.items()):
         print(f"seed {seed}: {why}")
     print(result.summary())

@@ -207,13 +207,20 @@ def _size(size: int | None) -> str:
     return f"{value:.1f} {unit}"
 
 
+#: Nesting levels shown by indentation; deeper fields show their level as a number, so the text stays
+#: linear in the number of fields however deep a schema nests (docs/security.md).
+INDENTED_LEVELS = 16
+
+
 def _schema_lines(report: dict[str, Any]) -> list[str]:
     fields = report["schema"]
     depth: dict[int, int] = {}
     lines = []
     for f in fields:
         depth[f["id"]] = 0 if f["parent_id"] == -1 else depth.get(f["parent_id"], 0) + 1
-        name = "  " * depth[f["id"]] + _shown(f["name"])
+        level = depth[f["id"]]
+        indent = "  " * level if level <= INDENTED_LEVELS else "  " * INDENTED_LEVELS + f"[level {level}] "
+        name = indent + _shown(f["name"])
         kind = "blob" if f["blob"] else _shown(f["logical_type"])
         lines.append(f"  {name:<24} {kind}{'' if f['nullable'] else ' not null'}")
     return lines

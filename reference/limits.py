@@ -25,6 +25,9 @@ class Limits:
     snapshot, so the default bounds one manifest at about 0.85 GB). ``max_manifest_entries``: the most
     elements one manifest's other repeated fields may hold together (schema fields, schema and table
     metadata, config, base paths, and the data files of all its fragments), counted before decoding.
+    ``max_versions``: the most manifests one ``_versions/`` may list, counted from the listing before any is
+    read (each listed version is one more object certify reads). ``max_refs``: the most tag or branch files
+    one ``_refs/`` folder may list, counted before any is read.
     ``codec_memory_bytes`` and
     ``codec_seconds``: the address space and the time per data file of the child process that runs the
     Lance file codec (``reference.isolated``)."""
@@ -32,6 +35,8 @@ class Limits:
     max_object_bytes: int = 256 * MIB
     max_fragments: int = 1_000_000
     max_manifest_entries: int = 1_000_000
+    max_versions: int = 1_000_000
+    max_refs: int = 100_000
     codec_memory_bytes: int = 4096 * MIB
     codec_seconds: int = 120
 
@@ -56,6 +61,8 @@ LIMIT_OPTIONS = {
     "max_fragments": "the most fragments one manifest may hold (about 830 bytes of memory each)",
     "max_manifest_entries": "the most schema fields, base paths, metadata entries and data files one manifest "
                             "may hold together",
+    "max_versions": "the most manifests one _versions/ folder may list (counted before any is read)",
+    "max_refs": "the most tag or branch files one _refs/ folder may list (counted before any is read)",
     "codec_memory_bytes": "the address space of the child process that decodes data files",
     "codec_seconds": "the time the child process may take to decode one data file",
 }

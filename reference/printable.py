@@ -9,21 +9,33 @@ byte as ``\\xNN`` / ``\\uNNNN``, and cuts a long value, saying how long it was (
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 #: The longest value shown whole; longer ones are cut and their length is given.
 SHOWN_CHARACTERS = 1024
 
-#: C0 and C1 controls and DEL; zero-width, bidirectional and BOM format characters; line and paragraph
-#: separators; surrogates (undecodable bytes under surrogateescape); the non-characters XML forbids.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufffe\uffff\ud800-\udfff]")
+#: C0 and C1 controls and DEL; every format character (Unicode category Cf: the soft hyphen, the Arabic
+#: letter mark, the Mongolian vowel separator, zero-width and bidirectional marks, the BOM, interlinear
+#: annotation marks, tag characters); line and paragraph separators; surrogates (undecodable bytes under
+#: surrogateescape); the non-characters XML forbids. tests/unit/test_printable.py checks the class against
+#: the ``unicodedata`` tables.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, as surrogateescape keeps it
         return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(value: object, limit: int = SHOWN_CHARACTERS) -> str:
@@ -33,3 +45,21 @@ def printable(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}… ({len(text)} characters)"
     return _UNSAFE.sub(_escape, text)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, numbers) with every lone surrogate in a string or key
+    written as ``\\xNN`` (a byte that was not UTF-8) or ``\\uNNNN``: a JSON text holding a lone surrogate
+    is rejected by strict parsers, and a non-UTF-8 file name can only be shown, not carried, in JSON."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(_escape, value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {json_safe(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """A report as JSON text that every strict parser accepts (see ``json_safe``), ending in a newline."""
+    return json.dumps(json_safe(value), indent=indent) + "\n"

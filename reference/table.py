@@ -54,7 +54,7 @@ from .layout import (
     tag_ref_path,
 )
 from .proto import table_pb2
-from .store import Storage, open_store
+from .store import ObjectInfo, Storage, open_store
 from .store.uri import join, normalize
 
 _R = TypeVar("_R")
@@ -419,10 +419,13 @@ class Dataset:
                 parsed = parse_manifest_name(info.uri.rsplit("/", 1)[-1])
                 if parsed is not None and not parsed.detached:
                     entries.append(VersionEntry(parsed.version, parsed.naming, info.uri, info.size))
+                    if len(entries) > self.storage.limits.max_versions:  # stop reading names past the limit
+                        self._within("max_versions", len(entries), prefix, "the number of manifests in _versions/")
             if early and any(e.naming is not ManifestNaming.V2 for e in entries):
                 return self.version_entries(allow_mixed)
             if early and entries and entries[-1].version <= (newer_than or 0):
                 break
+        self._within("max_versions", len(entries), prefix, "the number of manifests in _versions/")
         if len({e.naming for e in entries}) > 1 and not allow_mixed:
             raise FormatError("_versions/ mixes V1 and V2 manifest names", join(self.uri, VERSIONS_DIR))
         return sorted(entries, key=lambda e: e.version)
@@ -546,11 +549,27 @@ class Dataset:
         """Every branch of the dataset, by name."""
         return self._refs(BRANCHES_DIR, decode_branch)
 
+    def _within(self, limit: str, value: int, where: str, what: str) -> None:
+        """The run's ``limit`` checked; going past it is noted by the storage (the run stops on it, exit 2)
+        even when a caller handles the error."""
+        try:
+            self.storage.limits.check(limit, value, where, what)
+        except LimitExceeded as exc:
+            self.storage.note(exc)
+            raise
+
+    def ref_files(self, directory: str) -> list[ObjectInfo]:
+        """The ``*.json`` files of ``_refs/{tags,branches}/`` (``directory``) at the main root, listed, not
+        read; more than the run's ``max_refs`` is refused before any is read."""
+        folder = join(self.main_root, directory)
+        listed = [info for info in self.storage.list(folder, recursive=False) if info.uri.endswith(".json")]
+        self._within("max_refs", len(listed), folder, f"the number of ref files in {directory}/")
+        return listed
+
     def _refs(self, directory: str, decode: Callable[[bytes, str], _R]) -> dict[str, _R]:
         """The ref records of ``_refs/{tags,branches}/`` at the main root, by name."""
-        listed = self.storage.list(join(self.main_root, directory), recursive=False)
         return {ref_name_from_file(info.uri.rsplit("/", 1)[-1]): decode(self.storage.get(info.uri), info.uri)
-                for info in listed if info.uri.endswith(".json")}
+                for info in self.ref_files(directory)}
 
     def __repr__(self) -> str:
         return f"Dataset({self.uri!r}, branch={self.branch_name!r})"

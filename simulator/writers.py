@@ -69,10 +69,10 @@ def writer_main(writer: int, kind: str, origin: str, root: str, storage_options:
     bucket ``root`` (``s3://B``, ``az://C``), report ``ready``, wait for ``start``, then run every planned
     operation, reporting ``("event", writer, type, time, op index, value)``; start no operation later than
     ``time_limit`` seconds after the start (report ``("cut", writer, op index)`` instead); always finish with
-    ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer ignores SIGINT rather than
-    print a traceback. ``deterministic``: the seed of a scheduled run (``make_deterministic``); every planned
-    operation is started (the time limit is the controller's hard stop then, since a cut decided by the clock
-    would differ from run to run)."""
+    ``("done", writer, error or None)``. Ctrl-C is the parent's to handle (it stops the writers), so a writer
+    ignores SIGINT rather than print a traceback. ``deterministic``: the seed of a scheduled run
+    (``make_deterministic``); every planned operation is started (the time limit is the controller's hard stop
+    then, since a cut decided by the clock would differ from run to run)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("LANCE_LOG", "error")
     error: str | None = None

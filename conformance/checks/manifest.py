@@ -101,11 +101,38 @@ def _expected_type(field: file_pb2.Field) -> int:
     return int(file_pb2.Field.LEAF)
 
 
-@version_check("manifest.schema", "MAN-005", "MAN-013", "MAN-014")
+def parent_cycles(fields: list[file_pb2.Field]) -> list[list[int]]:
+    """The cycles of parent ids among ``fields`` (each as its field ids, from the smallest), in time linear
+    in the fields: following parent_id from a field must end at -1 (or at an id that is no field, MAN-005's)."""
+    parent = {f.id: f.parent_id for f in fields}
+    state: dict[int, int] = {}  # 1: on the path being followed, 2: known to end
+    cycles = []
+    for start in parent:
+        path = []
+        node = start
+        while node in parent and state.get(node) is None:
+            state[node] = 1
+            path.append(node)
+            node = parent[node]
+        if state.get(node) == 1:  # came back to the path just followed
+            loop = path[path.index(node):]
+            turn = loop.index(min(loop))
+            cycles.append(loop[turn:] + loop[:turn])
+        for visited in path:
+            state[visited] = 2
+    return cycles
+
+
+@version_check("manifest.schema", "MAN-005", "MAN-013", "MAN-014", "MAN-021")
 def schema(ctx: VersionContext) -> None:
     """Unique field ids, parents that exist (MAN-005); Field.type matching the logical type (MAN-013);
-    known logical types (MAN-014)."""
+    known logical types (MAN-014); parent ids that lead to a top-level field, never round in a cycle
+    (MAN-021)."""
     fields, where = list(ctx.snap.manifest.fields), ctx.snap.manifest_uri
+    for cycle in parent_cycles(fields)[:10]:
+        shown = " -> ".join(str(i) for i in cycle[:8]) + (" -> ..." if len(cycle) > 8 else "")
+        ctx.finding("MAN-021", where, f"the parent ids of {len(cycle)} field(s) form a cycle: {shown} -> "
+                    f"{cycle[0]}; none of them reaches a top-level field", f"field {cycle[0]}", code="parent_cycle")
     ids = Counter(f.id for f in fields)
     for field_id, n in sorted(ids.items()):
         if n > 1:

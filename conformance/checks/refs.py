@@ -17,7 +17,6 @@ from lancespec.reference.layout import (
     branch_root,
     ref_name_from_file,
 )
-from lancespec.reference.store.uri import join
 from lancespec.reference.table import Dataset, VersionEntry
 
 from . import DatasetContext, dataset_check
@@ -32,10 +31,8 @@ def _is_main_root(ctx: DatasetContext) -> bool:
 
 def _ref_files(ctx: DatasetContext, directory: str) -> Iterator[tuple[str, str]]:
     """``(file name, uri)`` of every ``*.json`` directly in ``directory`` of the main root."""
-    for info in ctx.storage.list(join(ctx.dataset.main_root, directory), recursive=False):
-        name = info.uri.rsplit("/", 1)[-1]
-        if name.endswith(".json"):
-            yield name, info.uri
+    for info in ctx.dataset.ref_files(directory):
+        yield info.uri.rsplit("/", 1)[-1], info.uri
 
 
 class _Roots:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from typing import Any
 
 from lancespec.reference.errors import InvalidOption
-from lancespec.reference.printable import printable
+from lancespec.reference.printable import json_text, printable
 
 from .options import (
     EXIT_OK,
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             render_text(report, Console())
             continue
         if fmt == "json":
-            text = json.dumps(report, indent=2) + "\n"
+            text = json_text(report)
         else:
             buffer = io.StringIO()
             render_text(report, Console(file=buffer, width=80))

@@ -279,3 +279,24 @@ def test_the_users_own_root_may_lie_behind_a_link(tmp_path: Path) -> None:
     done = run_cli("certify", str(tmp_path / "via"), "--format", "json", timeout=20)
     assert done.returncode == 0, done.stdout
     assert json.loads(done.stdout)["uri"] == uri
+
+
+@pytest.mark.parametrize("command", ["certify", "inspect"])
+def test_versions_and_refs_are_counted_for_the_run_before_they_are_read(tmp_path: Path, command: str) -> None:
+    """Versions and refs are counts a dataset chooses (200,000 empty manifests cost 40 s): above
+    --max-versions or --max-refs the run stops in one line naming the option, before reading any of them."""
+    uri = build_reference_dataset(tmp_path)
+    versions = Path(uri) / "_versions"
+    for i in range(1, 1501):
+        (versions / f"{18446744073709551615 - 1000 - i:020d}.manifest").write_bytes(b"")
+    done = run_cli(command, uri, "--max-versions", "1000", timeout=20)
+    assert done.returncode == 2
+    assert "above the limit of 1000 (raise it with --max-versions)" in done.stderr, done.stderr
+    uri = build_reference_dataset(tmp_path / "refs")
+    tags = Path(uri) / "_refs" / "tags"
+    tags.mkdir(parents=True)
+    for i in range(150):
+        (tags / f"t{i}.json").write_text('{"branch": null, "version": 1}')
+    done = run_cli(command, uri, "--max-refs", "100", timeout=20)
+    assert done.returncode == 2
+    assert "above the limit of 100 (raise it with --max-refs)" in done.stderr, done.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conformance_kit import build_reference_dataset
 
-from lancespec.fuzz import Worker, fuzz, mutate
+from lancespec.fuzz import Worker, build_pristine, copy_world, damage, fuzz, mutate, mutation_targets
 
 
 def test_a_bounded_fuzz_run_finds_nothing(tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
     26174: a data file with fewer column_indices than fields broke the blob reader's lookup (MAN-008's
     finding, not a crash); 109596: a damaged manifest names a directory as a data file, whose opening raised
     IsADirectoryError (an internal error) instead of the store's refusal of what is not a regular file."""
-    assert fuzz(1, seed=seed, workdir=tmp_path).failures == {}
+    assert fuzz(1, seed=seed, workdir=tmp_path, structured_share=0).failures == {}
 
 
 def test_a_workdir_keeps_its_world_so_seeds_replay_exactly(tmp_path: Path) -> None:
@@ -78,3 +78,44 @@ def test_mutations_are_seeded() -> None:
     data = bytes(range(256)) * 4
     assert mutate(data, random.Random(7)) == mutate(data, random.Random(7))
     assert any(mutate(data, random.Random(s)) != data for s in range(10))
+
+
+def test_structure_aware_damage_keeps_files_decodable_and_the_world_intact(tmp_path: Path) -> None:
+    """Structure-aware damage (lancespec/fuzz_structure.py) reaches repeated fields of manifests and
+    transactions, both deletion-file encodings and refs; a damaged manifest still decodes (so the checks,
+    not the decoder, meet the damage); and damage never writes through the hard links a case shares with
+    the pristine world."""
+    from lancespec.reference.codec import decode_manifest_file
+
+    world = build_pristine(tmp_path / "pristine")
+    targets = mutation_targets(world)
+    before = {t: (world / t).read_bytes() for t in targets}
+    (tmp_path / "outside.txt").write_text("x")
+    kinds: set[str] = set()
+    for seed in range(300):
+        case = tmp_path / f"case{seed % 2}"
+        if case.exists():
+            import shutil
+
+            shutil.rmtree(case)
+        copy_world(world, case)
+        what = damage(case, targets, seed, tmp_path / "outside.txt")
+        assert what == damage_again(world, targets, seed, tmp_path)
+        if " in " in what:
+            kinds.add(what.split(" in ")[1].split("/")[1])
+            if what.endswith(".manifest") and "inline transaction" not in what:
+                path = case / what.split(" in ")[1]
+                decode_manifest_file(path.read_bytes(), str(path))
+    assert {"_versions", "_transactions", "_deletions", "_refs"} <= kinds, kinds
+    assert {t: (world / t).read_bytes() for t in targets} == before
+
+
+def damage_again(world: Path, targets: list[Path], seed: int, tmp_path: Path) -> str:
+    """The same seed's damage on a fresh copy: a seed names one damage."""
+    import shutil
+
+    again = tmp_path / "again"
+    if again.exists():
+        shutil.rmtree(again)
+    copy_world(world, again)
+    return damage(again, targets, seed, tmp_path / "outside.txt")

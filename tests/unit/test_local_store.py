@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from store_contract import StoreContract, race_put_if_absent
 
-from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound
+from lancespec.reference.errors import NotARegularFile, ObjectAlreadyExists, ObjectNotFound
 from lancespec.reference.store import open_store
 from lancespec.reference.store.base import ObjectStore
 from lancespec.reference.store.local import LocalStore
@@ -109,3 +109,27 @@ def test_a_directory_is_no_object_for_any_read(tmp_path: Path, read: str) -> Non
             "get_tail": lambda: store.get_tail(uri, 4)}[read]
     with pytest.raises(ObjectNotFound, match="directory"):
         call()
+
+
+def test_a_link_swapped_in_after_the_check_is_not_followed(tmp_path: Path) -> None:
+    """Containment by construction (issue 32): the kernel refuses a symbolic link at any component of the
+    path (openat2 RESOLVE_NO_SYMLINKS), so a directory replaced by a link after the run found it free of
+    links (the checks remember such directories) is still not followed."""
+    from lancespec.reference.store import local
+
+    if not local._openat2_works:
+        pytest.skip("openat2 is not available on this kernel: containment is by checking only")
+    ds = tmp_path / "ds" / "data"
+    ds.mkdir(parents=True)
+    (ds / "f.lance").write_bytes(b"mine")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.lance").write_bytes(b"theirs")
+    store = LocalStore()
+    assert store.get(str(ds / "f.lance")) == b"mine"
+    (ds / "f.lance").unlink()
+    ds.rmdir()
+    ds.symlink_to(elsewhere, target_is_directory=True)
+    for read in (store.get, store.head, lambda uri: list(store.list(uri.rsplit("/", 1)[0]))):
+        with pytest.raises(NotARegularFile):
+            read(str(ds / "f.lance"))
