@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from conformance_kit import build_reference_dataset, rewrite_manifest
 
 from lancespec.reference.proto import table_pb2
@@ -95,3 +96,50 @@ def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(
     assert json.loads(done.stdout)["outcome"] == "cannot_read"
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("lancespec: cannot read: s3://attacker-bucket/data") and "no S3 store is configured" in line
+
+
+@pytest.mark.parametrize("scheme, base, store", [
+    ("gs", "gs://attacker-bucket/data", "GCS"), ("az", "az://attacker-container/data", "Azure"),
+])
+def test_a_gcs_or_azure_base_reads_no_credential_and_contacts_nothing(tmp_path: Path, scheme: str, base: str,
+                                                                      store: str) -> None:
+    """The rule of configuration holds for every scheme of the storage layer: with a service-account file and
+    Azure keys in the environment and no storage option, a local dataset's ``gs://`` or ``az://`` base opens
+    no credential file and contacts nothing (object_store's own requests would reach the proxy listener)."""
+    uri = build_reference_dataset(tmp_path / "w")
+
+    def edit(m: table_pb2.Manifest) -> None:
+        m.base_paths.add(id=9, path=base, is_dataset_root=False)
+        m.fragments[0].files[0].base_id = 9
+
+    rewrite_manifest(uri, 2, edit)
+    account_file = tmp_path / "service-account.json"
+    account_file.write_text('{"type": "service_account", "client_email": "ci@x", "private_key": "k"}')
+    env = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(account_file),
+           "GOOGLE_SERVICE_ACCOUNT": str(account_file), "AZURE_STORAGE_ACCOUNT_NAME": "ciaccount",
+           "AZURE_STORAGE_ACCOUNT_KEY": "a2V5", "AZURE_CLIENT_ID": "id", "AZURE_TENANT_ID": "t",
+           "AZURE_CLIENT_SECRET": "s"}
+    record = tmp_path / "seen.json"
+    listener, proxied = socket.create_server(("127.0.0.1", 0)), []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            proxied.append(conn.recv(200))
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env |= {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")}
+    env |= {"NO_PROXY": "", "no_proxy": ""}
+    done = subprocess.run([sys.executable, "-c", _AUDITED, str(account_file), str(record), "certify", uri,
+                           "--format", "json"], capture_output=True, text=True, env=env, timeout=60, check=False)
+    listener.close()
+    assert json.loads(record.read_text()) == []  # the service-account file never opened, nothing contacted
+    assert proxied == []
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"lancespec: cannot read: {base}") and f"no {store} store is configured" in line, line
