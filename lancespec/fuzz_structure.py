@@ -41,10 +41,11 @@ _INT_RANGES = {
 # --- protobuf messages ----------------------------------------------------------------------------------
 
 
-def _sites(message: Message, depth: int = 0) -> list[tuple[Message, FieldDescriptor]]:
+def _sites(message: Message, depth: int = 0) -> list[tuple[Message, Any]]:
     """Every (message, field) of the tree under ``message`` a mutation may change: set or repeated fields,
     and the unset scalars of each message (a field a writer left out is a place to put a value)."""
-    sites: list[tuple[Message, FieldDescriptor]] = []
+    sites: list[tuple[Message, Any]] = []  # (message, its FieldDescriptor)
+    fd: Any
     for fd in message.DESCRIPTOR.fields:
         sites.append((message, fd))
         if fd.type != FieldDescriptor.TYPE_MESSAGE or depth > 12:
@@ -59,7 +60,7 @@ def _sites(message: Message, depth: int = 0) -> list[tuple[Message, FieldDescrip
     return sites
 
 
-def _scalar(fd: FieldDescriptor, rng: random.Random) -> Any:
+def _scalar(fd: Any, rng: random.Random) -> Any:
     if fd.type == FieldDescriptor.TYPE_STRING:
         return rng.choice(HOSTILE_STRINGS)
     if fd.type == FieldDescriptor.TYPE_BYTES:

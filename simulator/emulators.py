@@ -40,7 +40,7 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from lancespec.reference.errors import LanceSpecError
 
@@ -98,7 +98,7 @@ class EmulatorProcess:
 
     # lifecycle
 
-    def start(self) -> EmulatorProcess:
+    def start(self) -> Self:
         """Start the child and wait until it says it listens; a no-op when it runs already. EmulatorMissing
         when it is not installed, EmulatorError (with its last output) when it does not come up."""
         if self._proc is not None:
