@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .since import CarriedOver, Evidence
+
+class RunEvidence(Protocol):
+    """What an incremental run needs of a finished one (``conformance.since.Evidence``): said here as what the
+    report asks of it, so that findings, the floor below the incremental run, imports nothing of it."""
+
+    def to_json(self, findings: list[Finding]) -> dict[str, Any]: ...
+    def add_version_findings(self, found: Iterable[Finding]) -> None: ...
+
+
+class CarryNote(Protocol):
+    """What an incremental run carried over from its earlier report (``conformance.since.CarriedOver``)."""
+
+    def to_json(self) -> dict[str, Any]: ...
+    def line(self) -> str: ...
 
 
 @dataclass(frozen=True, order=True)
@@ -72,8 +85,8 @@ class Report:
     cannot_read: str | None = None
     branch_versions: dict[str, list[int]] = field(default_factory=dict)
     set_aside: dict[str, str] = field(default_factory=dict)
-    evidence: Evidence | None = field(default=None, compare=False)
-    carried_over: CarriedOver | None = field(default=None, compare=False)
+    evidence: RunEvidence | None = field(default=None, compare=False)
+    carried_over: CarryNote | None = field(default=None, compare=False)
 
     @property
     def counted_findings(self) -> list[Finding]:
