@@ -86,9 +86,9 @@ class SimMutant(Mutant):
 
 
 MUTANTS = (
-    SimMutant("unconditional-put", "store/s3.py",
-              '{"If-None-Match": "*"}, data,\n',
-              '{}, data,\n',
+    SimMutant("unconditional-put", "store/cloud.py",
+              'obstore.put(store, key, data, mode="create")\n',
+              'obstore.put(store, key, data)\n',
               "manifests (and tags) are written by plain PUT, without If-None-Match: concurrent commits of one "
               "version overwrite each other"),
     SimMutant("no-conflict-check", "commit.py",
