@@ -45,7 +45,7 @@ from typing import ClassVar, Self
 from lancespec.reference.errors import LanceSpecError
 
 __all__ = ["AZURITE_ACCOUNT", "AZURITE_KEY", "AzuriteServer", "EmulatorError", "EmulatorMissing", "EmulatorProcess",
-           "FakeGcsServer"]
+           "FakeGcsServer", "stop_child"]
 
 
 class EmulatorError(LanceSpecError):
@@ -123,15 +123,7 @@ class EmulatorProcess:
         proc, self._proc = self._proc, None
         atexit.unregister(self.stop)
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+            stop_child(proc)
         if self._workdir is not None:
             self._workdir.cleanup()
             self._workdir = None
@@ -328,6 +320,20 @@ class FakeGcsServer(EmulatorProcess):
             if path.is_file() and not path.is_symlink():
                 self.upload(bucket, f"{prefix}/{path.relative_to(local).as_posix()}", path.read_bytes())
         return f"gs://{bucket}/{prefix}"
+
+
+def stop_child(proc: subprocess.Popen[bytes]) -> None:
+    """End a server's child process, politely first (SIGTERM, then SIGKILL after 5 s), and close its pipes."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
 
 
 def _existing(path: Path) -> str | None:

@@ -210,16 +210,9 @@ class EmbeddedS3Server:
         atexit.unregister(self.stop)
         self._client = None
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            for pipe in (proc.stdin, proc.stdout):
-                if pipe is not None:
-                    pipe.close()
+            from .emulators import stop_child
+
+            stop_child(proc)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None

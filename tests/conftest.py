@@ -12,17 +12,22 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from lancespec.simulator.emulators import AzuriteServer, EmulatorMissing, EmulatorProcess, FakeGcsServer
+from lancespec.simulator.emulators import AzuriteServer, EmulatorMissing, FakeGcsServer
 from lancespec.simulator.s3 import EmbeddedS3Server
 
 pytest_plugins = ["pytester"]
 
-EmulatorT = TypeVar("EmulatorT", bound=EmulatorProcess)
+class _Server(Protocol):
+    def start(self) -> object: ...
+    def stop(self) -> None: ...
+
+
+ServerT = TypeVar("ServerT", bound=_Server)
 
 # Shared test kits live in tests/ (on pythonpath); rewrite their asserts for readable failures.
 pytest.register_assert_rewrite("store_contract", "report_kit")
@@ -51,12 +56,7 @@ def s3_server() -> Iterator[EmbeddedS3Server]:
     missing = [name for name in _SERVER_NEEDS if importlib.util.find_spec(name) is None]
     if missing:
         pytest.skip(f"embedded S3 server needs {', '.join(missing)} (pip install 'lancespec[s3]')")
-    server = EmbeddedS3Server()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(EmbeddedS3Server())
 
 
 @pytest.fixture
@@ -87,8 +87,9 @@ def fake_gcs() -> Iterator[FakeGcsServer]:
     yield from _serving(FakeGcsServer())
 
 
-def _serving(server: EmulatorT) -> Iterator[EmulatorT]:
-    """``server`` started (the test skipped, saying what is missing, when it is not installed), then stopped."""
+def _serving(server: ServerT) -> Iterator[ServerT]:
+    """``server`` started (the test skipped, saying what is missing, when an emulator is not installed), then
+    stopped."""
     try:
         server.start()
     except EmulatorMissing as exc:

@@ -70,12 +70,13 @@ def run(args: argparse.Namespace) -> int:
         server.start()
         bucket = server.create_container(args.bucket) if args.emulator == "az" else server.create_bucket(args.bucket)
         options = server.storage_options()
+        # stderr first: whoever has read the options from stdout then finds this line there too
+        print(f"lancespec serve: {label} on {server.endpoint}, {what} {bucket}; Ctrl-C stops it", file=sys.stderr,
+              flush=True)
         if args.format == "json":
             print(json.dumps({"endpoint": server.endpoint, "bucket": bucket, "storage_options": options}), flush=True)
         else:
             print("\n".join(f"--storage-option {k}={v}" for k, v in options.items()), flush=True)
-        print(f"lancespec serve: {label} on {server.endpoint}, {what} {bucket}; Ctrl-C stops it", file=sys.stderr,
-              flush=True)
         while server.running:
             time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:

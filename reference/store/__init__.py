@@ -68,8 +68,8 @@ class Storage(ObjectStore):
         return found
 
     def _create(self, scheme: str, uri: str) -> ObjectStore:
-        if scheme == "file":
-            return LocalStore(self.limits)
+        if scheme == "file":  # by hand, not object_store's LocalFileSystem: that one follows symbolic links and
+            return LocalStore(self.limits)  # opens what is not a regular file, which a hostile dataset would use
         from .cloud_options import FAMILIES  # imported here, as option_keys (which it imports)
 
         family = FAMILIES.get(scheme)

@@ -57,3 +57,15 @@ def test_a_misspelt_gcs_option_exits_2_naming_it(fake_gcs: FakeGcsServer, upload
         main(["certify", uploaded, *option_flags(options)])
     assert stopped.value.code == 2
     assert "unknown storage option 'google_service_acount_key'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_spark_certify_a_pylance_dataset_on_fake_gcs_server(fake_gcs: FakeGcsServer, uploaded: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Spark's executors read ``gs://`` through lancespec's storage layer, with the options passed down."""
+    pytest.importorskip("pyspark", reason="spark-certify needs pyspark (the spark extra)")
+    code = main(["spark-certify", uploaded, "--all-versions", "--master", "local[1]",
+                 *option_flags(fake_gcs.storage_options())])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith(f"CONFORMANT: {uploaded}"), out

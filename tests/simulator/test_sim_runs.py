@@ -169,6 +169,8 @@ def test_the_replay_command_carries_every_setting_of_the_run() -> None:
                       weights={"append": 2.0, "tag": 0.5, "clone": 1e-3})
     assert replayed(every) == every
     assert replayed(RunConfig()) == RunConfig()
+    assert replayed(RunConfig(seed=3, store="az")) == RunConfig(seed=3, store="az")
+    assert "--store az" in replay_command(RunConfig(store="az"))
     assert replayed(RunConfig(seed=2, list_lag_s=0.1, time_limit_s=1.0)) == RunConfig(seed=2, list_lag_s=0.1,
                                                                                         time_limit_s=1.0)
 
