@@ -390,7 +390,7 @@ def test_pylance_writes_and_store_reads_back(
 
 
 def _race_rounds(server: EmbeddedS3Server, bucket: str, rounds: int, writers: int) -> list[int]:
-    """Winners per round of ``writers`` threads, each with its own S3Store, racing on a fresh name."""
+    """Winners per round of ``writers`` threads, each with its own S3 store, racing on a fresh name."""
     stores: list[ObjectStore] = [CloudStore("s3", server.storage_options()) for _ in range(writers)]
     winners: list[int] = []
     for r in range(rounds):
