@@ -109,12 +109,14 @@ def assert_cannot_read(code: int, out: str, err: str, *named: str) -> None:
 def test_2_cannot_read_is_one_line_without_a_requirement(command: str, clean: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """The setup mistakes that need no store (tests/s3/test_cannot_read.py has those that do): nothing at the
-    path, a file, an unsupported scheme, a malformed S3 URI (refused before any request), a limit reached."""
+    path, a file, an unsupported scheme, a store nobody configured, a malformed S3 URI (refused before any
+    request), a limit reached."""
     (tmp_path / "a-file").write_text("x")
     cases = [([str(tmp_path / "nothing")], ("does not exist",)),
              ([str(tmp_path / "a-file")], ("is a file",)),
-             (["gs://bucket/ds"], ("no store for scheme 'gs'",)),
-             (["az://container/ds"], ("no store for scheme 'az'",)),
+             (["hdfs://cluster/ds"], ("no store for scheme 'hdfs'",)),
+             (["gs://bucket/ds"], ("no GCS store is configured",)),
+             (["az://container/ds"], ("no Azure store is configured",)),
              (["s3:/bucket/ds"], ("names no bucket", "s3://BUCKET/PATH")),
              ([clean, "--max-fragments", "2"], ("raise it with --max-fragments",))]
     for argv, named in cases:
