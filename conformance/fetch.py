@@ -112,6 +112,7 @@ class RunStorage(Storage):
         self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
         self._listed_objects: dict[str, ObjectInfo] = {}
+        self._headed: dict[str, ObjectInfo] = {}  # objects a HEAD found, by URI
         self._objects: OrderedDict[str, bytes] = OrderedDict()
         self._absent: set[str] = set()
         self._failed: dict[str, StorageError] = {}  # remote objects whose read failed: not asked again
@@ -165,15 +166,24 @@ class RunStorage(Storage):
         return False
 
     def head(self, uri: str) -> ObjectInfo:
+        """An object's size and time: from a listing made, from a HEAD made before in this run (each object is
+        asked about once: the checks, then the evidence of an incremental run), else one HEAD. A HEAD that found
+        a regular file, or nothing, is remembered; one that met anything else (a FIFO) is asked again."""
         self._note(uri)
-        if scheme_of(uri) == "file":  # a local stat is cheap, and it alone knows a FIFO from a file
-            return super().head(uri)
-        info = self._listed_objects.get(uri)
+        info = self._listed_objects.get(uri) or self._headed.get(uri)
         if info is not None:
             return info
-        if self._answered_by_listing(uri):
+        if uri in self._absent or (scheme_of(uri) != "file" and self._answered_by_listing(uri)):
             raise ObjectNotFound("no such object", uri)
-        return self._once(uri, lambda: super(RunStorage, self).head(uri))
+        try:  # a local stat is cheap, and it alone knows a FIFO from a file: never answered by a listing
+            info = self._once(uri, lambda: super(RunStorage, self).head(uri))
+        except ObjectNotFound:
+            with self._lock:
+                self._absent.add(uri)
+            raise
+        with self._lock:
+            self._headed[uri] = info
+        return info
 
     def _note(self, uri: str) -> None:
         if self.observed is not None:
