@@ -113,6 +113,7 @@ class RunStorage(Storage):
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
         self._listed_objects: dict[str, ObjectInfo] = {}
         self._headed: dict[str, ObjectInfo] = {}  # objects a HEAD found, by URI
+        self._listing_locks: dict[str, threading.Lock] = {}
         self._objects: OrderedDict[str, bytes] = OrderedDict()
         self._absent: set[str] = set()
         self._failed: dict[str, StorageError] = {}  # remote objects whose read failed: not asked again
@@ -211,9 +212,26 @@ class RunStorage(Storage):
         self._note(uri)
         return self._once(uri, lambda: super(RunStorage, self).get_range(uri, start, length))
 
-    def get_tail(self, uri: str, length: int) -> Tail:
+    def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
+        """The tail of ``uri``; its size from a listing of this run when the caller knows none (a store
+        without suffix ranges, Azure, then needs no HEAD)."""
         self._note(uri)
-        return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length))
+        if size is None:
+            known = self._listed_objects.get(uri) or self._headed.get(uri)
+            if known is None and not self.backend(uri).suffix_ranges:  # one listing instead of a HEAD a file
+                known = self._listed_in_directory(uri)
+            size = known.size if known is not None else None
+        return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length, size))
+
+    def _listed_in_directory(self, uri: str) -> ObjectInfo | None:
+        """``uri`` as a listing of its directory (made once, whichever thread asks first) shows it."""
+        directory = uri.rpartition("/")[0]
+        with self._lock:
+            lock = self._listing_locks.setdefault(directory, threading.Lock())
+        with lock:
+            for _ in self.list(directory, recursive=False):
+                pass
+        return self._listed_objects.get(uri)
 
     # --- objects -------------------------------------------------------------------------------------
 

@@ -89,8 +89,8 @@ class Storage(ObjectStore):
     def get_range(self, uri: str, start: int, length: int) -> bytes:
         return self._on(uri, lambda b: b.get_range(uri, start, length))
 
-    def get_tail(self, uri: str, length: int) -> Tail:
-        return self._on(uri, lambda b: b.get_tail(uri, length))
+    def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
+        return self._on(uri, lambda b: b.get_tail(uri, length, size))
 
     def head(self, uri: str) -> ObjectInfo:
         return self._on(uri, lambda b: b.head(uri))

@@ -48,6 +48,9 @@ class ObjectStore(abc.ABC):
     #: Whether the storage's own listing comes back in lexical key order (S3 yes, a directory no): where it
     #: does, the newest V2 manifest is listed first and Lance writes no version hint (docs/lance-format.md §6).
     lexically_ordered = False
+    #: Whether ``get_tail`` takes one request without knowing the size (an HTTP suffix range). Azure has none:
+    #: a reader that knows the size from a listing passes it, else the store asks with a HEAD first.
+    suffix_ranges = True
 
     @abc.abstractmethod
     def get(self, uri: str) -> bytes:
@@ -57,10 +60,12 @@ class ObjectStore(abc.ABC):
     def get_range(self, uri: str, start: int, length: int) -> bytes:
         """``length`` bytes from ``start`` (fewer only at the end of the object). Raises ObjectNotFound."""
 
-    def get_tail(self, uri: str, length: int) -> Tail:
+    def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
         """The last ``length`` bytes (all of a shorter object) and the object's size. Backends answer in
-        one request where they can (an HTTP suffix range); this default takes two. Raises ObjectNotFound."""
-        size = self.head(uri).size
+        one request where they can (an HTTP suffix range); this default takes two. ``size``: the object's size
+        as the caller already knows it (a listing of this run), which spares a store without suffix ranges its
+        HEAD. Raises ObjectNotFound."""
+        size = self.head(uri).size if size is None else size
         return Tail(self.get_range(uri, max(0, size - length), min(size, length)), size)
 
     @abc.abstractmethod

@@ -128,6 +128,7 @@ class CloudStore(ObjectStore):
     def __init__(self, family: str, storage_options: Mapping[str, str] | None = None,
                  limits: Limits = DEFAULT_LIMITS) -> None:
         self.family = family
+        self.suffix_ranges = family != "az"
         self.config = CloudOptions(storage_options)
         self.limits = limits
         self._stores: dict[tuple[str, bool], Any] = {}
@@ -256,18 +257,23 @@ class CloudStore(ObjectStore):
         return self._read(uri, {"range": (start, start + length)}, max(self.limits.max_object_bytes, length),
                           "get_range")[1]
 
-    def get_tail(self, uri: str, length: int) -> Tail:
+    def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
         """One suffix-range GET (``Range: bytes=-length``): the tail, and the size from its Content-Range. Azure
         has no suffix range (object_store refuses one for it, "Azure does not support suffix range requests"):
-        there a HEAD gives the size and one GET from an offset (``bytes=N-``) the tail, two requests."""
+        there one GET from an offset (``bytes=N-``) gives the tail, after a HEAD for the size unless the caller
+        knew it (``size``: a listing of the run)."""
         if length <= 0:
             return Tail(b"", self.head(uri).size)
         if self.family == "az":
-            size = self.head(uri).size
+            size = self.head(uri).size if size is None else size
             if size == 0:
                 return Tail(b"", 0)
-            return Tail(self._read(uri, {"range": {"offset": max(0, size - length)}},
-                                   max(self.limits.max_object_bytes, length), "get_tail")[1], size)
+            result, body = self._read(uri, {"range": {"offset": max(0, size - length)}},
+                                      max(self.limits.max_object_bytes, length), "get_tail")
+            stored = size if result is None else int(result.meta["size"])
+            if stored != size:  # changed since it was listed: the tail of what is stored now
+                return self.get_tail(uri, length)
+            return Tail(body, size)
         result, body = self._read(uri, {"range": {"suffix": length}}, max(self.limits.max_object_bytes, length),
                                   "get_tail")
         return Tail(body, 0 if result is None else int(result.meta["size"]))

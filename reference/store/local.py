@@ -178,8 +178,8 @@ class LocalStore(ObjectStore):
         except OSError as exc:
             raise _storage_error(exc, uri) from exc
 
-    def get_tail(self, uri: str, length: int) -> Tail:
-        with self._open(uri) as (fh, size):
+    def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
+        with self._open(uri) as (fh, size):  # the size an open file has, whatever the caller knew
             fh.seek(max(0, size - length))
             return Tail(self._read(fh, min(length, size), uri), size)
 
