@@ -5,6 +5,7 @@
     python bench/bench_scale.py --workdir DIR --s3 --latency-ms 20   # also through the S3 server and proxy
     python bench/bench_scale.py --workdir DIR --spark             # also spark-certify on local[2]
     python bench/bench_scale.py --workdir DIR --json scale.json
+    python bench/bench_scale.py --workdir DIR --only wide --sides "certify manifest,inspect,pylance open + walk"
 
 An opt-in script (``run.py`` registers nothing from it; nothing here runs in the tests). The inputs come from
 ``histories.py``, written by pylance once into ``--workdir`` and reused: ``wide``, one version of
@@ -195,7 +196,10 @@ def sides_for(input_name: str, store: str, spark: bool) -> list[str]:
 
 
 def measure(runs: list[Run], input_name: str, store: str, uri: str, options: dict[str, str], args: Any) -> None:
+    chosen = set(args.sides.split(",")) if args.sides else None
     for name in sides_for(input_name, store, args.spark):
+        if chosen is not None and name not in chosen:
+            continue
         run = Run(input_name, store, name, [], [])
         for _ in range(args.repeat):
             result = run_side(name, uri, options, input_name == "history", args.timeout)
@@ -218,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", type=int, default=10_000)
     parser.add_argument("--only", choices=("wide", "history"))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--sides", help="only these sides, comma-separated (e.g. 'certify manifest,inspect')")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
     parser.add_argument("--spark", action="store_true", help="also spark-certify on local[2]")
     parser.add_argument("--s3", action="store_true", help="also through the embedded S3 server and the proxy")
