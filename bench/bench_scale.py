@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
     parser.add_argument("--spark", action="store_true", help="also spark-certify on local[2]")
     parser.add_argument("--s3", action="store_true", help="also through the embedded S3 server and the proxy")
+    parser.add_argument("--s3-only", action="store_true", help="with --s3: leave out the local-disk runs")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--side", nargs=3, metavar=("NAME", "URI", "OPTIONS"), help=argparse.SUPPRESS)
@@ -239,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     inputs = local_inputs(args.workdir, args.fragments, args.versions, args.only)
     runs: list[Run] = []
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; best of {args.repeat}")
-    for name, uri in inputs.items():
+    for name, uri in inputs.items() if not args.s3_only else ():
         measure(runs, name, "local", uri, {}, args)
-    if args.s3:
+    if args.s3 or args.s3_only:
         sys.path.insert(0, str(BENCH_DIR))
         from bench_s3 import ProxyProcess
 
