@@ -131,7 +131,7 @@ def child_main(name: str, uri: str, options_json: str, history: bool) -> None:
     if name == "pylance open + walk":
         import lance  # noqa: F401  (imports are not the side's time)
     else:
-        import lancespec.conformance.certify  # noqa: F401  # type: ignore[import-not-found, unused-ignore]
+        import lancespec.conformance.certify  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     started = time.perf_counter()
     note = SIDES[name](uri, json.loads(options_json), history)
     seconds = time.perf_counter() - started
