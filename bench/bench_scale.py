@@ -5,6 +5,7 @@
     python bench/bench_scale.py --workdir DIR --s3 --latency-ms 20   # also through the S3 server and proxy
     python bench/bench_scale.py --workdir DIR --spark             # also spark-certify on local[2]
     python bench/bench_scale.py --workdir DIR --json scale.json
+    python bench/bench_scale.py --workdir DIR --only wide --sides "certify manifest,inspect,pylance open + walk"
 
 An opt-in script (``run.py`` registers nothing from it; nothing here runs in the tests). The inputs come from
 ``histories.py``, written by pylance once into ``--workdir`` and reused: ``wide``, one version of
@@ -130,7 +131,7 @@ def child_main(name: str, uri: str, options_json: str, history: bool) -> None:
     if name == "pylance open + walk":
         import lance  # noqa: F401  (imports are not the side's time)
     else:
-        import lancespec.conformance.certify  # noqa: F401  # type: ignore[import-not-found, unused-ignore]
+        import lancespec.conformance.certify  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     started = time.perf_counter()
     note = SIDES[name](uri, json.loads(options_json), history)
     seconds = time.perf_counter() - started
@@ -195,7 +196,10 @@ def sides_for(input_name: str, store: str, spark: bool) -> list[str]:
 
 
 def measure(runs: list[Run], input_name: str, store: str, uri: str, options: dict[str, str], args: Any) -> None:
+    chosen = set(args.sides.split(",")) if args.sides else None
     for name in sides_for(input_name, store, args.spark):
+        if chosen is not None and name not in chosen:
+            continue
         run = Run(input_name, store, name, [], [])
         for _ in range(args.repeat):
             result = run_side(name, uri, options, input_name == "history", args.timeout)
@@ -218,9 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", type=int, default=10_000)
     parser.add_argument("--only", choices=("wide", "history"))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--sides", help="only these sides, comma-separated (e.g. 'certify manifest,inspect')")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
     parser.add_argument("--spark", action="store_true", help="also spark-certify on local[2]")
     parser.add_argument("--s3", action="store_true", help="also through the embedded S3 server and the proxy")
+    parser.add_argument("--s3-only", action="store_true", help="with --s3: leave out the local-disk runs")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--side", nargs=3, metavar=("NAME", "URI", "OPTIONS"), help=argparse.SUPPRESS)
@@ -234,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     inputs = local_inputs(args.workdir, args.fragments, args.versions, args.only)
     runs: list[Run] = []
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; best of {args.repeat}")
-    for name, uri in inputs.items():
+    for name, uri in inputs.items() if not args.s3_only else ():
         measure(runs, name, "local", uri, {}, args)
-    if args.s3:
+    if args.s3 or args.s3_only:
         sys.path.insert(0, str(BENCH_DIR))
         from bench_s3 import ProxyProcess
 

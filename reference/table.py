@@ -7,6 +7,7 @@ files), docs/lance-format.md §6 (manifest names, latest-version discovery) and 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, overload
@@ -388,6 +389,7 @@ class Dataset:
         self.branch_name = branch
         self._resolutions = ResolutionMemo()
         self._decoded: dict[str, ManifestFile] = {}
+        self._decoded_lock = threading.Lock()  # certify decodes a root's manifests in several threads at once
         self._undecodable: dict[str, LanceSpecError] = {}
 
     @classmethod
@@ -454,7 +456,8 @@ class Dataset:
         are kept: a writer reads the version it builds on, then the same version again at commit, and a
         commit that lost a race hands over the winner's bytes it read back (``data``: the object's bytes,
         already read) for its next attempt to judge and build on without reading them again."""
-        found = self._decoded.pop(uri, None)
+        with self._decoded_lock:
+            found = self._decoded.pop(uri, None)
         if found is None:
             if uri in self._undecodable and data is None:
                 raise self._undecodable[uri]
@@ -469,9 +472,10 @@ class Dataset:
             except FormatError as exc:  # remembered: many checks ask for the same manifest
                 self._undecodable[uri] = exc
                 raise
-        self._decoded[uri] = found
-        while len(self._decoded) > _DECODED_KEPT:
-            del self._decoded[next(iter(self._decoded))]
+        with self._decoded_lock:  # the oldest is dropped: unguarded, another thread's insert breaks its lookup
+            self._decoded[uri] = found
+            while len(self._decoded) > _DECODED_KEPT:
+                del self._decoded[next(iter(self._decoded))]
         return found
 
     def has_manifest_file(self, uri: str) -> bool:

@@ -31,8 +31,8 @@ _TRANSACTION_FIELDS = ("transaction_section", "transaction_section_deprecated")
 
 #: The fewest fragments a manifest has for ``ManifestFile.fragment_columns`` to decode them: the columnar
 #: decoder's fixed cost (a few milliseconds of numpy passes) outweighs what it saves on a small manifest, and a
-#: history of 10,000 small versions would pay it 10,000 times. Tests set it to 0 to judge small manifests both
-#: ways.
+#: history of 10,000 small versions would pay it 10,000 times (and keep 10,000 sections' bytes). Tests set it
+#: to 0, before decoding, to judge small manifests both ways.
 COLUMNS_FROM_FRAGMENTS = 1000
 
 
@@ -144,7 +144,8 @@ def decode_manifest_file(data: bytes, where: str = "", limits: Limits = DEFAULT_
     if manifest.HasField("index_section"):
         index_section = decode(table_pb2.IndexSection, _section(data, manifest.index_section, where,
                                                                  "index section"), where, "index section")
-    decoded = ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data), section)
+    kept = section if columns is not None or len(manifest.fragments) >= COLUMNS_FROM_FRAGMENTS else None
+    decoded = ManifestFile(manifest, transaction, transaction_bytes, index_section, len(data), kept)
     if columns is not None:  # decoded already by the limit walk: the cached property's value
         decoded.__dict__["fragment_columns"] = columns
     return decoded
