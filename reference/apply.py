@@ -85,7 +85,8 @@ def apply_transaction(previous: table_pb2.Manifest | None, txn: transaction_pb2.
         manifest.fragments.extend(kept)
     elif operation == "update_bases":
         manifest.base_paths.extend(assign_base_ids(manifest.base_paths, txn.update_bases.new_bases))
-    elif operation == "update_config" and not _touches_metadata(txn.update_config):
+    elif operation == "update_config" and not _touches_metadata(txn.update_config) \
+            and not (txn.update_config.upsert_values or txn.update_config.delete_keys):
         _update_config(manifest.config, txn.update_config)
     else:
         raise ValidationError(f"the reference writer does not apply {operation or 'empty'} transactions")
@@ -100,13 +101,11 @@ def _touches_metadata(update: transaction_pb2.Transaction.UpdateConfig) -> bool:
 
 
 def _update_config(config: Any, update: transaction_pb2.Transaction.UpdateConfig) -> None:
-    """An UpdateConfig on the manifest's config map: ``replace`` clears it first; the deprecated upsert and
-    delete lists, then each entry: a value sets its key, no value removes it (pylance 14.0.2 writes entries)."""
+    """An UpdateConfig on the manifest's config map, in the form pylance 14.0.2 and the reference write (not
+    the deprecated upsert and delete lists): ``replace`` clears it first; an entry with a value sets its key,
+    one without removes it."""
     if update.config_updates.replace:
         config.clear()
-    config.update(update.upsert_values)
-    for key in update.delete_keys:
-        config.pop(key, None)
     for entry in update.config_updates.update_entries:
         if entry.HasField("value"):
             config[entry.key] = entry.value

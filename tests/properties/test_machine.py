@@ -19,7 +19,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from property_kit import run_all
 
 from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities, resolve, write_targets
+from lancespec.conformance.adapters.base import Capabilities, WriterRefusal, resolve, write_targets
 from lancespec.conformance.adapters.reference import ReferenceImplementation, ReferenceSession
 from lancespec.conformance.model import KNOWN_FINDINGS
 from lancespec.conformance.operations import (
@@ -229,3 +229,40 @@ def test_hypothesis_shrinks_a_divergence_to_the_steps_that_show_it(tmp_path: Pat
     with pytest.raises(Divergence, match="written by liar"):
         run_all(SideBySide(tmp_path / "liar", writers=("liar",)), ops)
     run_all(SideBySide(tmp_path / "reference", writers=("reference",)), ops)
+
+
+class CrasherSession(ReferenceSession):
+    """The reference, except that a cleanup crashes (a RuntimeError, no refusal) or, once a tag named
+    ``wrong-kind`` exists, refuses as ``ref_exists``."""
+
+    def _apply(self, op: Any) -> dict[str, Any]:
+        if isinstance(op, Cleanup):
+            if "wrong-kind" in Dataset(resolve(self.site, op.root)).tags():
+                raise WriterRefusal("ref_exists", "a refusal of the wrong kind")
+            raise RuntimeError("the writer crashed")
+        return super()._apply(op)
+
+
+@registry.register
+class Crasher(ReferenceImplementation):
+    name = "crasher"
+    session = CrasherSession
+
+    def __init__(self, capabilities: Capabilities | None = None) -> None:
+        super().__init__(capabilities or Capabilities("crasher"))
+
+
+@pytest.mark.parametrize("tag", ["keep", "wrong-kind"])
+def test_a_crash_is_no_refusal_and_a_refusal_has_the_models_kind(tag: str, tmp_path: Path) -> None:
+    """Where the model refuses a cleanup (a tagged old version), a writer that crashes is not taken as refusing
+    (its exception propagates), and one that refuses with another kind than the model's diverges."""
+    side = SideBySide(tmp_path, writers=("crasher",))
+    for op in (Create("ds", 0, 2), Tag("ds", tag, None, 1), Append("ds", 2, 1)):
+        side.run(op)
+    refused = Cleanup("ds", error_if_tagged=True)
+    if tag == "keep":
+        with pytest.raises(RuntimeError, match="crashed"):
+            side.apply(refused)
+    else:
+        with pytest.raises(Divergence, match=r"refused .* \(ref_exists\)"):
+            side.apply(refused)
