@@ -52,6 +52,19 @@ RULES: list[tuple[str, re.Pattern[str], str]] = [
 ]
 #: Inside conformance/: a relative import of the renamed package.
 RELATIVE_FIXTURES = re.compile(r"^(\s*from \.+)fixtures\b", re.M)
+#: What only the mapping made true, where it is said: (pattern, replacement).
+MAPPING_REMARKS: list[tuple[re.Pattern[str], str]] = [
+    # bench/: imports mypy could not follow through package-dir, and the comments saying so
+    (re.compile(r"(?m)^[ \t]*# mypy cannot follow the editable install's package-dir mapping[^\n]*\n"
+                r"(?:[ \t]*# project-wide limitation[^\n]*\n)?"), ""),
+    (re.compile(r"(?m)^(\s*(?:from|import) (?:" + "|".join(FOLDERS) + r")\b[^\n]*?)"
+                r"  # type: ignore\[import-not-found, unused-ignore\]$"), r"\1"),
+    # README's layout table
+    (re.compile(re.escape("`typecheck.py` (mypy on the package as installed)")),
+     "`typecheck.py` (mypy on the five packages where they stand)"),
+    (re.compile(re.escape("`fixtures/` (corpus build and verify)")),
+     "`corpus/` (the golden corpus: build and verify, the breach cases)"),
+]
 
 
 def git(*args: str) -> str:
@@ -135,6 +148,9 @@ def rewrite(path: str, text: str, counts: Counter[str]) -> str:
     for name, pattern, replacement in RULES:
         text, n = pattern.subn(replacement, text)
         counts[name] += n
+    for pattern, replacement in MAPPING_REMARKS:
+        text, n = pattern.subn(replacement, text)
+        counts["remarks only the mapping made true"] += n
     if path.endswith(".py") and path.startswith("conformance/"):
         text, n = RELATIVE_FIXTURES.subn(r"\1corpus", text)
         counts["from .fixtures -> from .corpus (in conformance/)"] += n
@@ -207,9 +223,10 @@ def rewrite_pyproject(dry_run: bool) -> bool:
     # packages) would otherwise be taken for namespace packages of those names by imports made after
     # pytest puts tests/ first.
     new = re.sub(r'(?m)^pythonpath = \[(?!"\.")', 'pythonpath = [".", ', new)
-    # mypy reads the folders where they stand: the adapters' scripts once, by the name they import each other by.
-    if "conformance/adapters/processes" not in new:
-        new = re.sub(r'(?m)^(exclude = \["build/", )', r'\1"^conformance/adapters/processes/", ', new)
+    # mypy reads the folders where they stand, each module named from the checkout or the mypy_path folder
+    # it lies in (the third-party adapters' scripts import ``contract`` from their own folder).
+    if "explicit_package_bases" not in new:
+        new = re.sub(r"(?m)^(\[tool\.mypy\]\n)", r"\1explicit_package_bases = true\n", new)
     if new != text:
         print("pyproject.toml: package-dir gone, packages found by name, ruff's first-party names, "
               "the checkout on pytest's path")
@@ -247,18 +264,8 @@ def build_tree(where: Path, root: Path = ROOT, top: Path | None = None) -> Path:
     return where
 
 
-def scripts() -> list[str]:
-    """The modules that run as scripts beside a module of their own folder, not as modules of a package (a
-    folder without ``__init__.py`` inside a package: the third-party writers' adapters, which import
-    ``contract`` from their folder, on mypy_path). The folder crawl leaves them out (pyproject.toml's mypy
-    ``exclude``), so that mypy names each once, by the name its neighbours import it by."""
-    return sorted(str(p.relative_to(ROOT)) for name in PACKAGES for p in (ROOT / name).rglob("*.py")
-                  if not (p.parent / "__init__.py").exists() and "__pycache__" not in p.parts)
-
-
 def main(argv: list[str]) -> int:
-    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), *argv, *PACKAGES,
-               *scripts()]
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), *argv, *PACKAGES]
     return subprocess.run(command, cwd=ROOT, check=False).returncode
 
 

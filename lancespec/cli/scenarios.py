@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lancespec.conformance.scenarios.format import STORES, ScenarioError
+from lancespec.conformance.scenarios.format import STORES
 from lancespec.reference.errors import InvalidOption
 
 from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
@@ -70,7 +70,7 @@ def run_certify_writer(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from lancespec.conformance.scenarios import load_scenario
+    from lancespec.conformance.scenarios import ScenarioError, load_scenario
 
     status = EXIT_OK
     for path in args.files:

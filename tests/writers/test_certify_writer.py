@@ -29,7 +29,8 @@ from lancespec.conformance.scenarios.certify_writer import (
     to_json,
 )
 from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS
-from lancespec.simulator.s3 import EmbeddedS3Server
+from lancespec.reference.errors import InvalidOption
+from lancespec.simulator.s3 import EmbeddedS3Server, S3ServerError
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = (ROOT / "spec" / "findings.md").read_text(encoding="utf-8")
@@ -189,3 +190,26 @@ def test_clone_from_branch_and_root_suffix_in_a_capability_file() -> None:
     for bad in ("a/b.lance", "..", 3):
         with pytest.raises(ValueError, match="root_suffix"):
             Capabilities.parse({"writer": "w", "root_suffix": bad})
+
+
+@pytest.mark.s3
+def test_an_s3_run_starts_the_server_it_is_given_on_first_need(tmp_path: Path) -> None:
+    """``start_s3`` (what the command line passes: the simulator's server; the judge does not import it) is
+    started once, for the first S3 run only, and stopped at the end; with neither it nor options an S3 run is
+    refused before any step."""
+    started: list[EmbeddedS3Server] = []
+
+    def start() -> EmbeddedS3Server:
+        started.append(EmbeddedS3Server().start())
+        return started[-1]
+
+    scenarios = [s for s in S3_SCENARIOS if s.name.startswith("tag")][:2]
+    assert len(scenarios) == 2
+    report = certify_writer(make_writer("reference"), scenarios, stores=["local", "s3"], workdir=str(tmp_path),
+                            start_s3=start)
+    assert report.exit_code == 0, _problems(report)
+    assert len(started) == 1 and {r.store for r in report.runs} == {"local", "s3"}
+    with pytest.raises(S3ServerError, match="not running"):
+        _ = started[0].endpoint  # stopped with the run
+    with pytest.raises(InvalidOption, match="start_s3"):
+        certify_writer(make_writer("reference"), scenarios, stores=["s3"], workdir=str(tmp_path / "none"))

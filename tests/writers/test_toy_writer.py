@@ -5,6 +5,7 @@ the steps that need a feature it declares it lacks are skipped, not failed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import toy_writer
@@ -66,7 +67,7 @@ def test_the_toy_in_the_simulator() -> None:
 
 
 @pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
-def test_a_writer_whose_roots_end_in_a_suffix(tmp_path: Path, store: str) -> None:
+def test_a_writer_whose_roots_end_in_a_suffix(tmp_path: Path, store: str, request: pytest.FixtureRequest) -> None:
     """``root_suffix = ".lance"`` (LanceDB keeps a table at ``{database}/{name}.lance``): every dataset root of a
     scenario is stored with the suffix, what lies under it moves with it, and expectations, certification and
     the comparison with the reference read the scenario's own locations."""
@@ -76,8 +77,12 @@ def test_a_writer_whose_roots_end_in_a_suffix(tmp_path: Path, store: str) -> Non
     toy = registry.get("toy")
     toy.capabilities = Capabilities("toy", root_suffix=".lance")  # every feature, roots named {name}.lance
     chosen = ["relocate-copied-root", "refs-across-branches", "clone-of-clone", "deep-clone"]
+    options: dict[str, Any] = {}
+    if store == "s3":
+        server = request.getfixturevalue("s3_server")
+        options = {"s3_options": server.storage_options(), "create_bucket": server.create_bucket}
     report = certify_writer(toy, [s for s in builtin_scenarios() if s.name in chosen], stores=[store],
-                            workdir=str(tmp_path), compare=True)
+                            workdir=str(tmp_path), compare=True, **options)
     assert report.exit_code == 0, render_text(report)
     assert all(r.compare is not None and r.compare.outcome == PASS for r in report.runs), render_text(report)
     if store == "local":
