@@ -15,11 +15,13 @@ second run changes nothing and says so):
 2. rewrites every tracked text file: ``lancespec.reference``/``.conformance``/``.simulator``/``.spec`` lose
    their ``lancespec.`` prefix; ``conformance.fixtures`` and ``conformance/fixtures`` become ``corpus``; a
    relative import of ``conformance/`` naming ``fixtures`` and a relative import of ``lancespec/`` reaching
-   one of the four folders become what they mean;
+   one of the four folders become what they mean; an error that moved out of ``reference/errors.py`` is
+   imported from its owner;
 3. the golden corpus index (``fixtures/corpus.json``): the digests and total size of the files step 2 changed;
 4. pyproject.toml: no ``package-dir``; the packages found by name; ruff's first-party names;
 5. tools/typecheck.py and tests/unit/test_packaging.py, whose subject is the mapping, rewritten whole;
-6. ``ruff check --select I --fix`` on the Python files it changed (their import blocks regrouped).
+6. ``ruff check --select I --fix`` on the Python files it changed (their import blocks regrouped);
+7. a stale ``*.egg-info`` of an earlier build removed from the checkout.
 
 Afterwards: ``pip install -e .`` again (an editable install made before still maps the old names).
 """
@@ -31,6 +33,7 @@ import ast
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -143,6 +146,47 @@ def absolute_cli_imports(path: str, text: str) -> str:
     return "".join(lines)
 
 
+#: The errors that left reference/errors.py for the code that raises them, and where they live now: an import
+#: of one of them from ``reference.errors`` (a branch written before they moved) is pointed at its owner.
+MOVED_ERRORS = {
+    "ScenarioError": "conformance.scenarios.format", "ContractError": "conformance.adapters.base",
+    "WriterRefusal": "conformance.adapters.base", "ReaderError": "conformance.adapters.base",
+    "CaseBuildError": "conformance.corpus.breaches", "CorpusError": "conformance.corpus.corpus",
+    "SparkUnavailable": "conformance.spark.session", "S3ServerError": "simulator.s3",
+    "CertifyError": "conformance.certify", "DivergenceFileError": "conformance.divergences",
+    "CatalogueError": "conformance.catalogue", "MatrixError": "conformance.traceability",
+    "GraphvizError": "lancespec.render.dot",
+}
+
+
+def errors_from_their_owners(path: str, text: str) -> str:
+    """``from reference.errors import X, CertifyError`` becomes ``from reference.errors import X`` and
+    ``from conformance.certify import CertifyError`` (nothing where the module is the owner itself)."""
+    if "reference.errors import" not in text:
+        return text
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    module = ".".join(Path(path).with_suffix("").parts).removesuffix(".__init__")
+    lines = text.splitlines(keepends=True)
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "reference.errors"
+             and not n.level and any(a.name in MOVED_ERRORS for a in n.names)]
+    for node in sorted(nodes, key=lambda n: n.lineno, reverse=True):
+        indent = re.match(r"\s*", lines[node.lineno - 1]).group(0)  # type: ignore[union-attr]
+        def spelled(alias: ast.alias) -> str:
+            return alias.name + (f" as {alias.asname}" if alias.asname else "")
+        kept = [spelled(a) for a in node.names if a.name not in MOVED_ERRORS]
+        owners: dict[str, list[str]] = {}
+        for alias in node.names:
+            if alias.name in MOVED_ERRORS and MOVED_ERRORS[alias.name] != module:
+                owners.setdefault(MOVED_ERRORS[alias.name], []).append(spelled(alias))
+        new = [f"{indent}from reference.errors import {', '.join(kept)}\n"] if kept else []
+        new += [f"{indent}from {owner} import {', '.join(names)}\n" for owner, names in sorted(owners.items())]
+        lines[node.lineno - 1:node.end_lineno] = new or [f"{indent}pass\n"]
+    return "".join(lines)
+
+
 def rewrite(path: str, text: str, counts: Counter[str]) -> str:
     """Step 2 on one file's text."""
     for name, pattern, replacement in RULES:
@@ -154,6 +198,10 @@ def rewrite(path: str, text: str, counts: Counter[str]) -> str:
     if path.endswith(".py") and path.startswith("conformance/"):
         text, n = RELATIVE_FIXTURES.subn(r"\1corpus", text)
         counts["from .fixtures -> from .corpus (in conformance/)"] += n
+    if path.endswith(".py"):
+        new = errors_from_their_owners(path, text)
+        counts["errors imported from their owners"] += new != text
+        text = new
     if path.endswith(".py") and path.startswith("lancespec/"):
         new = absolute_cli_imports(path, text)
         counts["relative imports of lancespec/ reaching a folder, made absolute"] += new != text
@@ -343,6 +391,16 @@ def sort_imports(paths: list[str], dry_run: bool) -> None:
         print(f"imports sorted in {len(python)} Python file(s)")
 
 
+def drop_stale_metadata(dry_run: bool) -> None:
+    """Step 7: a ``*.egg-info`` a build left in the checkout (ignored by git) still names the old pytest plugin,
+    and Python run from the checkout finds it before the installed one: removed (the next build writes it anew)."""
+    for info in sorted(ROOT.glob("*.egg-info")):
+        if info.is_dir() and "lancespec.conformance" in (info / "entry_points.txt").read_text(errors="replace"):
+            print(f"removed the stale build metadata {info.name}/")
+            if not dry_run:
+                shutil.rmtree(info)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
@@ -354,6 +412,7 @@ def main(argv: list[str]) -> int:
     touched += ["pyproject.toml"] if rewrite_pyproject(args.dry_run) else []
     touched += replace_whole(args.dry_run)
     sort_imports(touched, args.dry_run)
+    drop_stale_metadata(args.dry_run)
     if not changed["moved"] and not touched:
         print("relayout: nothing to do (the layout is already the folders' own)")
     elif not args.dry_run:
