@@ -50,7 +50,7 @@ from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
-from .since import Evidence, Since, selection
+from .since import Evidence, Present, Since, selection
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
@@ -153,8 +153,9 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
         _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded,
                       evidence, earlier)
         stop_if_unread(storage)
-        if evidence is not None:
-            evidence.seal(storage, main.uri)
+        if evidence is not None:  # what an incremental run found is still so: the store did not change under it
+            present = earlier.present if earlier is not None and earlier.present is not None else None
+            evidence.seal(present or Present(storage, main.uri))
             stop_if_unread(storage)
         report.evidence = evidence
         report.carried_over = earlier.summary if earlier is not None else None

@@ -60,8 +60,9 @@ from .findings import Finding
 
 EVIDENCE_FORMAT = "lancespec.evidence/1"
 
-#: An object's identity: [size, last-modified time (ISO 8601), ETag or None], or None when it is missing.
-Identity = list[Any] | None
+#: An object's identity: "SIZE TIME" or "SIZE TIME ETAG" (the last-modified time in ISO 8601, the ETag where
+#: the store gives one), or None when it is missing.
+Identity = str | None
 
 
 class SinceRefused(LanceSpecError):
@@ -76,7 +77,10 @@ def selection(uri: str, version: int | None, all_versions: bool, checks: Iterabl
 
 
 def identity(info: ObjectInfo | None) -> Identity:
-    return None if info is None else [info.size, info.last_modified.isoformat(), info.etag]
+    if info is None:
+        return None
+    moment = info.last_modified.isoformat()
+    return f"{info.size} {moment} {info.etag}" if info.etag else f"{info.size} {moment}"
 
 
 def listing_digest(infos: Iterable[ObjectInfo]) -> str:
@@ -169,9 +173,8 @@ class Evidence:
         for f in findings:
             self.root(f.branch or "main").findings.add(finding_key(f))
 
-    def seal(self, storage: Storage, main_uri: str) -> None:
+    def seal(self, now: Present) -> None:
         """Record the identity, now, of every object and listing the roots name."""
-        now = Present(storage, main_uri)
         for evidence in self.roots.values():
             for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
                             [evidence.first] if evidence.first else []):
@@ -222,16 +225,22 @@ class Present:
         self.storage = storage
         self.root = normalize(main_uri)
         self._listed: dict[str, ObjectInfo] | None = None
+        self._known: dict[str, Identity] = {}
 
     def identity(self, uri: str) -> Identity:
+        if uri in self._known:
+            return self._known[uri]
         if uri.startswith(self.root + "/"):
             if self._listed is None:
                 self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            return identity(self._listed.get(uri))
-        try:
-            return identity(self.storage.head(uri))
-        except ObjectNotFound:
-            return None
+            found = identity(self._listed.get(uri))
+        else:
+            try:
+                found = identity(self.storage.head(uri))
+            except ObjectNotFound:
+                found = None
+        self._known[uri] = found
+        return found
 
     def listing(self, directory: str, recursive: bool) -> str:
         return listing_digest(self.storage.list(directory, recursive))
@@ -271,7 +280,7 @@ class Since:
         self._findings = findings
         self._indices = indices
         self.summary = CarriedOver(source)
-        self._present: Present | None = None
+        self.present: Present | None = None
 
     @classmethod
     def load(cls, path: str, expected: Mapping[str, Any]) -> Since:
@@ -307,9 +316,9 @@ class Since:
               manifests: Mapping[int, str]) -> set[int]:
         """The versions of root ``label`` (its first version's manifest now ``first``; ``manifests``: the
         manifest of each version asked about) whose version checks need not run; notes the rest."""
-        if self._present is None:
-            self._present = Present(storage, main_uri)
-        now = self._present
+        if self.present is None:
+            self.present = Present(storage, main_uri)
+        now = self.present
         before = self.earlier.roots.get(label)
         judged_before = {} if before is None else before.manifests
         if before is None or before.first != first or self._root_changed(before, now):
