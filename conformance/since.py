@@ -309,8 +309,15 @@ class Since:
             raise SinceRefused("the earlier report was written with other options ("
                                + ", ".join(names.get(k, k) for k in different)
                                + "); certify with the same ones, or without --since", path)
-        earlier, indices = Evidence.from_json(evidence)
-        return cls(path, earlier, [finding_from_json(f) for f in data["findings"]], indices)
+        try:
+            earlier, indices = Evidence.from_json(evidence)
+            findings = [finding_from_json(f) for f in data["findings"]]
+            if any(not 0 <= i < len(findings) for found in indices.values() for i in found):
+                raise ValueError("a finding index outside the findings")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SinceRefused(f"the report's evidence is malformed ({type(exc).__name__}: {exc}); certify without "
+                               "--since", path) from exc
+        return cls(path, earlier, findings, indices)
 
     def carry(self, storage: Storage, main_uri: str, label: str, first: str | None,
               manifests: Mapping[int, str]) -> set[int]:

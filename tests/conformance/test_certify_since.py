@@ -136,7 +136,7 @@ def test_the_text_report_says_what_was_carried(history: str, tmp_path: Path,
 
 
 @pytest.mark.parametrize("case", ["other dataset", "other selection", "other checks", "other lancespec",
-                                  "no evidence", "not a report"])
+                                  "no evidence", "malformed evidence", "not a report"])
 def test_a_report_that_cannot_be_the_basis_is_refused(history: str, tmp_path: Path, case: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     earlier = tmp_path / "before.json"
@@ -157,6 +157,10 @@ def test_a_report_that_cannot_be_the_basis_is_refused(history: str, tmp_path: Pa
     elif case == "no evidence":
         earlier.write_text(json.dumps({**report, "evidence": None}))
         expected = "holds no evidence"
+    elif case == "malformed evidence":
+        report["evidence"]["roots"]["main"]["findings"] = [10**6]
+        earlier.write_text(json.dumps(report))
+        expected = "evidence is malformed"
     else:
         earlier.write_text("<testsuite/>")
         expected = "cannot read the earlier report"
