@@ -33,6 +33,8 @@ runs. The result is the report a full run would write, with ``carried_over`` say
 An earlier report is refused (``SinceRefused``, exit 2) when it is not a lancespec certify report of this
 lancespec version with evidence, when it was written for another dataset, another version selection,
 other checks or other limits, or when it was written by a run that did not finish (no evidence then).
+A listing a version check made (a dataset-root base's ``_versions/``, an index directory) is compared
+whole: a branch whose checks list its parent's ``_versions/`` is judged again whenever the parent commits.
 Identity is size, time and ETag, not a content hash: an object rewritten in place with the same size
 within the store's time resolution (a microsecond on a local disk, a second on S3 without ETags) is not
 seen to change. The reads of version checks Spark runs in its executors are not noted: under
