@@ -50,7 +50,7 @@ from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
-from .since import Evidence, Present, Since, selection
+from .since import Evidence, Present, Since, identity, selection
 
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
@@ -261,6 +261,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             for v, snapshot in judged.items():
                 evidence.root(label).judged(v, snapshot)
             evidence.root(label).observed(observed, join(root.uri, VERSIONS_DIR))
+            evidence.answered.update((uri, identity(info)) for uri, info in observed.heads.items())
         _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
         stop_if_unread(main.storage)
         if progress:

@@ -82,10 +82,12 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
 @dataclass
 class Observed:
     """What reads asked about while ``RunStorage.observed`` was set: objects by URI (read, sized or found
-    missing), listings as ``(directory, recursive)``; answered from the run's cache or not."""
+    missing), listings as ``(directory, recursive)``; answered from the run's cache or not. ``heads``: what
+    each HEAD answered (None: no such object), so that no object is asked about twice for its identity."""
 
     objects: set[str] = field(default_factory=set)
     listings: set[tuple[str, bool]] = field(default_factory=set)
+    heads: dict[str, ObjectInfo | None] = field(default_factory=dict)
 
 
 class RunStorage(Storage):
@@ -166,6 +168,17 @@ class RunStorage(Storage):
 
     def head(self, uri: str) -> ObjectInfo:
         self._note(uri)
+        if self.observed is None:
+            return self._head(uri)
+        try:
+            info = self._head(uri)
+        except ObjectNotFound:
+            self.observed.heads[uri] = None
+            raise
+        self.observed.heads[uri] = info
+        return info
+
+    def _head(self, uri: str) -> ObjectInfo:
         if scheme_of(uri) == "file":  # a local stat is cheap, and it alone knows a FIFO from a file
             return super().head(uri)
         info = self._listed_objects.get(uri)

@@ -166,6 +166,8 @@ class Evidence:
     roots: dict[str, RootEvidence] = field(default_factory=dict)
     objects: dict[str, Identity] = field(default_factory=dict)
     listings: dict[str, str] = field(default_factory=dict)
+    #: What the version checks' HEADs answered (``Observed.heads``): ``seal`` asks no object twice.
+    answered: dict[str, Identity] = field(default_factory=dict)
 
     def root(self, label: str) -> RootEvidence:
         return self.roots.setdefault(label, RootEvidence())
@@ -177,6 +179,7 @@ class Evidence:
 
     def seal(self, now: Present) -> None:
         """Record the identity, now, of every object and listing the roots name."""
+        now.knows(self.answered)
         for evidence in self.roots.values():
             for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
                             [evidence.first] if evidence.first else []):
@@ -228,6 +231,12 @@ class Present:
         self.root = normalize(main_uri)
         self._listed: dict[str, ObjectInfo] | None = None
         self._known: dict[str, Identity] = {}
+
+    def knows(self, identities: Mapping[str, Identity]) -> None:
+        """Take ``identities`` as what a HEAD now would answer (the run's own HEADs: the store does not change
+        under a run)."""
+        for uri, found in identities.items():
+            self._known.setdefault(uri, found)
 
     def identity(self, uri: str) -> Identity:
         if uri in self._known:
