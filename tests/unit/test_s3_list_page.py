@@ -44,3 +44,10 @@ def test_what_is_no_listing_is_a_storage_error(body: bytes, says: str) -> None:
     with pytest.raises(StorageError, match=says) as caught:
         list_page(body, "s3://b/d")
     assert caught.value.where == "s3://b/d"
+
+
+def test_the_etag_of_each_object_is_kept() -> None:
+    """The ETag a listing gives (an incremental run's proof that an object is unchanged: conformance.since)."""
+    body = _answer('<Contents><Key>d/a</Key><LastModified>2026-11-24T04:40:00Z</LastModified><ETag>"9b2c"</ETag>'
+                   "<Size>3</Size></Contents>", "<IsTruncated>false</IsTruncated>")
+    assert list_page(body, "s3://b/d").objects == [("d/a", 3, datetime(2026, 11, 24, 4, 40, tzinfo=UTC), '"9b2c"')]
