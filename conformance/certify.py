@@ -43,7 +43,7 @@ from .findings import Finding, Report
 from .judgement import cannot_judge
 from .locate import what_is_there
 from .report import version_ranges
-from .since import Evidence, Since, selection
+from .since import Evidence, Present, Since, identity, selection
 
 
 class CertifyError(Exception):
@@ -156,8 +156,9 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
         _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded,
                       evidence, earlier)
         stop_if_unread(storage)
-        if evidence is not None:
-            evidence.seal(storage, main.uri)
+        if evidence is not None:  # what an incremental run found is still so: the store did not change under it
+            present = earlier.present if earlier is not None and earlier.present is not None else None
+            evidence.seal(present or Present(storage, main.uri))
             stop_if_unread(storage)
         report.evidence = evidence
         report.carried_over = earlier.summary if earlier is not None else None
@@ -263,6 +264,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
             for v, snapshot in judged.items():
                 evidence.root(label).judged(v, snapshot)
             evidence.root(label).observed(observed, join(root.uri, VERSIONS_DIR))
+            evidence.answered.update((uri, identity(info)) for uri, info in observed.heads.items())
         _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
         stop_if_unread(main.storage)
         if progress:

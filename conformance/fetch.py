@@ -82,10 +82,12 @@ def io_parallelism_of(storage_options: Mapping[str, str] | None, requested: int 
 @dataclass
 class Observed:
     """What reads asked about while ``RunStorage.observed`` was set: objects by URI (read, sized or found
-    missing), listings as ``(directory, recursive)``; answered from the run's cache or not."""
+    missing), listings as ``(directory, recursive)``; answered from the run's cache or not. ``heads``: what
+    each HEAD answered (None: no such object), so that no object is asked about twice for its identity."""
 
     objects: set[str] = field(default_factory=set)
     listings: set[tuple[str, bool]] = field(default_factory=set)
+    heads: dict[str, ObjectInfo | None] = field(default_factory=dict)
 
 
 class RunStorage(Storage):
@@ -167,10 +169,22 @@ class RunStorage(Storage):
         return False
 
     def head(self, uri: str) -> ObjectInfo:
-        """An object's size and time: from a listing made, from a HEAD made before in this run (each object is
-        asked about once: the checks, then the evidence of an incremental run), else one HEAD. A HEAD that found
-        a regular file, or nothing, is remembered; one that met anything else (a FIFO) is asked again."""
+        """An object's size and time (``_head``), noted in the run's evidence when it keeps one."""
         self._note(uri)
+        if self.observed is None:
+            return self._head(uri)
+        try:
+            info = self._head(uri)
+        except ObjectNotFound:
+            self.observed.heads[uri] = None
+            raise
+        self.observed.heads[uri] = info
+        return info
+
+    def _head(self, uri: str) -> ObjectInfo:
+        """From a listing made, from a HEAD made before in this run (each object is asked about once), else one
+        HEAD. A HEAD that found a regular file, or nothing, is remembered; one that met anything else (a FIFO)
+        is asked again."""
         info = self._listed_objects.get(uri) or self._headed.get(uri)
         if info is not None:
             return info

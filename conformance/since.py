@@ -33,6 +33,8 @@ runs. The result is the report a full run would write, with ``carried_over`` say
 An earlier report is refused (``SinceRefused``, exit 2) when it is not a lancespec certify report of this
 lancespec version with evidence, when it was written for another dataset, another version selection,
 other checks or other limits, or when it was written by a run that did not finish (no evidence then).
+A listing a version check made (a dataset-root base's ``_versions/``, an index directory) is compared
+whole: a branch whose checks list its parent's ``_versions/`` is judged again whenever the parent commits.
 Identity is size, time and ETag, not a content hash: an object rewritten in place with the same size
 within the store's time resolution (a microsecond on a local disk, a second on S3 without ETags) is not
 seen to change. The reads of version checks Spark runs in its executors are not noted: under
@@ -60,8 +62,9 @@ from .findings import Finding
 
 EVIDENCE_FORMAT = "lancespec.evidence/1"
 
-#: An object's identity: [size, last-modified time (ISO 8601), ETag or None], or None when it is missing.
-Identity = list[Any] | None
+#: An object's identity: "SIZE TIME" or "SIZE TIME ETAG" (the last-modified time in ISO 8601, the ETag where
+#: the store gives one), or None when it is missing.
+Identity = str | None
 
 
 class SinceRefused(LanceSpecError):
@@ -76,7 +79,10 @@ def selection(uri: str, version: int | None, all_versions: bool, checks: Iterabl
 
 
 def identity(info: ObjectInfo | None) -> Identity:
-    return None if info is None else [info.size, info.last_modified.isoformat(), info.etag]
+    if info is None:
+        return None
+    moment = info.last_modified.isoformat()
+    return f"{info.size} {moment} {info.etag}" if info.etag else f"{info.size} {moment}"
 
 
 def listing_digest(infos: Iterable[ObjectInfo]) -> str:
@@ -160,6 +166,8 @@ class Evidence:
     roots: dict[str, RootEvidence] = field(default_factory=dict)
     objects: dict[str, Identity] = field(default_factory=dict)
     listings: dict[str, str] = field(default_factory=dict)
+    #: What the version checks' HEADs answered (``Observed.heads``): ``seal`` asks no object twice.
+    answered: dict[str, Identity] = field(default_factory=dict)
 
     def root(self, label: str) -> RootEvidence:
         return self.roots.setdefault(label, RootEvidence())
@@ -169,9 +177,9 @@ class Evidence:
         for f in findings:
             self.root(f.branch or "main").findings.add(finding_key(f))
 
-    def seal(self, storage: Storage, main_uri: str) -> None:
+    def seal(self, now: Present) -> None:
         """Record the identity, now, of every object and listing the roots name."""
-        now = Present(storage, main_uri)
+        now.knows(self.answered)
         for evidence in self.roots.values():
             for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
                             [evidence.first] if evidence.first else []):
@@ -222,16 +230,28 @@ class Present:
         self.storage = storage
         self.root = normalize(main_uri)
         self._listed: dict[str, ObjectInfo] | None = None
+        self._known: dict[str, Identity] = {}
+
+    def knows(self, identities: Mapping[str, Identity]) -> None:
+        """Take ``identities`` as what a HEAD now would answer (the run's own HEADs: the store does not change
+        under a run)."""
+        for uri, found in identities.items():
+            self._known.setdefault(uri, found)
 
     def identity(self, uri: str) -> Identity:
+        if uri in self._known:
+            return self._known[uri]
         if uri.startswith(self.root + "/"):
             if self._listed is None:
                 self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            return identity(self._listed.get(uri))
-        try:
-            return identity(self.storage.head(uri))
-        except ObjectNotFound:
-            return None
+            found = identity(self._listed.get(uri))
+        else:
+            try:
+                found = identity(self.storage.head(uri))
+            except ObjectNotFound:
+                found = None
+        self._known[uri] = found
+        return found
 
     def listing(self, directory: str, recursive: bool) -> str:
         return listing_digest(self.storage.list(directory, recursive))
@@ -271,7 +291,7 @@ class Since:
         self._findings = findings
         self._indices = indices
         self.summary = CarriedOver(source)
-        self._present: Present | None = None
+        self.present: Present | None = None
 
     @classmethod
     def load(cls, path: str, expected: Mapping[str, Any]) -> Since:
@@ -300,16 +320,23 @@ class Since:
             raise SinceRefused("the earlier report was written with other options ("
                                + ", ".join(names.get(k, k) for k in different)
                                + "); certify with the same ones, or without --since", path)
-        earlier, indices = Evidence.from_json(evidence)
-        return cls(path, earlier, [finding_from_json(f) for f in data["findings"]], indices)
+        try:
+            earlier, indices = Evidence.from_json(evidence)
+            findings = [finding_from_json(f) for f in data["findings"]]
+            if any(not 0 <= i < len(findings) for found in indices.values() for i in found):
+                raise ValueError("a finding index outside the findings")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SinceRefused(f"the report's evidence is malformed ({type(exc).__name__}: {exc}); certify without "
+                               "--since", path) from exc
+        return cls(path, earlier, findings, indices)
 
     def carry(self, storage: Storage, main_uri: str, label: str, first: str | None,
               manifests: Mapping[int, str]) -> set[int]:
         """The versions of root ``label`` (its first version's manifest now ``first``; ``manifests``: the
         manifest of each version asked about) whose version checks need not run; notes the rest."""
-        if self._present is None:
-            self._present = Present(storage, main_uri)
-        now = self._present
+        if self.present is None:
+            self.present = Present(storage, main_uri)
+        now = self.present
         before = self.earlier.roots.get(label)
         judged_before = {} if before is None else before.manifests
         if before is None or before.first != first or self._root_changed(before, now):

@@ -136,7 +136,7 @@ def test_the_text_report_says_what_was_carried(history: str, tmp_path: Path,
 
 
 @pytest.mark.parametrize("case", ["other dataset", "other selection", "other checks", "other lancespec",
-                                  "no evidence", "not a report"])
+                                  "no evidence", "malformed evidence", "not a report"])
 def test_a_report_that_cannot_be_the_basis_is_refused(history: str, tmp_path: Path, case: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     earlier = tmp_path / "before.json"
@@ -157,6 +157,10 @@ def test_a_report_that_cannot_be_the_basis_is_refused(history: str, tmp_path: Pa
     elif case == "no evidence":
         earlier.write_text(json.dumps({**report, "evidence": None}))
         expected = "holds no evidence"
+    elif case == "malformed evidence":
+        report["evidence"]["roots"]["main"]["findings"] = [10**6]
+        earlier.write_text(json.dumps(report))
+        expected = "evidence is malformed"
     else:
         earlier.write_text("<testsuite/>")
         expected = "cannot read the earlier report"
@@ -194,3 +198,25 @@ def test_every_pylance_shape_unchanged_is_carried_whole(name: str, tmp_path: Pat
     assert _judged(again) == _judged(to_json(certify(shape.uri, all_versions=True)))
     judged = sum(len(r["manifests"]) for r in json.loads(earlier.read_text())["evidence"]["roots"].values())
     assert again["carried_over"]["changed"] == [] and again["carried_over"]["versions"] == judged > 0
+
+
+def test_a_commit_on_a_branch_is_judged_on_that_branch(tmp_path: Path) -> None:
+    """On a dataset with branches (main, team/x, team/x/sub), one more commit on team/x: it is judged, main's
+    versions are carried, and the report equals a full run's. team/x/sub's versions are judged again: their
+    checks listed team/x's _versions/ (a dataset-root base of the sub-branch: does it hold a manifest?), and a
+    listing is compared whole."""
+    from lancespec.conformance.report import render_json, to_json
+
+    shape = SHAPES["branches"](tmp_path / "shape")
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(render_json(certify(shape.uri, all_versions=True)))
+    branch = f"{shape.uri}/tree/team/x"
+    before = lance.dataset(branch).version
+    lance.write_dataset(lance.dataset(branch).to_table().slice(0, 1), branch, mode="append")
+    again = to_json(certify(shape.uri, all_versions=True, since=str(earlier)))
+    assert _judged(again) == _judged(to_json(certify(shape.uri, all_versions=True)))
+    assert again["carried_over"]["new"] == [f"team/x@v{before + 1}"]
+    changed = again["carried_over"]["changed"]
+    assert changed and all(v.startswith("team/x/sub@") for v in changed)
+    assert again["carried_over"]["versions"] == len(again["versions"]) + len(again["branch_versions"]["team/x"]) - 1
+    assert again["branch_versions"]["team/x"][-1] == before + 1

@@ -1,7 +1,7 @@
 """The pytest plugin as pytest users expect it (``conformance.pytest_plugin``), run through pytester: a usage
 mistake is one line (exit 4), node ids and JUnit classnames name the dataset, a failure shows the certify
 report and no frame of the plugin, settings come from the pytest configuration file, and the fixture takes
-``ignore`` and ``baseline``."""
+``ignore``, ``baseline`` and ``since``."""
 
 from __future__ import annotations
 
@@ -155,3 +155,22 @@ def test_a_separate_local_uri_warns_about_the_rootdir(pytester: pytest.Pytester,
     inside = pytester.runpytest("-p", "no:cacheprovider", f"--lance-certify={clean}")
     inside.assert_outcomes(passed=1)  # no warning: one word
     assert "PytestConfigWarning" not in inside.stdout.str()
+
+
+def test_the_fixture_takes_since(pytester: pytest.Pytester, clean: str, tmp_path: Path) -> None:
+    """``lance_certify(uri, since=REPORT)``: an incremental run inside a writer's test; a report of another
+    selection fails the test with the refusal."""
+    earlier = tmp_path / "earlier.json"
+    assert main(["certify", clean, "--all-versions", "--format", "json", "--output", str(earlier), "--quiet"]) == 0
+    ops.append(Dataset.open(clean), pa.table({"a": [9]}))
+    pytester.makepyfile(f"""
+        def test_incremental(lance_certify):
+            report = lance_certify({clean!r}, since={str(earlier)!r})
+            assert report.carried_over.versions == 1 and report.carried_over.new == ["v2"]
+
+        def test_refused(lance_certify):
+            lance_certify({clean!r}, all_versions=False, since={str(earlier)!r})
+        """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "SinceRefused" in result.stdout.str() and "--all-versions" in result.stdout.str()
