@@ -23,7 +23,7 @@ import signal
 import time
 import traceback
 import uuid
-from typing import Any
+from typing import Any, SupportsIndex
 
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Folder, Session, WriterRefusal
@@ -87,10 +87,10 @@ def make_deterministic(seed: int, writer: int) -> None:
     parallel reads are in Rust and stay as they are."""
     random.seed(f"{seed}/writer/{writer}")
     names = random.Random(f"{seed}/uuid/{writer}")
-    uuid.uuid4 = lambda: uuid.UUID(int=names.getrandbits(128), version=4)  # type: ignore[assignment]
+    uuid.uuid4 = lambda: uuid.UUID(int=names.getrandbits(128), version=4)
     yield_only = time.sleep
 
-    def _sleep(seconds: float) -> None:
+    def _sleep(seconds: float | SupportsIndex) -> None:
         yield_only(0)
 
     time.sleep = _sleep
