@@ -77,9 +77,9 @@ def reproducible_bytes(report: RunReport) -> bytes:
 
 @pytest.mark.s3
 def test_two_runs_with_one_seed_are_byte_identical() -> None:
-    first = deterministic(writers=3, ops=24, seed=4, faults="heavy")
-    second = deterministic(writers=3, ops=24, seed=4, faults="heavy")
-    assert sum(first.faults.values()) > 0 and first.result.commits > 5
+    first = deterministic(writers=3, ops=15, seed=4, faults="heavy")
+    second = deterministic(writers=3, ops=15, seed=4, faults="heavy")
+    assert sum(first.faults.values()) > 0 and first.result.commits > 3
     assert first.schedule and len(first.schedule) > 50
     assert reproducible_bytes(first) == reproducible_bytes(second)
     # what the bytes hold: the history with its outcomes and versions, the anomalies, the fault log
