@@ -313,6 +313,9 @@ class FaultProxy:
         if self.scheduler is not None and fault.kind in ("latency", "pause"):
             hold = math.ceil(fault.delay_s / DELAY_STEP_S)  # a delay is steps of the schedule, not seconds
         ticket = self.scheduler.enter(client, hold) if self.scheduler is not None else None
+        if ticket is not None and ticket.cancelled:  # held when the run ended: it must not land after it
+            self._reset(handler)
+            return
         try:
             self._serve(handler, client, method, bucket, key, body, request_class, fault, headers, arrived,
                         ticket is not None, target.query)

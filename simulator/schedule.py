@@ -46,6 +46,8 @@ class Ticket:
     seq: int
     hold: int
     released: threading.Event = field(default_factory=threading.Event)
+    cancelled: bool = False
+    """Released by ``stop``, not chosen: the run is over, the request must not reach the endpoint."""
 
 
 class Scheduler:
@@ -98,15 +100,23 @@ class Scheduler:
             self._cond.notify_all()
 
     def stop(self) -> None:
-        """Release everything held and schedule nothing more (the run is over or being torn down)."""
+        """Schedule nothing more (the run is over or being torn down): every request still held is released as
+        ``cancelled`` (the proxy drops it), and later ones pass unscheduled."""
         with self._cond:
             self._stopped = True
             for ticket in self._pending:
+                ticket.cancelled = True
                 ticket.released.set()
             self._pending.clear()
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+
+    @property
+    def held(self) -> int:
+        """How many requests are held now."""
+        with self._cond:
+            return len(self._pending)
 
     # --- one request ----------------------------------------------------------------------------------
 

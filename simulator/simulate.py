@@ -251,7 +251,7 @@ class RunReport:
             "wire": [{**w.to_json(), "t": round(w.t - self.history.t0, 6)} for w in self.wire],
             "history": self.history.to_json(),
             **({"schedule": {"releases": len(self.schedule), "timeouts": self.schedule_timeouts,
-                             "order": "".join(_base36(w) for w in self.schedule)}}
+                             "order": "".join(_writer_letter(w) for w in self.schedule)}}
                if self.schedule is not None else {}),
         }
 
@@ -264,9 +264,10 @@ class RunReport:
                 if name in data}
 
 
-def _base36(writer: int) -> str:
-    """One character per writer (0-9, a-z, then A-Z) in a schedule's ``order``."""
-    return "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[writer]
+def _writer_letter(writer: int) -> str:
+    """One character per writer (0-9, a-z, A-Z, then - and _: the 64 writers a run may have) in a schedule's
+    ``order``."""
+    return "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_"[writer]
 
 
 def _default_options() -> dict[str, str]:

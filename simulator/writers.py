@@ -21,7 +21,7 @@ import signal
 import time
 import traceback
 import uuid
-from typing import Any
+from typing import Any, SupportsIndex
 
 from lancespec.conformance.adapters import registry
 from lancespec.conformance.adapters.base import Folder, Session, WriterRefusal
@@ -53,7 +53,7 @@ def make_deterministic(seed: int, writer: int) -> None:
     uuid.uuid4 = lambda: uuid.UUID(int=names.getrandbits(128), version=4)
     yield_only = time.sleep
 
-    def _sleep(seconds: object) -> None:
+    def _sleep(seconds: float | SupportsIndex) -> None:
         yield_only(0)
 
     time.sleep = _sleep

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -47,6 +48,18 @@ from lancespec.simulator.s3 import EmbeddedS3Server
 
 def table(*ids: int) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def start_until_held(target: Callable[[], None], proxy: FaultProxy, missing: str) -> threading.Thread:
+    """Run ``target`` in a thread and return once the proxy holds its first faulted request (``missing`` if it
+    never comes)."""
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not proxy.faults and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proxy.faults, missing
+    return thread
 
 
 @pytest.mark.parametrize("writer", ["pylance", "reference"])
@@ -69,12 +82,7 @@ def test_f026_a_delayed_commit_takes_a_version_cleanup_freed(writer: str, s3_ser
             except Exception as exc:  # pragma: no cover - reported below
                 told["error"] = exc
 
-        thread = threading.Thread(target=slow_append)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not proxy.faults and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert proxy.faults, "the slow writer's manifest PUT never arrived"
+        thread = start_until_held(slow_append, proxy, "the slow writer's manifest PUT never arrived")
         # Meanwhile: B commits v2 and v3, and a cleanup removes every version but the latest.
         fast = proxy.storage_options(1, direct)
         lance.write_dataset(table(2), uri, mode="append", storage_options=fast)
@@ -142,12 +150,7 @@ def test_f052_a_tag_created_during_a_cleanup_names_a_version_it_removes(writer: 
             except Exception as exc:  # pragma: no cover - reported below
                 done["error"] = exc
 
-        thread = threading.Thread(target=clean)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not proxy.faults and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert proxy.faults, "the cleanup's first delete never arrived"
+        thread = start_until_held(clean, proxy, "the cleanup's first delete never arrived")
         # Meanwhile (the cleanup planned already: it removes version 1), version 1 is tagged; it still exists.
         if writer == "pylance":
             lance.dataset(uri, storage_options=direct).tags.create("pinned", 1)

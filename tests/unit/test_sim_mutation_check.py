@@ -49,3 +49,18 @@ def test_one_mutant_is_killed_and_the_working_tree_is_untouched() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "simulator mutation score: 1/1 killed" in done.stdout
     assert _tree_state() == before
+
+
+def test_the_rate_table_gives_each_mutant_its_kill_rate_time_and_killing_runs() -> None:
+    from collections import Counter
+
+    verdicts = [TOOL.Verdict("a-mutant", "killed", "", 612.4, 9, 10, Counter({"default": 7, "none/contended": 2})),
+                TOOL.Verdict("another", "survived", "", 80.0, 0, 10)]
+    lines = TOOL.rate_table(verdicts).splitlines()
+    assert lines[2].split() == ["a-mutant", "9/10", "612", "default", "7,", "none/contended", "2"]
+    assert lines[3].split() == ["another", "0/10", "80", "-"]
+
+
+def test_the_battery_ends_with_a_deterministic_run_and_every_run_names_its_mix() -> None:
+    assert [step.deterministic for step in TOOL.BATTERY] == [False] * (len(TOOL.BATTERY) - 1) + [True]
+    assert TOOL.BATTERY[-1].label(4) == "faults=default seed=4 mix=broad deterministic"
