@@ -108,6 +108,11 @@ PROFILES: dict[str, FaultProfile] = {
         description="as lost-acks, and after a manifest PUT's lost answer the client's resends of that manifest, "
                     "or its reads of it, fail for a burst of 1-16 requests",
     ),
+    "outage": FaultProfile(
+        "outage", {"*": {"slowdown": 1.0}},
+        description="every writer request answered 503 SlowDown: nothing can commit, so the run checks nothing "
+                    "(its verdict says so: NOTHING COMMITTED)",
+    ),
 }
 for _fault in FAULTS:  # one profile per fault type, every request class: for tests and demonstrations
     PROFILES[f"only-{_fault}"] = FaultProfile(

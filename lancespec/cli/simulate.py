@@ -27,6 +27,7 @@ from lancespec.simulator.simulate import REPORT_FORMAT, STORES, RunConfig, RunRe
 from .options import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_UNREADABLE,
     DeprecatedSpelling,
     add_report_options,
     check_report_options,
@@ -58,8 +59,10 @@ def register(sub: Any) -> None:
     """Add ``simulate`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "simulate", help="concurrent writers, a real S3 server, injected faults, a checker",
-        description="The verdict line (NO ANOMALIES or ANOMALIES, with the runs' counts) ends the text (it opens "
-        "a text --output; --quiet prints it alone); docs/simulator.md. " + exits("0 no anomaly, 1 anomalies found"))
+        description="The verdict line (NO ANOMALIES, ANOMALIES, or NOTHING COMMITTED when a run without anomalies "
+        "committed no operation, so that nothing was checked; with the runs' counts) ends the text (it opens a text "
+        "--output; --quiet prints it alone); docs/simulator.md. "
+        + exits("0 no anomaly, 1 anomalies found (2 also when a run committed nothing)"))
     parser.add_argument("--writers", type=int, default=DEFAULT.writers, help="writer processes (default 8)")
     parser.add_argument("--ops", type=int, default=DEFAULT.ops, help="operations in all, spread over the writers "
                         "(default 400)")
@@ -153,10 +156,13 @@ def replay_verdict(report: RunReport, recorded: dict[str, Any]) -> str:
 
 
 def verdict_line(reports: Sequence[RunReport]) -> str:
-    """NO ANOMALIES or ANOMALIES, with what the runs did."""
+    """NO ANOMALIES or ANOMALIES, with what the runs did; NOTHING COMMITTED for runs without anomalies of which
+    one committed no operation (every write failed: the checker had no history to judge, so "no anomalies"
+    would claim what was not checked)."""
     anomalies = sum(len(r.result.anomalies) for r in reports)
     errors = sum(len(r.writer_errors) for r in reports)
-    word = "NO ANOMALIES" if all(r.ok for r in reports) else "ANOMALIES"
+    word = ("ANOMALIES" if not all(r.ok for r in reports)
+            else "NOTHING COMMITTED" if any(r.result.commits == 0 for r in reports) else "NO ANOMALIES")
     runs = "; ".join(f"{r.config.personality}: {len(r.history.records())} operations, {r.result.commits} commits, "
                      f"{len(r.result.anomalies)} anomalies" for r in reports)
     seed = reports[0].config.seed
@@ -231,7 +237,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(line + "\n")
     elif not any(fmt == "text" and path is not None for fmt, path in targets):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+    if not all(r.ok for r in reports):
+        return EXIT_FAILED
+    return EXIT_UNREADABLE if any(r.result.commits == 0 for r in reports) else EXIT_OK
 
 
 def saved_runs(path: str) -> list[dict[str, Any]]:

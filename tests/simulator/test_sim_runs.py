@@ -216,3 +216,17 @@ def test_default_run(writer: str) -> None:
     else:
         assert report.result.ok, describe(report)
     assert report.seconds_total < 180
+
+
+def test_a_run_that_committed_nothing_is_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """A store that refuses every write (the ``outage`` profile: every writer request answered 503) leaves the
+    checker no history to judge: the verdict says NOTHING COMMITTED and exits 2, never NO ANOMALIES (which
+    would claim a check that did not happen)."""
+    code = main(["simulate", "--writers", "2", "--ops", "4", "--seed", "1", "--datasets", "1",
+                 "--preflight-rounds", "0", "--faults", "outage", "--quiet"])
+    line = capsys.readouterr().out.strip()
+    assert code == 2
+    assert line.startswith("NOTHING COMMITTED: 0 anomalies") and "0 commits" in line, line
+    healthy = main(["simulate", "--writers", "2", "--ops", "4", "--seed", "1", "--datasets", "1",
+                    "--preflight-rounds", "0", "--faults", "none", "--quiet"])
+    assert healthy == 0 and capsys.readouterr().out.startswith("NO ANOMALIES")
