@@ -319,7 +319,6 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
         targets = {str(s.args["target"]) for s in scenario.steps if s.op in ("shallow_clone", "deep_clone")}
         run.name_roots({split_root(root)[0] for root in scenario.roots.values()} | targets, caps.root_suffix)
     try:
-        session = writer.open(run)
         for step in scenario.steps:
             if stopped is not None:
                 result.steps.append(StepResult(step.index, step.op, SKIP, stopped))
@@ -344,6 +343,8 @@ def run_scenario(scenario: Scenario, writer: Implementation, run: StoreRun) -> t
                     result.stopped_by = missing[0]
                 continue
             before = run.fingerprint() if step.refuse else {}
+            if session is None:  # opened on the first step it applies: a scenario it cannot start spawns nothing
+                session = writer.open(run)
             result.writer_steps += 1
             error: WriterRefusal | None = None
             try:

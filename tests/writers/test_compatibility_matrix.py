@@ -12,6 +12,7 @@ from compat_kit import MATRIX
 
 from lancespec.conformance.fixtures.cases import CASES
 from lancespec.conformance.scenarios import builtin_scenarios
+from lancespec.conformance.scenarios.fallback import features_tested
 
 DATA = MATRIX.load()
 FINDINGS = MATRIX.FINDINGS.read_text(encoding="utf-8")
@@ -45,6 +46,21 @@ def test_a_column_covers_every_scenario_and_case_with_no_unrecorded_failure(key:
     if next(c for c in MATRIX.COLUMNS if c.key == key).reads:
         assert set(entry["reads"]) == {c.id for c in CASES if not c.breach}  # breach cases test the judge
         assert all(c["outcome"] != MATRIX.FAIL for c in entry["reads"].values())
+
+
+def test_every_not_supported_cell_names_a_feature_its_scenario_tests() -> None:
+    """No "n/s" stands for a step that only shapes the data (it falls back: docs/scenario-format.md "Tested
+    features and fallbacks"); LanceDB (Python and Node) runs at least 20 scenarios to the end on each store, and
+    each new writer column (DuckDB, Polars, Daft, Ray) at least 5."""
+    tested = {s.name: features_tested(s) for s in builtin_scenarios()}
+    for entry in DATA["columns"]:
+        for store, cells in entry["writes"].items():
+            untested = {s: c["features"] for s, c in cells.items() if not set(c.get("features", [])) <= tested[s]}
+            assert not untested, (entry["key"], store, untested)
+            to_the_end = sum(c["outcome"] in (MATRIX.PASS, MATRIX.DIVERGENCE) for c in cells.values())
+            floor = {"lancedb": 20, "lancedb-node": 20, "duckdb-lance": 5, "polars-lance": 5, "daft-lance": 5,
+                     "lance-ray": 5}.get(entry["key"], 0)
+            assert to_the_end >= floor, (entry["key"], store, to_the_end)
 
 
 def test_every_cited_finding_is_recorded() -> None:
