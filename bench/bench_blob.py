@@ -25,9 +25,8 @@ import lance
 import pyarrow as pa
 from harness import CheckFailed, Context, benchmark
 
-# mypy cannot follow the editable install's package-dir mapping (see bench_open.py).
-from lancespec.reference.blob.read import BlobReader, FetchCounter  # type: ignore[import-not-found, unused-ignore]
-from lancespec.reference.table import Dataset  # type: ignore[import-not-found, unused-ignore]
+from reference.blob.read import BlobReader, FetchCounter
+from reference.table import Dataset
 
 INLINE_MAX, DEDICATED_ABOVE, PACK_MAX = 8 * 1024, 256 * 1024, 4 * 1024 * 1024
 RANGE = 4096

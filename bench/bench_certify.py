@@ -16,8 +16,8 @@ import lance
 from bench_open import VersionsInputs, build_one_version, setup_versions, versions_pylance
 from harness import CheckFailed, Context, benchmark
 
-from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.findings import Report  # type: ignore[import-not-found, unused-ignore]
+from conformance.certify import certify
+from conformance.findings import Report
 
 
 def certify_all(inputs: VersionsInputs) -> Report:

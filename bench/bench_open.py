@@ -16,9 +16,7 @@ import pyarrow as pa
 from harness import CheckFailed, Context, benchmark
 from lance.fragment import write_fragments
 
-# mypy cannot follow the editable install's package-dir mapping (lancespec.reference -> reference/), a
-# project-wide limitation; the ignore keeps `mypy bench` clean and stays quiet once that is fixed.
-from lancespec.reference.table import Dataset  # type: ignore[import-not-found, unused-ignore]
+from reference.table import Dataset
 
 # --- open-10k-fragments -----------------------------------------------------------------------------
 

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.fetch import RunStorage  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.fixtures.portable import materialize  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.report import to_json  # type: ignore[import-not-found, unused-ignore]
-from lancespec.reference.table import Dataset  # type: ignore[import-not-found, unused-ignore]
+from conformance.certify import certify
+from conformance.corpus.portable import materialize
+from conformance.fetch import RunStorage
+from conformance.report import to_json
 from lancespec.render.certify_page import certify_page, finding_marks  # type: ignore[import-not-found, unused-ignore]
 from lancespec.render.gather import gather  # type: ignore[import-not-found, unused-ignore]
+from reference.table import Dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_LIMIT = 5 * 1024 * 1024

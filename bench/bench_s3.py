@@ -57,10 +57,10 @@ from typing import Any
 from harness import BestAndMedian
 from proc_cpu import CpuMeter, Group, find_child
 
-from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM  # type: ignore[import-not-found, unused-ignore]
-from lancespec.simulator.faults import FaultProfile  # type: ignore[import-not-found, unused-ignore]
-from lancespec.simulator.proxy import FaultProxy  # type: ignore[import-not-found, unused-ignore]
-from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
+from reference.store.base import DEFAULT_IO_PARALLELISM
+from simulator.faults import FaultProfile
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
 
 LANCESPEC, PYLANCE_WALK, PYLANCE_VALIDATE, CHILD = 0, 1, 2, 3
 
@@ -122,7 +122,7 @@ def pylance_walk(uri: str, options: dict[str, str], validate: bool) -> int:
 
 
 def lancespec_certify(uri: str, options: dict[str, str], parallelism: int | None) -> int:
-    from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+    from conformance.certify import certify
 
     report = certify(uri, all_versions=True, storage_options=options, io_parallelism=parallelism)
     if report.exit_code != 0:
@@ -228,7 +228,7 @@ def spark_sides(meter: CpuMeter, proxy: ProxyProcess, uri: str, base: dict[str, 
     """``certify_with_spark`` on local[N] for each N of ``cores``: start-up (session and first run) apart,
     then ``repeat`` timed runs with the driver's steps and each process group's CPU. Sessions come from
     ``spark_session``, whose workers run this Python (so they import the lancespec under test)."""
-    from lancespec.conformance.spark import certify_with_spark, spark_session  # type: ignore[import-not-found, unused-ignore]
+    from conformance.spark import certify_with_spark, spark_session
 
     sides = []
     options = proxy.storage_options(CHILD, base)

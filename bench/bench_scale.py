@@ -65,13 +65,13 @@ class Run:
 def limits() -> Any:
     """Limits that admit the wide input: 1,000,000 fragments and their 1,000,000 data files plus the schema
     are one entry past the default ``--max-manifest-entries``."""
-    from lancespec.reference.limits import Limits  # type: ignore[import-not-found, unused-ignore]
+    from reference.limits import Limits
 
     return Limits(max_fragments=4_000_000, max_manifest_entries=4_000_000)
 
 
 def side_certify_manifest(uri: str, options: dict[str, str], history: bool) -> str:
-    from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+    from conformance.certify import certify
 
     report = certify(uri, areas=["manifest"], storage_options=options or None, all_versions=history,
                      limits=limits())
@@ -79,14 +79,14 @@ def side_certify_manifest(uri: str, options: dict[str, str], history: bool) -> s
 
 
 def side_certify(uri: str, options: dict[str, str], history: bool) -> str:
-    from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
+    from conformance.certify import certify
 
     report = certify(uri, storage_options=options or None, all_versions=history, limits=limits())
     return f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings"
 
 
 def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
-    from lancespec.conformance.fetch import RunStorage  # type: ignore[import-not-found, unused-ignore]
+    from conformance.fetch import RunStorage
     from lancespec.inspect import inspect_report, open_dataset  # type: ignore[import-not-found, unused-ignore]
 
     dataset = open_dataset(uri, RunStorage(options or None, limits=limits()))
@@ -96,7 +96,7 @@ def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
 
 
 def side_spark(uri: str, options: dict[str, str], history: bool) -> str:
-    from lancespec.conformance.spark import certify_with_spark, spark_session  # type: ignore[import-not-found, unused-ignore]
+    from conformance.spark import certify_with_spark, spark_session
 
     spark = spark_session("local[2]", app_name="lancespec-bench-scale")
     result = certify_with_spark(spark, uri, all_versions=history, storage_options=options or None,
@@ -131,7 +131,7 @@ def child_main(name: str, uri: str, options_json: str, history: bool) -> None:
     if name == "pylance open + walk":
         import lance  # noqa: F401  (imports are not the side's time)
     else:
-        import lancespec.conformance.certify  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+        import conformance.certify  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     started = time.perf_counter()
     note = SIDES[name](uri, json.loads(options_json), history)
     seconds = time.perf_counter() - started
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(BENCH_DIR))
         from bench_s3 import ProxyProcess
 
-        from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
+        from simulator.s3 import EmbeddedS3Server
 
         with EmbeddedS3Server() as server:
             base = server.storage_options()

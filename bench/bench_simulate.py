@@ -33,14 +33,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lancespec.conformance.operations import Append, Cleanup, Delete, Overwrite
-from lancespec.reference.layout import ManifestNaming, manifest_name
-from lancespec.simulator.attribution import FinalState, VersionState
-from lancespec.simulator.checker import check
-from lancespec.simulator.history import History
-from lancespec.simulator.proxy import WireWrite
-from lancespec.simulator.simulate import RunConfig, simulate
-from lancespec.simulator.workload import Planned, initial_ids, row_id
+from conformance.operations import Append, Cleanup, Delete, Overwrite
+from reference.layout import ManifestNaming, manifest_name
+from simulator.attribution import FinalState, VersionState
+from simulator.checker import check
+from simulator.history import History
+from simulator.proxy import WireWrite
+from simulator.simulate import RunConfig, simulate
+from simulator.workload import Planned, initial_ids, row_id
 
 
 def commits_per_second(writers: int, writer: str, appends: int) -> dict[str, Any]:

@@ -28,8 +28,8 @@ from typing import Any
 
 from histories import commit_one_more, growing_history
 
-from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
-from lancespec.conformance.report import to_json  # type: ignore[import-not-found, unused-ignore]
+from conformance.certify import certify
+from conformance.report import to_json
 
 LIMIT = 1.2
 """The most an incremental run may cost, as a multiple of certifying the new version alone (issue 33)."""

@@ -6,7 +6,7 @@ The input is one version of N two-row fragments (default 20,000; 2,000 with ``--
 pylance, every tenth fragment with a deletion file, so N * 1.1 files are checked (data files: existence,
 size, footer, row count; deletion files: existence, content, counts). Three ways of certifying it:
 
-* ``certify``: ``lancespec.conformance.certify.certify(uri)``, one process;
+* ``certify``: ``conformance.certify.certify(uri)``, one process;
 * ``spark local[1]`` and ``spark local[2]``: ``certify_with_spark(spark, uri)`` on a local Spark with one
   and two cores (four tasks per core), the driver running the manifest-level checks.
 
@@ -117,9 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     fragments = args.fragments or (2_000 if args.quick else 20_000)
     os.environ.setdefault("LANCE_LOG", "error")
 
-    # mypy cannot follow the editable install's package-dir mapping (see bench_open.py).
-    from lancespec.conformance.certify import certify  # type: ignore[import-not-found, unused-ignore]
-    from lancespec.conformance.spark import (  # type: ignore[import-not-found, unused-ignore]
+    from conformance.certify import certify
+    from conformance.spark import (
         certify_with_spark,
         spark_session,
     )

@@ -39,11 +39,11 @@ from typing import Any
 from bench_s3 import ProxyProcess, build, counted, lancespec_certify, pylance_walk
 from harness import BestAndMedian
 
-from lancespec.simulator.emulators import (  # type: ignore[import-not-found, unused-ignore]
+from simulator.emulators import (
     AzuriteServer,
     FakeGcsServer,
 )
-from lancespec.simulator.s3 import EmbeddedS3Server  # type: ignore[import-not-found, unused-ignore]
+from simulator.s3 import EmbeddedS3Server
 
 SCHEMES = ("s3", "az", "gs")
 LANCESPEC, PYLANCE = 0, 1

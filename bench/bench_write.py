@@ -30,13 +30,12 @@ import pyarrow as pa
 from bench_open import setup_open
 from harness import CheckFailed, Context, benchmark
 
-# mypy cannot follow the editable install's package-dir mapping (see bench_open.py).
-from lancespec.reference import clone as ref_clone  # type: ignore[import-not-found, unused-ignore]
-from lancespec.reference import ops  # type: ignore[import-not-found, unused-ignore]
-from lancespec.reference.table import Dataset  # type: ignore[import-not-found, unused-ignore]
+from reference import clone as ref_clone
+from reference import ops
+from reference.table import Dataset
 
 try:
-    from lancespec.reference import gc as ref_gc  # type: ignore[import-not-found, unused-ignore]
+    from reference import gc as ref_gc
 except ImportError:  # pragma: no cover - the module is newer than this benchmark's first version
     ref_gc = None
 
@@ -178,7 +177,7 @@ class CleanupInputs:
 
 def plan_lancespec(inputs: CleanupInputs) -> dict[str, int]:
     if ref_gc is None:  # pragma: no cover - see setup_cleanup
-        raise CheckFailed("lancespec.reference.gc is missing")
+        raise CheckFailed("reference.gc is missing")
     plan = ref_gc.plan_cleanup(Dataset.open(inputs.uri), ref_gc.CleanupPolicy(older_than=KEEP_EVERYTHING))
     stats = plan.stats
     return {"candidates": len(plan.candidates), "old_versions": stats.old_versions,
@@ -214,7 +213,7 @@ def same_plans(inputs: CleanupInputs, ls_plan: dict[str, int], pl_plan: dict[str
 )
 def setup_cleanup(ctx: Context) -> CleanupInputs:
     if ref_gc is None:
-        ctx.console.print("  [yellow]lancespec.reference.gc does not exist yet: nothing to compare[/yellow]")
-        raise CheckFailed("skipped: lancespec.reference.gc does not exist yet")
+        ctx.console.print("  [yellow]reference.gc does not exist yet: nothing to compare[/yellow]")
+        raise CheckFailed("skipped: reference.gc does not exist yet")
     source = setup_open(ctx)
     return CleanupInputs(source.uri, source.fragments)

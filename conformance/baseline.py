@@ -39,8 +39,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from lancespec.reference.errors import InvalidOption
-from lancespec.reference.store.uri import local_path, relative_to, scheme_of, split_bucket
+from reference.errors import InvalidOption
+from reference.store.uri import local_path, relative_to, scheme_of, split_bucket
 
 from .catalogue import load_catalogue
 from .divergences import annotate, known_ids, load_divergences

@@ -22,8 +22,8 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import FragmentView, FragmentViews, Snapshot
+from reference.proto import table_pb2
+from reference.table import FragmentView, FragmentViews, Snapshot
 
 from .findings import Finding
 

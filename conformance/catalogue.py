@@ -81,8 +81,8 @@ def parse_catalogue(text: str) -> dict[str, Requirement]:
 @cache
 def load_catalogue() -> dict[str, Requirement]:
     """The catalogue shipped with lancespec (spec/requirements.toml)."""
-    return parse_catalogue(resources.files("lancespec.spec").joinpath("requirements.toml").read_text())
+    return parse_catalogue(resources.files("spec").joinpath("requirements.toml").read_text())
 
 
 def readme_path() -> Path:
-    return Path(str(resources.files("lancespec.spec").joinpath("README.md")))
+    return Path(str(resources.files("spec").joinpath("README.md")))

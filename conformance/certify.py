@@ -27,12 +27,12 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lancespec.reference.errors import CannotRead, InvalidOption, InvalidRefName, LanceSpecError, VersionNotFound
-from lancespec.reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, ref_name_from_file
-from lancespec.reference.limits import DEFAULT_LIMITS, Limits
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import join, scheme_of
-from lancespec.reference.table import Dataset, Head, Snapshot
+from reference.errors import CannotRead, InvalidOption, InvalidRefName, LanceSpecError, VersionNotFound
+from reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, ref_name_from_file
+from reference.limits import DEFAULT_LIMITS, Limits
+from reference.store import Storage, open_store
+from reference.store.uri import join, scheme_of
+from reference.table import Dataset, Head, Snapshot
 
 from .baseline import settle
 from .carry import Carry, Run
@@ -61,7 +61,7 @@ Progress = Callable[[int, int, str], None]
 
 #: Called as offload(root, version, snapshot, checks) once per readable version with the version checks
 #: named in ``certify(..., offloaded=...)``, which certify then does not run itself: the caller runs them
-#: (``lancespec.conformance.spark`` as one distributed job) and adds their findings (``order_findings``).
+#: (``conformance.spark`` as one distributed job) and adds their findings (``order_findings``).
 Offload = Callable[[Dataset, int, Snapshot, list[Check]], None]
 
 UNREADABLE_REQUIREMENT = "HIST-001"

@@ -93,7 +93,7 @@ def parse_divergences(text: str) -> tuple[Divergence, ...]:
 @cache
 def load_divergences() -> tuple[Divergence, ...]:
     """The divergences shipped with lancespec (spec/divergences.toml)."""
-    return parse_divergences(resources.files("lancespec.spec").joinpath("divergences.toml").read_text())
+    return parse_divergences(resources.files("spec").joinpath("divergences.toml").read_text())
 
 
 def known_ids() -> set[str]:

@@ -26,7 +26,7 @@ spends its life waiting. ``RunStorage`` is the ``Storage`` a run reads through:
   (``conformance.since``).
 
 A run is read-only and short: the store is assumed not to change under it. Retries, timeouts and
-backoff are the backend's (``lancespec.reference.store.cloud``: object_store's).
+backoff are the backend's (``reference.store.cloud``: object_store's).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
-from lancespec.reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, StorageError
-from lancespec.reference.limits import DEFAULT_LIMITS, Limits
-from lancespec.reference.store import ObjectInfo, ObjectStore, Storage, Tail
-from lancespec.reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
-from lancespec.reference.store.uri import normalize, scheme_of
+from reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, StorageError
+from reference.limits import DEFAULT_LIMITS, Limits
+from reference.store import ObjectInfo, ObjectStore, Storage, Tail
+from reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
+from reference.store.uri import normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "Observed", "RunStorage", "io_parallelism_of"]
 

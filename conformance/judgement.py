@@ -8,8 +8,8 @@ the same case: it cannot say which data files are right.
 
 from __future__ import annotations
 
-from lancespec.reference import flags as feature_flags
-from lancespec.reference.table import Head
+from reference import flags as feature_flags
+from reference.table import Head
 
 from .checks.manifest import DATA_FORMAT_FILE_VERSIONS
 

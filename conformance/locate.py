@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import os
 
-from lancespec.reference.errors import DatasetNotFound
-from lancespec.reference.layout import VERSIONS_DIR
-from lancespec.reference.store import Storage
-from lancespec.reference.store.uri import join, local_path, relative_to, scheme_of
+from reference.errors import DatasetNotFound
+from reference.layout import VERSIONS_DIR
+from reference.store import Storage
+from reference.store.uri import join, local_path, relative_to, scheme_of
 
 #: Objects listed at most to tell what a folder holds (the listing of an error path stays bounded).
 MAX_LISTED = 100_000

@@ -1,4 +1,4 @@
-"""The model of what each operation of the language (``lancespec.conformance.operations``) must do to storage.
+"""The model of what each operation of the language (``conformance.operations``) must do to storage.
 
 ``Model`` is the abstract table: per root and version the fragments (row ids, deleted offsets, where the data
 and deletion files live), the bases, the refs of every family. ``Model.apply(op)`` says what the format
@@ -6,7 +6,7 @@ requires of ``op`` (rows of every version, placement, which versions a cleanup k
 expected ``Outcome``; it covers the operations the machine draws (``Create`` .. ``Cleanup`` with rows, not
 blobs). Where pylance 14.0.2 knowingly diverges from the specification (spec/findings.md), the model names
 the finding and either says what pylance does or marks the step ``divergent`` (``KNOWN_FINDINGS``). The
-strategies that draw valid operations against a model are in ``lancespec.conformance.strategies``.
+strategies that draw valid operations against a model are in ``conformance.strategies``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ below the machine's scratch folder; ``main:ds``, ``cold:b1`` in a scenario's buc
 simulator's bucket). A branch's root is ``{family}/tree/{branch}`` (``root_dir``; ``split_root`` undoes it).
 A version reference is ``tag`` when set, else ``(branch, version)`` (``version`` None: the latest of the
 branch), as ``reference_of`` gives it to a writer. What each operation must do to storage is the model's
-(``lancespec.conformance.model``).
+(``conformance.model``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Literal, get_args
 
-from lancespec.conformance.payload import Blob, Blobs
+from conformance.payload import Blob, Blobs
 
 __all__ = [
     "BY_WIRE", "OPERATIONS", "AddBase", "AddBases", "Append", "BaseSpec", "Branch", "Cleanup", "CommitStaged",

@@ -39,8 +39,8 @@ from typing import Any
 
 import pytest
 
-from lancespec.reference.errors import CannotRead, InvalidOption, LanceSpecError
-from lancespec.reference.store.option_keys import parse_storage_options
+from reference.errors import CannotRead, InvalidOption, LanceSpecError
+from reference.store.option_keys import parse_storage_options
 
 from .findings import Report
 
@@ -153,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _wanted(config):
         config.stash[_SETTINGS] = Settings()
         return
-    from lancespec.reference.store.uri import local_path, scheme_of
+    from reference.store.uri import local_path, scheme_of
 
     try:
         config.stash[_SETTINGS] = _settings(config)

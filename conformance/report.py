@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lancespec.reference import __version__
-from lancespec.reference.printable import json_text, printable
+from reference import __version__
+from reference.printable import json_text, printable
 
 from .baseline import is_fingerprint, known_divergences_seen, set_aside_counts
 from .catalogue import load_catalogue

@@ -3,7 +3,7 @@
 Each builder is a function ``(workdir) -> Shape``: it writes one small, deterministic dataset (a few rows,
 a few fragments; only file names and UUIDs are random) into ``workdir`` and describes what it wrote.
 ``SHAPES`` maps every shape name to its builder. A shape is said as a sequence of operations of the language
-(``lancespec.conformance.operations``, locations relative to ``workdir``), applied by the pylance
+(``conformance.operations``, locations relative to ``workdir``), applied by the pylance
 implementation; what is no table operation (a scalar index, files written or moved by hand) is a step
 called with the work directory. Which part of the format each shape exercises is said above its entry.
 """
@@ -20,9 +20,9 @@ from typing import Any
 import lance
 import pyarrow as pa
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Folder
-from lancespec.conformance.operations import (
+from conformance.adapters import registry
+from conformance.adapters.base import Folder
+from conformance.operations import (
     Append,
     BaseSpec,
     Branch,
@@ -34,7 +34,7 @@ from lancespec.conformance.operations import (
     ShallowClone,
     Tag,
 )
-from lancespec.conformance.payload import Blob, Blobs, rows
+from conformance.payload import Blob, Blobs, rows
 
 __all__ = ["DIVERGENCE_SHAPES", "SHAPES", "Shape"]
 

@@ -50,12 +50,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.reference import __version__
-from lancespec.reference.errors import LanceSpecError, ObjectNotFound
-from lancespec.reference.limits import Limits
-from lancespec.reference.store import ObjectInfo, Storage
-from lancespec.reference.store.uri import normalize
-from lancespec.reference.table import Snapshot
+from reference import __version__
+from reference.errors import LanceSpecError, ObjectNotFound
+from reference.limits import Limits
+from reference.store import ObjectInfo, Storage
+from reference.store.uri import normalize
+from reference.table import Snapshot
 
 from .fetch import Observed
 from .findings import Finding

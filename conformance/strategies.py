@@ -1,5 +1,5 @@
 """Hypothesis strategies for the Lance table format, reusable by any property test
-(``from lancespec.conformance.strategies import ...``):
+(``from conformance.strategies import ...``):
 
 * **Base paths** (Storage Layout spec "Base Path System"): ``root_uris`` (local paths, ``file://``, ``s3://``, ``gs://``,
   ``az://``, ``memory://``), ``base_sets`` (unique ids, unique or absent names, ``is_dataset_root``, paths that
@@ -7,10 +7,10 @@
 * **Files and manifests** (Table Format spec "Fragments"): ``data_file_names``, ``fragments`` (data files and deletion
   files carrying ``base_id`` or not), ``manifests`` (a ``Manifest`` holding bases and fragments).
 * **Blobs** (the Blob v2 post "Thresholds"): ``thresholds``, ``sizes_around``, ``blob_payloads``, ``blob_columns``.
-* **Operation sequences** over the language and model of ``lancespec.conformance.operations``:
+* **Operation sequences** over the language and model of ``conformance.operations``:
   ``operation_sequences`` draws a ``Create`` then operations the model calls valid; ``draw_operation`` draws
   one operation for a given model; ``DRAWERS`` draw one for a given source (the stateful machine of
-  ``lancespec.conformance.properties.machine`` draws its sources from Bundles). Divergences of pylance the
+  ``conformance.properties.machine`` draws its sources from Bundles). Divergences of pylance the
   model cannot express are never drawn, naming their finding.
 """
 
@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from lancespec.conformance.model import KNOWN_FINDINGS, Model, VersionModel
-from lancespec.conformance.operations import (
+from conformance.model import KNOWN_FINDINGS, Model, VersionModel
+from conformance.operations import (
     AddBase,
     Append,
     BaseSpec,
@@ -38,9 +38,9 @@ from lancespec.conformance.operations import (
     Tag,
     Targets,
 )
-from lancespec.reference.blob.routing import Thresholds
-from lancespec.reference.layout import DELETION_EXTENSIONS, Base, data_file_stem
-from lancespec.reference.proto import table_pb2
+from reference.blob.routing import Thresholds
+from reference.layout import DELETION_EXTENSIONS, Base, data_file_stem
+from reference.proto import table_pb2
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 T = TypeVar("T")

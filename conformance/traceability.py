@@ -6,7 +6,7 @@ the reason it is not adopted, or the statement of another document it repeats.
 disposition, every requirement it names exists, and every requirement's ``statements`` are exactly the
 statements that name it. ``case_problems`` holds the matrix and the breach cases to each other: a covered
 statement names at least one breach case (``cases``, a must-reject case of the golden corpus that breaks it,
-``lancespec.conformance.fixtures.breaches``), each case it names expects one of its requirements, and each
+``conformance.corpus.breaches``), each case it names expects one of its requirements, and each
 case's statements name it back. ``render_matrix`` is the part of spec/README.md that shows the counts.
 """
 
@@ -166,8 +166,8 @@ BreachIndex = Mapping[str, tuple[str, tuple[str, ...]]]
 
 
 def breach_index() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The registered breach cases (``lancespec.conformance.fixtures.breaches``) by id."""
-    from .fixtures.breaches import BREACHES
+    """The registered breach cases (``conformance.corpus.breaches``) by id."""
+    from .corpus.breaches import BREACHES
 
     return {b.id: (b.requirement, b.statements) for b in BREACHES.values()}
 
@@ -180,7 +180,7 @@ def case_problems(matrix: Matrix, breaches: BreachIndex) -> list[str]:
     for s in matrix.statements.values():
         if s.disposition == "covered" and not s.cases:
             problems.append(f"{s.id} is covered ({', '.join(s.requirements)}) but names no breach case: add one in "
-                            "conformance/fixtures/breach_*.py and list it under `cases`, or make the statement "
+                            "conformance/corpus/breach_*.py and list it under `cases`, or make the statement "
                             "partly covered saying what no breach can show")
         for case in s.cases:
             if case not in breaches:
@@ -203,7 +203,7 @@ def case_problems(matrix: Matrix, breaches: BreachIndex) -> list[str]:
 @cache
 def load_matrix() -> Matrix:
     """The matrix shipped with lancespec (spec/traceability.toml)."""
-    return parse_matrix(resources.files("lancespec.spec").joinpath("traceability.toml").read_text())
+    return parse_matrix(resources.files("spec").joinpath("traceability.toml").read_text())
 
 
 def render_matrix(matrix: Matrix, breaches: BreachIndex | None = None) -> list[str]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lancespec.conformance.spark import (
+from conformance.spark import (
     PipelineCertification,
     arrow_schema,
     certify_pipeline_output,

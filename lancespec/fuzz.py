@@ -125,8 +125,8 @@ def build_pristine(top: Path) -> Path:
     import lance
     import pyarrow as pa
 
-    from .reference import ops, refs
-    from .reference.table import Dataset
+    from reference import ops, refs
+    from reference.table import Dataset
 
     root = str(top / "ds")
     blobs = [bytes((i * 7 + j) % 256 for j in range(n)) for i, n in enumerate((40, 600, 5000, 0))]
@@ -155,9 +155,9 @@ def mutation_targets(top: Path) -> list[Path]:
 
 def registered_bases(top: Path) -> list[str]:
     """Every local base path the manifests under ``top`` register (those that still decode)."""
-    from .reference.codec import decode_manifest_file
-    from .reference.errors import LanceSpecError
-    from .reference.store.uri import local_path, scheme_of
+    from reference.codec import decode_manifest_file
+    from reference.errors import LanceSpecError
+    from reference.store.uri import local_path, scheme_of
 
     found: set[str] = set()
     for path in top.rglob("*.manifest"):
@@ -190,9 +190,11 @@ def _runtime_prefixes() -> list[str]:
     them, locale data, the codec's temporary copies)."""
     import sysconfig
 
+    import conformance
     import lancespec
-
-    from . import conformance, reference, simulator, spec
+    import reference
+    import simulator
+    import spec
 
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/proc", "/dev/null", "/dev/urandom", "/sys",
                 "/etc/localtime", "/usr/share/zoneinfo", "/usr/lib", "/usr/local/lib", "/lib",

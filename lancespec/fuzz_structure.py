@@ -124,8 +124,8 @@ def mutate_message(message: Message, rng: random.Random) -> str:
 def damage_manifest(path: Path, rng: random.Random) -> str:
     """A structural change to the manifest at ``path``: its manifest (most often), inline transaction or
     index section; the file is framed again."""
-    from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-    from lancespec.reference.proto import table_pb2, transaction_pb2
+    from reference.codec import decode_manifest_file, encode_manifest_file
+    from reference.proto import table_pb2, transaction_pb2
 
     decoded = decode_manifest_file(path.read_bytes(), str(path))
     manifest = table_pb2.Manifest()
@@ -148,7 +148,7 @@ def damage_manifest(path: Path, rng: random.Random) -> str:
 
 
 def damage_transaction(path: Path, rng: random.Random) -> str:
-    from lancespec.reference.proto import transaction_pb2
+    from reference.proto import transaction_pb2
 
     txn = transaction_pb2.Transaction.FromString(path.read_bytes())
     what = mutate_message(txn, rng)

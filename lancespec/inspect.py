@@ -15,17 +15,17 @@ from typing import Any
 from pyroaring import BitMap
 from rich.console import Console
 
-from .conformance.fetch import RunStorage
-from .conformance.locate import what_is_there
-from .conformance.report import version_ranges
-from .reference.blob.columns import blob_field_ids, has_blob_column, is_blob_field
-from .reference.commit import load_transaction
-from .reference.errors import DatasetNotFound, LanceSpecError
-from .reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, branch_root, index_directory_name
-from .reference.printable import printable
-from .reference.store import Storage
-from .reference.store.uri import join, relative_to
-from .reference.table import Dataset, ResolvedFile, Snapshot
+from conformance.fetch import RunStorage
+from conformance.locate import what_is_there
+from conformance.report import version_ranges
+from reference.blob.columns import blob_field_ids, has_blob_column, is_blob_field
+from reference.commit import load_transaction
+from reference.errors import DatasetNotFound, LanceSpecError
+from reference.layout import BRANCHES_DIR, DELETION_EXTENSIONS, TAGS_DIR, branch_root, index_directory_name
+from reference.printable import printable
+from reference.store import Storage
+from reference.store.uri import join, relative_to
+from reference.table import Dataset, ResolvedFile, Snapshot
 
 INSPECT_FORMAT = "lancespec.inspect/1"
 

@@ -3,7 +3,7 @@
 Run ``python -m lancespec.protogen`` from a source checkout. It calls protoc from grpcio-tools (the
 version pinned in the ``dev`` extra, so the output is byte-stable) and rewrites the generated modules'
 imports of each other into package-relative imports, so that the code lives inside
-``lancespec.reference.proto`` instead of claiming top-level module names such as ``file_pb2``.
+``reference.proto`` instead of claiming top-level module names such as ``file_pb2``.
 A test regenerates into a temporary folder and compares byte for byte with the committed files.
 """
 

@@ -1,6 +1,6 @@
 """The reference model of the Lance table layer: a small, readable implementation that is the oracle.
 
-Start with ``lancespec.reference.api`` (a pylance-shaped writer and reader) or ``lancespec.reference.table``
+Start with ``reference.api`` (a pylance-shaped writer and reader) or ``reference.table``
 (read-only datasets and snapshots).
 """
 

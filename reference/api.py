@@ -1,6 +1,6 @@
 """A pylance-shaped face on the reference writer, so a scenario can swap one writer for the other.
 
-    import lancespec.reference.api as ref
+    import reference.api as ref
     ds = ref.write_dataset(table, "/tmp/ds", initial_bases=[ref.DatasetBasePath("/tmp/b", name="b")],
                            target_bases=["b"])
     ds.delete("id < 3"); ds.tags.create("v2"); clone = ds.shallow_clone("/tmp/c", "v2")

@@ -3,7 +3,7 @@ cannot kill the judge.
 
 The codec is native code: some damaged data files make it panic and abort the whole process (a NUL in a
 schema field name is one). Every decode of a data file therefore happens in one long-lived child
-(``python -m lancespec.reference.isolated``), started on first use, limited in address space
+(``python -m reference.isolated``), started on first use, limited in address space
 (``Limits.codec_memory_bytes``) and in time per file (``Limits.codec_seconds``). A child that dies by a
 signal, runs out of memory or time, is replaced by a fresh one for the next file, and the file it was
 decoding is a FormatError naming it: a finding, not a crash (docs/security.md). The child reads its
@@ -90,7 +90,7 @@ class CodecWorker:
             self._stop()
         if self._child is None:
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "lancespec.reference.isolated", str(memory_bytes)],
+                [sys.executable, "-m", "reference.isolated", str(memory_bytes)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
             self._memory = memory_bytes
         return self._child

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from lancespec.reference.layout import parse_manifest_name
+from reference.layout import parse_manifest_name
 
 from .history import History, OpKey, OpRecord
 from .proxy import WireWrite

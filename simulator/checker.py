@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from lancespec.conformance.operations import DeleteTag, Tag
+from conformance.operations import DeleteTag, Tag
 
 from .attribution import SETUP, Attribution, FinalState, Where, attribute
 from .history import History, OpKey, OpRecord

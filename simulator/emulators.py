@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar, Self
 
-from lancespec.reference.errors import LanceSpecError
+from reference.errors import LanceSpecError
 
 __all__ = ["AZURITE_ACCOUNT", "AZURITE_KEY", "AzuriteServer", "EmulatorError", "EmulatorMissing", "EmulatorProcess",
            "FakeGcsServer", "stop_child"]

@@ -15,13 +15,13 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from lancespec.reference.codec import decode_manifest_file
-from lancespec.reference.errors import FormatError
-from lancespec.reference.layout import parse_manifest_name
-from lancespec.reference.read import read_fragment
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import split_bucket
-from lancespec.reference.table import build_snapshot
+from reference.codec import decode_manifest_file
+from reference.errors import FormatError
+from reference.layout import parse_manifest_name
+from reference.read import read_fragment
+from reference.store import Storage, open_store
+from reference.store.uri import split_bucket
+from reference.table import build_snapshot
 
 from .attribution import Breach, FinalState, VersionState, manifest_where
 from .proxy import WireWrite
@@ -54,8 +54,8 @@ def judge_format(root: str, storage_options: Mapping[str, str], datasets: Iterab
     """Per dataset root of the bucket ``root``: certify's MUST findings on every retained version of it and of its
     branches that no documented divergence of a real writer explains (spec/divergences.toml). A root certify
     cannot read at all is one breach of HIST-001 saying why."""
-    from lancespec.conformance.certify import certify  # the judge, only once the run is over
-    from lancespec.reference.errors import LanceSpecError
+    from conformance.certify import certify  # the judge, only once the run is over
+    from reference.errors import LanceSpecError
 
     out: dict[str, list[Breach]] = {}
     for dataset in sorted(datasets):

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lancespec.conformance.operations import Append, CommitStaged, Delete, Overwrite, ShallowClone
+from conformance.operations import Append, CommitStaged, Delete, Overwrite, ShallowClone
 
 from .attribution import Attribution, Commit, FinalState, Where
 from .history import OpKey

@@ -11,7 +11,7 @@ commit checker must be able to fail.
 The server runs in a separate process, because pylance's Rust calls may hold the GIL for long stretches
 and a server thread inside the test process could then deadlock with its own client::
 
-    python -m lancespec.simulator.s3 --port 9000 [--host 127.0.0.1] [--unlocked]
+    python -m simulator.s3 --port 9000 [--host 127.0.0.1] [--unlocked]
 
 ``--port 0`` binds a free port. Either way, once the socket is listening the process prints one line
 ``LANCESPEC_S3_LISTENING http://HOST:PORT`` on stdout, then serves (threaded) until killed.
@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from lancespec.reference.errors import LanceSpecError
+from reference.errors import LanceSpecError
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -115,7 +115,7 @@ def _exit_when_stdin_closes() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve the S3-compatible endpoint until killed (see the module docstring for the options)."""
     parser = argparse.ArgumentParser(
-        prog="python -m lancespec.simulator.s3", description="An S3-compatible server (moto) for tests."
+        prog="python -m simulator.s3", description="An S3-compatible server (moto) for tests."
     )
     parser.add_argument("--port", type=int, required=True, help="port to listen on; 0 picks a free one")
     parser.add_argument("--host", default=LOOPBACK, help="address to bind (default 127.0.0.1)")
@@ -196,7 +196,7 @@ class EmbeddedS3Server:
 
     def command(self) -> list[str]:
         """The child's command line: this module, on 127.0.0.1 and ``port`` (0: a port the child picks)."""
-        cmd = [sys.executable, "-m", "lancespec.simulator.s3", "--host", LOOPBACK, "--port", str(self.port),
+        cmd = [sys.executable, "-m", "simulator.s3", "--host", LOOPBACK, "--port", str(self.port),
                "--exit-with-stdin"]
         if not self.locked:
             cmd.append("--unlocked")

@@ -112,7 +112,7 @@ Shrunk ({", ".join(result.steps) or "no reduction"}; {result.runs} runs):
 
 import pytest
 
-from lancespec.simulator.simulate import RunConfig, simulate
+from simulator.simulate import RunConfig, simulate
 
 
 @pytest.mark.s3

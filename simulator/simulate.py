@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Folder
-from lancespec.conformance.operations import Create
-from lancespec.reference.errors import InvalidOption
-from lancespec.reference.store.cloud_options import CREDENTIAL_OPTIONS
+from conformance.adapters import registry
+from conformance.adapters.base import Folder
+from conformance.operations import Create
+from reference.errors import InvalidOption
+from reference.store.cloud_options import CREDENTIAL_OPTIONS
 
 from .checker import CheckResult, FinalState, check
 from .emulators import AZURITE_ACCOUNT

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
+from reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
 
 from .preflight import http_status, preflight, s3_client
 
@@ -139,7 +139,7 @@ class _StorageProbe(_Probe):
     range request), 200 otherwise."""
 
     def __init__(self, root: str, options: Mapping[str, str], prefix: str, race_rounds: int) -> None:
-        from lancespec.reference.store import open_store
+        from reference.store import open_store
 
         super().__init__(None, root.split("://", 1)[1], prefix, root, options, race_rounds)
         self.root = root.rstrip("/")

@@ -1,7 +1,7 @@
 """Workloads: the operations each writer performs, fixed by the seed before anything runs.
 
 A plan is a list of ``Planned`` per writer (each one or two operations of the language,
-``lancespec.conformance.operations``, applied as one unit of the history), drawn from
+``conformance.operations``, applied as one unit of the history), drawn from
 ``random.Random(f"{seed}/plan/{writer}")``; nothing in it depends on how the run goes, so the same seed always
 gives every writer the same operations. Where an operation refers to an earlier one (a delete names the rows
 of the writer's own earlier appends; a two-phase commit names its staging operation), it names it by plan
@@ -42,7 +42,7 @@ import random
 from dataclasses import dataclass, fields
 from typing import Any
 
-from lancespec.conformance import operations as lang
+from conformance import operations as lang
 
 __all__ = ["DEFAULT_WEIGHTS", "IDS_PER_OP", "INITIAL_ROWS", "KINDS", "PLAN_KINDS", "SHARED_KINDS", "SHARED_TAGS",
            "Planned", "initial_ids", "plan", "row_id", "writer_kind", "written"]

@@ -1,5 +1,5 @@
 """Writer processes: each applies its planned operations through one implementation (found by name in the
-registry of ``lancespec.conformance.adapters``) and reports every invocation and completion on a queue.
+registry of ``conformance.adapters``) and reports every invocation and completion on a queue.
 
 A ``Planned`` unit is one or two operations of the language (``operations``), applied in order through
 ``Session.apply``. A writer talks to the endpoint only through its own proxy port (its storage options name it)
@@ -23,9 +23,9 @@ import traceback
 import uuid
 from typing import Any, SupportsIndex
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Folder, Session, WriterRefusal
-from lancespec.conformance.operations import ShallowClone
+from conformance.adapters import registry
+from conformance.adapters.base import Folder, Session, WriterRefusal
+from conformance.operations import ShallowClone
 
 from .workload import Planned
 
@@ -57,7 +57,7 @@ def make_deterministic(seed: int, writer: int) -> None:
         yield_only(0)
 
     time.sleep = _sleep
-    from lancespec.reference import commit
+    from reference import commit
 
     commit.READ_AHEAD = 1
 

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.findings import Finding, Report
-from lancespec.conformance.fixtures.clean import (
+from conformance.certify import certify
+from conformance.corpus.clean import (
     PLAIN_BASE,
     ROOT_BASE,
     latest_version,
@@ -28,9 +27,10 @@ from lancespec.conformance.fixtures.clean import (
     rows,
     snapshot,
 )
-from lancespec.conformance.fixtures.clean import build_clean_dataset as build_reference_dataset
-from lancespec.reference.codec import ManifestFile, decode_manifest_file
-from lancespec.reference.proto import table_pb2
+from conformance.corpus.clean import build_clean_dataset as build_reference_dataset
+from conformance.findings import Finding, Report
+from reference.codec import ManifestFile, decode_manifest_file
+from reference.proto import table_pb2
 
 __all__ = [
     "PLAIN_BASE",

@@ -17,8 +17,8 @@ from typing import Protocol, TypeVar
 import pytest
 from hypothesis import HealthCheck, settings
 
-from lancespec.simulator.emulators import AzuriteServer, EmulatorMissing, FakeGcsServer
-from lancespec.simulator.s3 import EmbeddedS3Server
+from simulator.emulators import AzuriteServer, EmulatorMissing, FakeGcsServer
+from simulator.s3 import EmbeddedS3Server
 
 pytest_plugins = ["pytester"]
 

@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
-from lancespec.reference.store.base import ObjectStore
-from lancespec.reference.store.uri import join
+from reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
+from reference.store.base import ObjectStore
+from reference.store.uri import join
 
 
 @dataclass

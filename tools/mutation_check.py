@@ -4,9 +4,9 @@ Each mutant is a plausible bug, injected as a textual patch into a *copy* of the
 ``reference/``); the property suite (tests/properties, Hypothesis profile ``dev``) then runs against the
 copy and must fail. The working tree is never touched: every mutant gets its own copy of the package
 folders and tests in a temporary directory, and a symlink tree that gives the copy the installed package
-shape (``lancespec.reference`` -> the copy's ``reference/``, built by tools/typecheck.py's ``build_tree``), put first on
+shape (``reference`` -> the copy's ``reference/``, built by tools/typecheck.py's ``build_tree``), put first on
 PYTHONPATH. Before the mutants, the unmutated copy must pass, and each run checks (and prints) where
-``lancespec.reference`` is imported from.
+``reference`` is imported from.
 
 Prints a table (mutant, what it breaks, killed or survived, the first failing test, seconds) and the score
 killed/total; exit 0 when every mutant is killed.
@@ -165,12 +165,12 @@ def run(where: Path, mutant: Mutant | None, timeout: float) -> Outcome:
     if mutant is not None:
         apply(src, mutant)
     env = environment(pkg)
-    probe = subprocess.run([sys.executable, "-c", "import lancespec.reference as r; print(r.__file__)"],
+    probe = subprocess.run([sys.executable, "-c", "import reference as r; print(r.__file__)"],
                            env=env, cwd=src, capture_output=True, text=True, check=False)
     imported = probe.stdout.strip()
     if not imported.startswith(str(where)):
         return Outcome(mutant.name if mutant else "(none)", "", "error",
-                       f"lancespec.reference imported from {imported or probe.stderr.strip()}", 0.0, imported)
+                       f"reference imported from {imported or probe.stderr.strip()}", 0.0, imported)
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
                SUITE]
     start = time.monotonic()
@@ -230,7 +230,7 @@ def main(argv: list[str]) -> int:
         print(f"property suite: {SUITE} (Hypothesis profile dev), copies under {base}", flush=True)
         baseline = run(base / "baseline", None, args.timeout)
         passed = "passed" if baseline.status == "survived" else baseline.status
-        print(f"baseline (no mutant): {passed}, {baseline.seconds:.0f}s; lancespec.reference imported from "
+        print(f"baseline (no mutant): {passed}, {baseline.seconds:.0f}s; reference imported from "
               f"{baseline.imported_from}", flush=True)
         if baseline.status != "survived":
             print(f"the unmutated copy must pass first: {baseline.detail}")

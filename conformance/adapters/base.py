@@ -3,7 +3,7 @@ how a session applies them and refuses with an error kind, how a reader reads a 
 files at the granularity of features.
 
 An implementation is one module of this package plus one capability file beside it (``{module}.toml``):
-it applies the operations of ``lancespec.conformance.operations`` through ``Session.apply`` and maps its
+it applies the operations of ``conformance.operations`` through ``Session.apply`` and maps its
 own errors to the refusal kinds of the scenario format (``ERROR_KINDS``). ``registry`` finds it by name.
 """
 
@@ -22,13 +22,13 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.scenarios.format import STORES
-from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
-from lancespec.reference.layout import Base
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import join, normalize
-from lancespec.reference.table import Dataset
+from conformance import operations as lang
+from conformance.scenarios.format import STORES
+from reference.errors import ERROR_KINDS, LanceSpecError
+from reference.layout import Base
+from reference.store import Storage, open_store
+from reference.store.uri import join, normalize
+from reference.table import Dataset
 
 
 class ContractError(LanceSpecError):

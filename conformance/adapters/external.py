@@ -23,8 +23,8 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.payload import columns
+from conformance import operations as lang
+from conformance.payload import columns
 
 from . import base
 from .base import CONTRACT, Capabilities, ContractError, Implementation, Site, WriterRefusal
@@ -150,7 +150,7 @@ def message(op: lang.Operation, site: Site) -> dict[str, Any]:
     if isinstance(op, lang.ShallowClone | lang.DeepClone):
         out["target_uri"] = base.resolve(site, op.target)
     if isinstance(op, lang.Relocate):
-        from lancespec.reference.table import Dataset
+        from reference.table import Dataset
 
         keys = base.base_keys(site, [old for old, _ in op.moves], lambda: Dataset(uri, site.storage).snapshot().bases)
         out["moves"] = {key: base.resolve(site, new) for key, (_, new) in zip(keys, op.moves, strict=True)}

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.payload import table
-from lancespec.reference.errors import InvalidOption
+from conformance import operations as lang
+from conformance.payload import table
+from reference.errors import InvalidOption
 
 from . import base, registry
 from .base import Capabilities, Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal

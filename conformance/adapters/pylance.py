@@ -12,8 +12,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.payload import table
+from conformance import operations as lang
+from conformance.payload import table
 
 from . import base, registry
 from .base import Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
@@ -175,8 +175,8 @@ class PylanceReader(base.Reader):
 def _pylance_files(ds: Any, root: str) -> list[str]:
     """Data and deletion files of a pylance dataset: pylance's metadata resolved by the layout rules of the
     reference (``root``: the dataset root the version belongs to; a tag on a branch belongs to the branch's)."""
-    from lancespec.reference.layout import Base, FileKind, deletion_file_name
-    from lancespec.reference.layout import resolve as resolve_file
+    from reference.layout import Base, FileKind, deletion_file_name
+    from reference.layout import resolve as resolve_file
 
     bases = {i: Base(i, b.name, b.path, b.is_dataset_root) for i, b in ds.base_paths().items()}
     out = []

@@ -1,4 +1,4 @@
-"""The reference writer and reader (``lancespec.reference``) as an implementation: the oracle every other
+"""The reference writer and reader (``reference``) as an implementation: the oracle every other
 writer is compared with."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.payload import table
-from lancespec.reference import __version__, clone, gc, ops, refs
-from lancespec.reference.errors import (
+from conformance import operations as lang
+from conformance.payload import table
+from reference import __version__, clone, gc, ops, refs
+from reference.errors import (
     CommitOutcomeUnknown,
     LanceSpecError,
     ObjectAlreadyExists,
@@ -18,8 +18,8 @@ from lancespec.reference.errors import (
     StorageError,
     ValidationError,
 )
-from lancespec.reference.relocate import relocate
-from lancespec.reference.table import Dataset
+from reference.relocate import relocate
+from reference.table import Dataset
 
 from . import base, registry
 from .base import Implementation, ReaderError, ReadResult, Site, Target, WriterRefusal
@@ -118,8 +118,8 @@ class ReferenceSession(base.Session):
         return {}
 
     def _stage(self, op: lang.Stage) -> dict[str, Any]:
-        from lancespec.reference.schema import arrow_to_fields, same_shape
-        from lancespec.reference.writer import placement_targets, write_fragments
+        from reference.schema import arrow_to_fields, same_shape
+        from reference.writer import placement_targets, write_fragments
 
         dataset = self._dataset(op.root)
         snapshot = dataset.snapshot()
@@ -134,8 +134,8 @@ class ReferenceSession(base.Session):
         return {"read_version": snapshot.version}
 
     def _commit_staged(self, op: lang.CommitStaged) -> dict[str, Any]:
-        from lancespec.reference.apply import apply_transaction
-        from lancespec.reference.commit import commit, new_transaction
+        from reference.apply import apply_transaction
+        from reference.commit import commit, new_transaction
 
         if op.key not in self.staged:
             raise WriterRefusal("invalid_input", f"stage #{op.key} wrote nothing")
@@ -150,9 +150,9 @@ class ReferenceReader(base.Reader):
     name = "reference"
 
     def read(self, target: Target) -> ReadResult:
-        from lancespec.reference.blob.read import BlobReader
-        from lancespec.reference.layout import FileKind
-        from lancespec.reference.read import read_snapshot
+        from reference.blob.read import BlobReader
+        from reference.layout import FileKind
+        from reference.read import read_snapshot
 
         try:
             dataset = Dataset.open(target.root)

@@ -16,7 +16,7 @@ import pkgutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import InvalidOption
+from reference.errors import InvalidOption
 
 if TYPE_CHECKING:
     from .base import Implementation

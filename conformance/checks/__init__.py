@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.store import Storage
-from lancespec.reference.table import Dataset, Head, Snapshot, VersionEntry
+from reference.errors import LanceSpecError
+from reference.proto import table_pb2
+from reference.store import Storage
+from reference.table import Dataset, Head, Snapshot, VersionEntry
 
 from ..catalogue import load_catalogue
 from ..findings import Finding

@@ -16,11 +16,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
-from lancespec.reference.errors import StorageError
-from lancespec.reference.layout import TREE_DIR, VERSIONS_DIR, Base, FileKind, parse_manifest_name
-from lancespec.reference.store import Storage
-from lancespec.reference.store.uri import is_absolute, join, local_path, normalize, scheme_of
-from lancespec.reference.table import Snapshot
+from reference.errors import StorageError
+from reference.layout import TREE_DIR, VERSIONS_DIR, Base, FileKind, parse_manifest_name
+from reference.store import Storage
+from reference.store.uri import is_absolute, join, local_path, normalize, scheme_of
+from reference.table import Snapshot
 
 from . import VersionContext, version_check
 

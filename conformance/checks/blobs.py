@@ -1,7 +1,7 @@
 """Checks of blob v2 columns (catalogue area BLOB; Blob v2 post "Lance Blob V2"; docs/lance-format.md §14, §17.10).
 
 The version checks read the stored descriptors of every data file that holds a blob column, with the
-reference's reader (``lancespec.reference.blob``: the file's tail and that column's pages only), once per
+reference's reader (``reference.blob``: the file's tail and that column's pages only), once per
 certify run. A version whose schema has no blob column costs nothing. The dataset check lists the root's
 ``data/`` directory for sidecars whose data file no attached version references, or whose id no
 descriptor of their (live) data file references; it reads manifests and descriptors only when ``data/``
@@ -20,17 +20,17 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lancespec.reference.blob.columns import blob_field_ids
-from lancespec.reference.blob.read import BlobDescriptor, BlobLocation, BlobReader, read_descriptor_columns
-from lancespec.reference.blob.routing import MANAGED_KINDS, BlobKind, Thresholds, route, sidecar_uri, thresholds_of
-from lancespec.reference.codec import decode_manifest_file
-from lancespec.reference.errors import LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import DATA_DIR, Base, branch_root, path_escape, reversed_blob_id
-from lancespec.reference.proto import file_pb2
-from lancespec.reference.store import Storage
-from lancespec.reference.store.base import ObjectInfo
-from lancespec.reference.store.uri import is_absolute, join, relative_to
-from lancespec.reference.table import Dataset
+from reference.blob.columns import blob_field_ids
+from reference.blob.read import BlobDescriptor, BlobLocation, BlobReader, read_descriptor_columns
+from reference.blob.routing import MANAGED_KINDS, BlobKind, Thresholds, route, sidecar_uri, thresholds_of
+from reference.codec import decode_manifest_file
+from reference.errors import LanceSpecError, ObjectNotFound
+from reference.layout import DATA_DIR, Base, branch_root, path_escape, reversed_blob_id
+from reference.proto import file_pb2
+from reference.store import Storage
+from reference.store.base import ObjectInfo
+from reference.store.uri import is_absolute, join, relative_to
+from reference.table import Dataset
 
 from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .bases import run_cached

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lancespec.reference.codec import decode_tag
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import TAGS_DIR, TREE_DIR, FileKind
-from lancespec.reference.proto import transaction_pb2
-from lancespec.reference.store import Storage
-from lancespec.reference.store.uri import join, normalize, relative_to
-from lancespec.reference.table import Dataset, Head, ResolvedFile, Snapshot
+from reference.codec import decode_tag
+from reference.commit import load_transaction
+from reference.errors import LanceSpecError
+from reference.layout import TAGS_DIR, TREE_DIR, FileKind
+from reference.proto import transaction_pb2
+from reference.store import Storage
+from reference.store.uri import join, normalize, relative_to
+from reference.table import Dataset, Head, ResolvedFile, Snapshot
 
 from . import DatasetContext, dataset_check
 

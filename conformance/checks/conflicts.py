@@ -7,7 +7,7 @@ the newer version, which gives it a newer ``read_version``. So a committed trans
 still lies before a version it is incompatible with, or must be retried after, shows a commit that should have
 been refused: the writer skipped judging what landed since it read (Table Format spec, "Transactions").
 
-The matrix is the reference writer's own (:func:`lancespec.reference.conflicts.judge`), so the judge and the
+The matrix is the reference writer's own (:func:`reference.conflicts.judge`), so the judge and the
 oracle cannot disagree. Rebases are accounted for as Lance performs them: a rebased Delete or Update is written
 with ``read_version`` set to the version it was rebased on (rust/lance/src/io/commit/conflict_resolver.rs,
 ``finish_delete_update``), so nothing lies in between; a REBASE verdict found in a history is compatible.
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import bisect
 
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.conflicts import Resolution, judge
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.proto import transaction_pb2
+from reference.commit import load_transaction
+from reference.conflicts import Resolution, judge
+from reference.errors import LanceSpecError
+from reference.proto import transaction_pb2
 
 from . import DatasetContext, dataset_check
 from .history import transaction_reads

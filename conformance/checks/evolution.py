@@ -28,8 +28,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.proto import table_pb2
+from reference.errors import LanceSpecError
+from reference.proto import table_pb2
 
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
 from .files import _data_file_reads, _data_file_state, _followed_data_files

@@ -19,19 +19,19 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancespec.reference.codec.datafile import (
+from reference.codec.datafile import (
     FOOTER_VERSION_FOR,
     DataFileFooter,
     TailedObject,
     file_descriptor,
     read_footer,
 )
-from lancespec.reference.codec.deletion import arrow_batches, deserialize_bitmap
-from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
-from lancespec.reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.store import Storage
-from lancespec.reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
+from reference.codec.deletion import arrow_batches, deserialize_bitmap
+from reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
+from reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
+from reference.proto import table_pb2
+from reference.store import Storage
+from reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from lancespec.reference import flags as feature_flags
-from lancespec.reference.codec import decode_manifest_file, decode_transaction
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import TRANSACTIONS_DIR, bare_name_escape
-from lancespec.reference.proto import transaction_pb2
-from lancespec.reference.store.uri import join
-from lancespec.reference.table import Head
+from reference import flags as feature_flags
+from reference.codec import decode_manifest_file, decode_transaction
+from reference.commit import load_transaction
+from reference.errors import FormatError, LanceSpecError, ObjectNotFound
+from reference.layout import TRANSACTIONS_DIR, bare_name_escape
+from reference.proto import transaction_pb2
+from reference.store.uri import join
+from reference.table import Head
 
 from . import DatasetContext, Prefetch, dataset_check
 

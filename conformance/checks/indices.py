@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pyroaring import BitMap
 
-from lancespec.reference.errors import LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import FileKind, base_directory, index_directory_name
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.store.uri import join
+from reference.errors import LanceSpecError, ObjectNotFound
+from reference.layout import FileKind, base_directory, index_directory_name
+from reference.proto import table_pb2
+from reference.store.uri import join
 
 from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import unusable_base_ids

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import (
+from reference.errors import LanceSpecError
+from reference.layout import (
     DETACHED_BIT,
     STANDARD_DIRS,
     TRANSACTION_FILE_RE,
@@ -23,7 +23,7 @@ from lancespec.reference.layout import (
     parse_manifest_name,
     path_escape,
 )
-from lancespec.reference.store.uri import join, relative_to
+from reference.store.uri import join, relative_to
 
 from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .portability import is_relative_path

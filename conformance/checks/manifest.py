@@ -8,11 +8,11 @@ from collections import Counter
 
 import numpy as np
 
-from lancespec.reference import flags as feature_flags
-from lancespec.reference.codec import FragmentColumns
-from lancespec.reference.codec.datafile import FOOTER_VERSION_FOR
-from lancespec.reference.layout import parse_manifest_name
-from lancespec.reference.proto import file_pb2
+from reference import flags as feature_flags
+from reference.codec import FragmentColumns
+from reference.codec.datafile import FOOTER_VERSION_FOR
+from reference.layout import parse_manifest_name
+from reference.proto import file_pb2
 
 from . import VersionContext, version_check
 from .screen import (
@@ -236,7 +236,7 @@ def _data_file_fields_screen(columns: FragmentColumns) -> Bools:
 
 
 #: The data_format versions this suite knows, with the data file versions each allows. A version outside
-#: it is one certify cannot judge (``lancespec.conformance.judgement``), not a breach.
+#: it is one certify cannot judge (``conformance.judgement``), not a breach.
 DATA_FORMAT_FILE_VERSIONS = {"0.1": {(0, 2), (0, 1), (0, 0)}, "2.0": {(2, 0), (0, 3)}, "2.1": {(2, 1)},
                               "2.2": {(2, 2)}, "2.3": {(2, 3)}}
 

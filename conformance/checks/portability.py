@@ -8,11 +8,11 @@ from __future__ import annotations
 import functools
 from urllib.parse import urlparse
 
-from lancespec.reference.codec import decode_branch, decode_manifest_file
-from lancespec.reference.errors import InvalidRefName, LanceSpecError
-from lancespec.reference.layout import BRANCHES_DIR, TREE_DIR, Base, branch_root, path_escape, ref_name_from_file
-from lancespec.reference.store.uri import is_absolute, join
-from lancespec.reference.table import Dataset, bases_of
+from reference.codec import decode_branch, decode_manifest_file
+from reference.errors import InvalidRefName, LanceSpecError
+from reference.layout import BRANCHES_DIR, TREE_DIR, Base, branch_root, path_escape, ref_name_from_file
+from reference.store.uri import is_absolute, join
+from reference.table import Dataset, bases_of
 
 from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import branch_family, dataset_root_locations, relation

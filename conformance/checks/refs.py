@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lancespec.reference.codec import decode_branch, decode_manifest_file, decode_tag
-from lancespec.reference.errors import InvalidRefName, LanceSpecError
-from lancespec.reference.layout import (
+from reference.codec import decode_branch, decode_manifest_file, decode_tag
+from reference.errors import InvalidRefName, LanceSpecError
+from reference.layout import (
     BRANCHES_DIR,
     TAGS_DIR,
     branch_root,
     ref_name_from_file,
 )
-from lancespec.reference.table import Dataset, VersionEntry
+from reference.table import Dataset, VersionEntry
 
 from . import DatasetContext, dataset_check
 

@@ -14,14 +14,14 @@ import functools
 import struct
 from collections.abc import Iterator
 
-from lancespec.reference import flags as feature_flags
-from lancespec.reference.codec.wire import decode
-from lancespec.reference.errors import FormatError, LanceSpecError, ObjectNotFound
-from lancespec.reference.layout import path_escape
-from lancespec.reference.proto import rowids_pb2, table_pb2
-from lancespec.reference.store import Storage
-from lancespec.reference.store.uri import join
-from lancespec.reference.table import deleted_offsets
+from reference import flags as feature_flags
+from reference.codec.wire import decode
+from reference.errors import FormatError, LanceSpecError, ObjectNotFound
+from reference.layout import path_escape
+from reference.proto import rowids_pb2, table_pb2
+from reference.store import Storage
+from reference.store.uri import join
+from reference.table import deleted_offsets
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lancespec.reference.codec import FragmentColumns
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import FragmentView, FragmentViews, Snapshot
+from reference.codec import FragmentColumns
+from reference.proto import table_pb2
+from reference.table import FragmentView, FragmentViews, Snapshot
 
 Bools = npt.NDArray[np.bool_]
 #: A screen: per fragment of the whole manifest, whether the rule could find something in it.

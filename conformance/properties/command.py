@@ -2,7 +2,7 @@
 (docs/properties.md "When the machine fails").
 
 ``add_arguments`` fills a parser and ``run`` carries out the parsed command, for the ``lancespec`` command line to
-mount; ``main`` is ``python -m lancespec.conformance.machine``. A program is a text file holding the program
+mount; ``main`` is ``python -m conformance.machine``. A program is a text file holding the program
 Hypothesis printed (``read_program``) or a scenario this command exported (its ``origin.trace``).
 """
 
@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from lancespec.conformance.operations import ModelOperation as Operation
-from lancespec.conformance.scenarios import builtin_dir
-from lancespec.reference.errors import LanceSpecError
+from conformance.operations import ModelOperation as Operation
+from conformance.scenarios import builtin_dir
+from reference.errors import LanceSpecError
 
 from .export import ExportError, export, scenario_trace
 from .machine import modelled, read_program
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lancespec.conformance.machine",
+    parser = argparse.ArgumentParser(prog="python -m conformance.machine",
                                      description="Replay or export a program of the writer machine.")
     add_arguments(parser)
     return run(parser.parse_args(argv))

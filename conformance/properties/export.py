@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.model import BaseModel, Model, VersionModel
-from lancespec.conformance.scenarios import FORMAT as SCENARIO_FORMAT
-from lancespec.conformance.scenarios import parse_scenario
+from conformance import operations as lang
+from conformance.model import BaseModel, Model, VersionModel
+from conformance.scenarios import FORMAT as SCENARIO_FORMAT
+from conformance.scenarios import parse_scenario
 
 EXPORT_KNOWN = frozenset({"F-027"})
 """The findings the exported expectations keep: a correct writer never writes into a clone's source (F-027);
@@ -147,7 +147,7 @@ def to_scenario(ops: Sequence[lang.ModelOperation], name: str, description: str,
         "description": description,
         "requirements": list(requirements),
         "steps": steps,
-        "origin": {"source": "property-test", "machine": "lancespec.conformance.properties.machine",
+        "origin": {"source": "property-test", "machine": "conformance.properties.machine",
                    "finding": finding, "error": error, "trace": [lang.operation_to_dict(op) for op in ops]},
     }
 

@@ -26,9 +26,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.model import KNOWN_FINDINGS, Outcome
-from lancespec.conformance.strategies import DRAWERS, draw_create, pick, sources
+from conformance import operations as lang
+from conformance.model import KNOWN_FINDINGS, Outcome
+from conformance.strategies import DRAWERS, draw_create, pick, sources
 
 from .side_by_side import WRITERS, SideBySide
 from .worlds import Reader

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Sequence
 from copy import deepcopy
 from pathlib import Path
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.adapters.base import WriterRefusal
-from lancespec.conformance.model import KNOWN_FINDINGS, Model, Outcome, RootModel
-from lancespec.conformance.payload import expected_rows
-from lancespec.reference import api as ref
-from lancespec.reference.table import Dataset
+from conformance import operations as lang
+from conformance.adapters.base import WriterRefusal
+from conformance.model import KNOWN_FINDINGS, Model, Outcome, RootModel
+from conformance.payload import expected_rows
+from reference import api as ref
+from reference.table import Dataset
 
 from .worlds import Layout, Reader, World, model_layout
 

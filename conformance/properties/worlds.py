@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 import lance
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Folder, Session
-from lancespec.conformance.model import RootModel
-from lancespec.reference import api as ref
-from lancespec.reference.table import Dataset
+from conformance import operations as lang
+from conformance.adapters import registry
+from conformance.adapters.base import Folder, Session
+from conformance.model import RootModel
+from reference import api as ref
+from reference.table import Dataset
 
 Reader = Literal["reference", "pylance"]
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lancespec.reference.errors import ERROR_KINDS
+from reference.errors import ERROR_KINDS
 
 from .format import (
     BUCKETS,

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Implementation
-from lancespec.reference import __version__
-from lancespec.reference.errors import InvalidOption
+from conformance.adapters import registry
+from conformance.adapters.base import Implementation
+from reference import __version__
+from reference.errors import InvalidOption
 
 from .fallback import fall_back
 from .format import Scenario

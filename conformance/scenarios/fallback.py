@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lancespec.conformance.adapters.base import Capabilities, needs
+from conformance.adapters.base import Capabilities, needs
 
 from .format import Scenario, Step, parse_scenario
 

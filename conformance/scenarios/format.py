@@ -3,7 +3,7 @@
 A scenario is JSON: ``{"format", "name", "description", "requirements", "stores", "steps"}``. Loading
 validates every step's keys and values and raises ``ScenarioError`` naming the file, the step and what is
 wrong; a loaded ``Scenario`` is immutable and knows nothing of writers or stores. Each writer step becomes
-an operation of the language (``Step.operation``, ``lancespec.conformance.operations``) whose locations are
+an operation of the language (``Step.operation``, ``conformance.operations``) whose locations are
 the scenario's ``bucket:path`` locations; a dataset handle stands for its root location (``Scenario.roots``).
 """
 
@@ -18,9 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lancespec.conformance import operations as lang
-from lancespec.conformance.payload import Blob, Blobs
-from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
+from conformance import operations as lang
+from conformance.payload import Blob, Blobs
+from reference.errors import ERROR_KINDS, LanceSpecError
 
 
 class ScenarioError(LanceSpecError):
@@ -446,7 +446,7 @@ def load_scenarios(patterns: Sequence[str]) -> list[Scenario]:
 
 def builtin_dir() -> Path:
     """The directory of the shipped scenarios."""
-    return Path(str(resources.files("lancespec.conformance.scenarios") / "data"))
+    return Path(str(resources.files("conformance.scenarios") / "data"))
 
 
 def builtin_scenarios(pattern: str = "*") -> list[Scenario]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancespec.conformance.adapters.base import (
+from conformance.adapters.base import (
     Capabilities,
     ContractError,
     Implementation,
@@ -24,16 +24,16 @@ from lancespec.conformance.adapters.base import (
     WriterRefusal,
     needs,
 )
-from lancespec.conformance.certify import certify
-from lancespec.conformance.fixtures.canonical import rows_digest
-from lancespec.conformance.operations import split_root
-from lancespec.conformance.payload import Blob
-from lancespec.reference.blob.read import BlobReader
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import FileKind
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.store.uri import normalize
-from lancespec.reference.table import Dataset
+from conformance.certify import certify
+from conformance.corpus.canonical import rows_digest
+from conformance.operations import split_root
+from conformance.payload import Blob
+from reference.blob.read import BlobReader
+from reference.errors import LanceSpecError
+from reference.layout import FileKind
+from reference.read import read_snapshot
+from reference.store.uri import normalize
+from reference.table import Dataset
 
 from .format import Location, Scenario, Step
 from .stores import StoreRun

@@ -19,8 +19,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import join, normalize
+from reference.store import Storage, open_store
+from reference.store.uri import join, normalize
 
 from .format import BUCKETS, Location
 

@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lancespec.reference.codec import ManifestFile
-from lancespec.reference.errors import CannotRead, InvalidOption
-from lancespec.reference.layout import ManifestNaming
-from lancespec.reference.limits import DEFAULT_LIMITS, Limits
-from lancespec.reference.proto import table_pb2, transaction_pb2
-from lancespec.reference.store import ObjectStore
-from lancespec.reference.store.uri import scheme_of
-from lancespec.reference.table import Dataset, Snapshot, build_snapshot
+from reference.codec import ManifestFile
+from reference.errors import CannotRead, InvalidOption
+from reference.layout import ManifestNaming
+from reference.limits import DEFAULT_LIMITS, Limits
+from reference.proto import table_pb2, transaction_pb2
+from reference.store import ObjectStore
+from reference.store.uri import scheme_of
+from reference.table import Dataset, Snapshot, build_snapshot
 
 from ..baseline import settle
 from ..carry import Carry

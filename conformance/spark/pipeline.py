@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import DATA_DIR
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.uri import is_absolute, join, normalize
-from lancespec.reference.table import Dataset, Snapshot
+from reference.commit import load_transaction
+from reference.errors import LanceSpecError
+from reference.layout import DATA_DIR
+from reference.store import Storage, open_store
+from reference.store.uri import is_absolute, join, normalize
+from reference.table import Dataset, Snapshot
 
 from ..certify import order_findings
 from ..findings import Finding

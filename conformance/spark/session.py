@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from lancespec.reference.errors import LanceSpecError
+from reference.errors import LanceSpecError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lancespec.reference.errors import DatasetNotFound, ValidationError
-from lancespec.reference.store import open_store
-from lancespec.reference.table import Dataset
+from reference.errors import DatasetNotFound, ValidationError
+from reference.store import open_store
+from reference.table import Dataset
 
 from .pipeline import PipelineCertification, certify_pipeline_output, positional, quoted
 

@@ -1,5 +1,5 @@
 """Regenerate or check spec/README.md from spec/requirements.toml, spec/traceability.toml and the registered
-checks (a tool for lancespec's developers; ``lancespec.conformance.catalogue`` holds both files to their rules).
+checks (a tool for lancespec's developers; ``conformance.catalogue`` holds both files to their rules).
 
     python -m lancespec.cli.catalogue --write    # regenerate spec/README.md
     python -m lancespec.cli.catalogue --check    # exit 1 when spec/README.md is stale
@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lancespec.conformance.catalogue import load_catalogue, readme_path
-from lancespec.conformance.checks import all_checks
-from lancespec.conformance.coverage import check_coverage, render_markdown
-from lancespec.conformance.traceability import check_matrix, load_matrix
+from conformance.catalogue import load_catalogue, readme_path
+from conformance.checks import all_checks
+from conformance.coverage import check_coverage, render_markdown
+from conformance.traceability import check_matrix, load_matrix
 
 
 def main(argv: Sequence[str] | None = None) -> int:

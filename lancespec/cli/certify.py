@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lancespec.conformance.fetch import RunStorage
-    from lancespec.conformance.findings import Report
+    from conformance.fetch import RunStorage
+    from conformance.findings import Report
 
 from .options import (
     add_area_option,
@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
 
 def run_storage(args: argparse.Namespace) -> RunStorage:
     """The store one certify run reads through, made from the command's options."""
-    from lancespec.conformance.fetch import RunStorage
+    from conformance.fetch import RunStorage
 
     return RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
 
@@ -89,7 +89,7 @@ def run_storage(args: argparse.Namespace) -> RunStorage:
 def renderers(args: argparse.Namespace, storage: RunStorage | None = None) -> Mapping[str, Callable[[Report], str]]:
     """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first, drawn
     through ``storage``, the store the run read through (a new one when the run gave none)."""
-    from lancespec.conformance.report import RENDERERS
+    from conformance.report import RENDERERS
 
     if "html" not in {fmt for fmt, _ in report_targets(args)}:
         return RENDERERS
@@ -101,7 +101,7 @@ def renderers(args: argparse.Namespace, storage: RunStorage | None = None) -> Ma
 def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
     """The report of a run that could not read (``outcome`` cannot_read), for ``--format json`` or ``junit``
     only (text and html say nothing more than the one line ``main`` prints), with no summary on stderr."""
-    from lancespec.conformance.report import RENDERERS
+    from conformance.report import RENDERERS
 
     for fmt, path in report_targets(args):
         if fmt not in ("json", "junit"):
@@ -113,10 +113,10 @@ def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.conformance.baseline import set_aside_ids, write_baseline
-    from lancespec.conformance.certify import certify
+    from conformance.baseline import set_aside_ids, write_baseline
+    from conformance.certify import certify
     from lancespec.progress import progress_bar
-    from lancespec.reference import __version__
+    from reference import __version__
 
     storage = run_storage(args)
     chosen = renderers(args, storage)

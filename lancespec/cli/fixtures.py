@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lancespec.conformance.fixtures.corpus import build_corpus, default_corpus, render_table, verify_corpus
+    from conformance.corpus.corpus import build_corpus, default_corpus, render_table, verify_corpus
     from lancespec.progress import progress_bar
 
     corpus = Path(args.corpus) if args.corpus else default_corpus()

@@ -7,8 +7,8 @@ import io
 import sys
 from typing import Any
 
-from lancespec.reference.errors import InvalidOption
-from lancespec.reference.printable import json_text, printable
+from reference.errors import InvalidOption
+from reference.printable import json_text, printable
 
 from .options import (
     EXIT_OK,
@@ -48,8 +48,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from lancespec.conformance.certify import stop_if_unread
-    from lancespec.conformance.fetch import RunStorage
+    from conformance.certify import stop_if_unread
+    from conformance.fetch import RunStorage
     from lancespec.inspect import inspect_report, open_dataset, render_text
 
     if args.graph and (args.format != "text" or args.output or args.version is not None or args.tag or args.branch):

@@ -16,8 +16,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from lancespec.reference.errors import CannotRead, InvalidOption, LanceSpecError
-from lancespec.reference.printable import printable
+from reference.errors import CannotRead, InvalidOption, LanceSpecError
+from reference.printable import printable
 
 from .options import (
     EXIT_INTERNAL,
@@ -41,7 +41,7 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 def build_parser() -> argparse.ArgumentParser:
     """Every command, each with ``--quiet`` (``options.add_quiet_option``; added here to those that do not
     add it with their report options)."""
-    from lancespec.reference import __version__
+    from reference import __version__
 
     from . import certify, fixtures, inspect, scenarios, serve, simulate, spark, store
 
@@ -91,7 +91,7 @@ def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Names
         print(f"lancespec: error: {where}{printable(exc.message)}", file=sys.stderr)
         return EXIT_UNREADABLE
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        from lancespec.conformance.certify import CertifyError, bug_site
+        from conformance.certify import CertifyError, bug_site
 
         if isinstance(exc, CertifyError):  # a check failed: certify's report of what was checked before
             from . import certify

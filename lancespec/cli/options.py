@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from lancespec.reference.errors import InvalidOption, StorageError
-from lancespec.reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
-from lancespec.reference.printable import printable
+from reference.errors import InvalidOption, StorageError
+from reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
+from reference.printable import printable
 
 R = TypeVar("R")
 
@@ -90,7 +90,7 @@ def parse_storage_options(pairs: Sequence[str], flag: str = "--storage-option") 
     """``["k=v", ...]`` -> ``{"k": "v"}``; InvalidOption on an entry without ``=`` or a key no store accepts
     (``reference.store.option_keys``). Every command that takes storage options parses them here, before it
     starts anything."""
-    from lancespec.reference.store.option_keys import parse_storage_options as parse
+    from reference.store.option_keys import parse_storage_options as parse
 
     return parse(pairs, flag)
 
@@ -101,7 +101,7 @@ class Areas(Sequence[str]):
     parser imports no check."""
 
     def _names(self) -> list[str]:
-        from lancespec.conformance.checks import areas
+        from conformance.checks import areas
 
         return areas()
 

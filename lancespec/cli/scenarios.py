@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lancespec.conformance.scenarios.format import STORES
-from lancespec.reference.errors import InvalidOption
+from conformance.scenarios.format import STORES
+from reference.errors import InvalidOption
 
 from .options import EXIT_FAILED, EXIT_OK, add_quiet_option, add_report_options, emit_report, exits
 
@@ -43,12 +43,12 @@ def register(sub: Any) -> None:
 
 
 def run_certify_writer(args: argparse.Namespace) -> int:
-    from lancespec.conformance.scenarios import builtin_scenarios, load_scenarios
-    from lancespec.conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
+    from conformance.scenarios import builtin_scenarios, load_scenarios
+    from conformance.scenarios.certify_writer import RENDERERS, certify_writer, make_writer
     from lancespec.progress import progress_bar
     from lancespec.render.commands import writer_html
-    from lancespec.simulator.emulators import AzuriteServer
-    from lancespec.simulator.s3 import EmbeddedS3Server
+    from simulator.emulators import AzuriteServer
+    from simulator.s3 import EmbeddedS3Server
 
     scenarios = []
     for pattern in args.scenarios or ["*"]:
@@ -70,7 +70,7 @@ def run_certify_writer(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from lancespec.conformance.scenarios import ScenarioError, load_scenario
+    from conformance.scenarios import ScenarioError, load_scenario
 
     status = EXIT_OK
     for path in args.files:

@@ -1,8 +1,8 @@
 """``lancespec serve EMULATOR``: start a storage emulator on 127.0.0.1 for the ``s3://`` and ``az://`` examples
 and print the storage options that reach it.
 
-``serve s3`` starts the embedded S3 server (``lancespec.simulator.s3``: moto, with conditional writes made
-atomic) and creates a bucket; ``serve az`` starts Azurite (``lancespec.simulator.emulators``: Microsoft's Azure
+``serve s3`` starts the embedded S3 server (``simulator.s3``: moto, with conditional writes made
+atomic) and creates a bucket; ``serve az`` starts Azurite (``simulator.emulators``: Microsoft's Azure
 Storage emulator, installed by setup.sh) and creates a container. Either prints the storage options to use, one
 ``--storage-option KEY=VALUE`` a line on stdout (``--format json``: one JSON document with the endpoint, the
 bucket or container URI and the options), and serves until Ctrl-C, which stops it with one line on stderr and
@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.reference.errors import InvalidOption
+    from reference.errors import InvalidOption
 
     port = args.port if args.port is not None else DEFAULT_AZURITE_PORT if args.emulator == "az" else DEFAULT_PORT
     if not 0 <= port <= 65535:
@@ -93,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
 def _emulator(name: str, port: int) -> Any:
     """The server ``name`` names (``EMULATORS``), on ``port``, not started."""
     if name == "az":
-        from lancespec.simulator.emulators import AzuriteServer
+        from simulator.emulators import AzuriteServer
 
         return AzuriteServer(port=port)
-    from lancespec.simulator.s3 import EmbeddedS3Server
+    from simulator.s3 import EmbeddedS3Server
 
     return EmbeddedS3Server(port=port)
 

@@ -16,13 +16,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lancespec.reference.errors import InvalidOption
-from lancespec.reference.printable import printable
-from lancespec.simulator.checker import INVARIANTS
-from lancespec.simulator.faults import FAULTS, PROFILES
-from lancespec.simulator.history import OUTCOMES
-from lancespec.simulator.proxy import PERSONALITIES
-from lancespec.simulator.simulate import REPORT_FORMAT, STORES, RunConfig, RunReport, replay_command, simulate
+from reference.errors import InvalidOption
+from reference.printable import printable
+from simulator.checker import INVARIANTS
+from simulator.faults import FAULTS, PROFILES
+from simulator.history import OUTCOMES
+from simulator.proxy import PERSONALITIES
+from simulator.simulate import REPORT_FORMAT, STORES, RunConfig, RunReport, replay_command, simulate
 
 from .options import (
     EXIT_FAILED,
@@ -276,7 +276,7 @@ def write_timelines(runs: Sequence[dict[str, Any]], path: str, console: Console)
 
 def shrink_and_report(report: RunReport, args: argparse.Namespace, console: Console) -> None:
     """Shrink ``report``'s run, print the replay command of the result, write the regression if asked."""
-    from lancespec.simulator.shrink import regression_source, shrink
+    from simulator.shrink import regression_source, shrink
 
     console.print(f"shrinking (at most {args.shrink_runs} runs) ...")
     result = shrink(report.config, report, max_runs=args.shrink_runs,

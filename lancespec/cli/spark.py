@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 def check_input(args: argparse.Namespace, options: dict[str, str]) -> None:
     """Open the dataset and the version asked for (a LanceSpecError, exit 2, when either cannot be read)."""
-    from lancespec.conformance.fetch import RunStorage
+    from conformance.fetch import RunStorage
     from lancespec.inspect import open_dataset
 
     dataset = open_dataset(args.uri, RunStorage(options, args.io_parallelism, limits_of(args)))
@@ -80,10 +80,10 @@ def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.conformance.baseline import set_aside_ids, write_baseline
-    from lancespec.conformance.spark.distributed import certify_with_spark
-    from lancespec.conformance.spark.session import spark_session, spark_unavailable
-    from lancespec.reference import __version__
+    from conformance.baseline import set_aside_ids, write_baseline
+    from conformance.spark.distributed import certify_with_spark
+    from conformance.spark.session import spark_session, spark_unavailable
+    from reference import __version__
 
     options = parse_storage_options(args.storage_option)
     if args.io_parallelism is not None:  # the driver's and every executor's reads

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from lancespec.reference.errors import InvalidOption, StorageError
+from reference.errors import InvalidOption, StorageError
 
 from .options import (
     EXIT_FAILED,
@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lancespec.simulator.store_judge import StoreVerdict, judge_store, judge_store_uri
+    from simulator.store_judge import StoreVerdict, judge_store, judge_store_uri
 
     if args.race_rounds < 1:
         raise InvalidOption("--race-rounds must be at least 1")
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _reachable(endpoint: str, bucket: str, options: dict[str, str]) -> None:
     """One HEAD of the bucket first, so an unreachable endpoint or a missing bucket is one line, exit 2."""
-    from lancespec.simulator.preflight import s3_client
+    from simulator.preflight import s3_client
 
     try:
         s3_client(endpoint, options).head_bucket(Bucket=bucket)
@@ -119,6 +119,6 @@ def _reachable(endpoint: str, bucket: str, options: dict[str, str]) -> None:
 def _reachable_uri(root: str, options: dict[str, str]) -> None:
     """One listing of the bucket or container first, so an unreachable store or a missing bucket is one line
     (the storage layer's CannotRead), exit 2."""
-    from lancespec.reference.store import open_store
+    from reference.store import open_store
 
     next(iter(open_store(dict(options)).list_pages(root, 1)), None)

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lancespec.conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, load_catalogue
-from lancespec.conformance.checks import all_checks
-from lancespec.conformance.checks import areas as check_areas
-from lancespec.conformance.coverage import coverage
-from lancespec.conformance.report import where
-from lancespec.conformance.traceability import Matrix, load_matrix
+from conformance.catalogue import DOCUMENTS, SEVERITIES, Requirement, load_catalogue
+from conformance.checks import all_checks
+from conformance.checks import areas as check_areas
+from conformance.coverage import coverage
+from conformance.report import where
+from conformance.traceability import Matrix, load_matrix
 
 from .dot import to_dot, to_svg
 from .html import Facet, esc, filter_attr, inline_svg, page, table
@@ -58,7 +58,7 @@ def _finding_areas(requirement: str) -> list[str]:
 
 def verdict(report: Mapping[str, Any]) -> str:
     """The report's verdict, in the words of the text report (``conformance.report.VERDICTS``)."""
-    from lancespec.conformance.report import VERDICTS
+    from conformance.report import VERDICTS
 
     return VERDICTS[report["outcome"]]
 

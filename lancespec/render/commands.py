@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lancespec.conformance.report import to_json
-from lancespec.reference.errors import InvalidOption, LanceSpecError
-from lancespec.reference.printable import printable
-from lancespec.reference.store import Storage
-from lancespec.reference.table import Dataset
+from conformance.report import to_json
+from reference.errors import InvalidOption, LanceSpecError
+from reference.printable import printable
+from reference.store import Storage
+from reference.table import Dataset
 
 from .certify_page import certify_page, finding_marks
 from .dot import require_graphviz, write_graph
@@ -19,8 +19,8 @@ from .lineage import build_lineage
 from .writer_page import writer_page
 
 if TYPE_CHECKING:
-    from lancespec.conformance.findings import Report
-    from lancespec.conformance.scenarios.certify_writer import WriterReport
+    from conformance.findings import Report
+    from conformance.scenarios.certify_writer import WriterReport
 
 
 def draw_lineage(dataset: Dataset, path: str) -> None:
@@ -52,6 +52,6 @@ def certify_html(uri: str, storage: Storage, output: str | None) -> Callable[[Re
 
 def writer_html(report: WriterReport) -> str:
     """The ``html`` renderer of ``certify-writer``."""
-    from lancespec.conformance.scenarios.certify_writer import to_json as writer_json
+    from conformance.scenarios.certify_writer import to_json as writer_json
 
     return writer_page(writer_json(report))

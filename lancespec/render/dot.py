@@ -15,8 +15,8 @@ import shutil
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from lancespec.reference.errors import InvalidOption, LanceSpecError
-from lancespec.reference.printable import printable
+from reference.errors import InvalidOption, LanceSpecError
+from reference.printable import printable
 
 from .lineage import Clone, DatasetLineage, Lane, Lineage, Location, Step, Usage
 

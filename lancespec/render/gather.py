@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lancespec.inspect import inspect_report
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.table import Dataset
+from reference.errors import LanceSpecError
+from reference.table import Dataset
 
 from .lineage import Mark, VersionRef, clone_source, lane_marks, location, pinned_versions, spans
 

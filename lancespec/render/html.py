@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from lancespec.reference.printable import printable
+from reference.printable import printable
 
 #: Nothing is loaded from anywhere: no network, no other file (only inline styles and script).
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"

@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlparse
 
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.layout import TREE_DIR, branch_root
-from lancespec.reference.store.uri import local_path, relative_to, scheme_of
+from reference.errors import LanceSpecError
+from reference.layout import TREE_DIR, branch_root
+from reference.store.uri import local_path, relative_to, scheme_of
 
 #: The shortest run of unpinned versions shown as one node; shorter runs are drawn version by version.
 COLLAPSE_RUN = 5

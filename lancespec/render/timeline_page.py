@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lancespec.simulator.history import History
+from simulator.history import History
 
 from .html import Facet, esc, filter_attr, page, table
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lancespec.conformance.scenarios.runner import step_name
+from conformance.scenarios.runner import step_name
 
 from .html import Cell, Facet, esc, grid, page, table
 

@@ -41,7 +41,7 @@ class Tail:
 
 
 class ObjectStore(abc.ABC):
-    """Byte-level access to one kind of storage. Errors are ``lancespec.reference.errors`` classes."""
+    """Byte-level access to one kind of storage. Errors are ``reference.errors`` classes."""
 
     #: The sizes its readers trust (``reference.limits``); a backend or a ``Storage`` is given its run's.
     limits: Limits = DEFAULT_LIMITS

@@ -113,7 +113,7 @@ def unknown_key_message(key: str) -> str:
     hint = f" (did you mean {near[0]}?)" if near else ""
     return (f"unknown storage option {key!r}{hint}; accepted: {', '.join(COMMON_KEYS)} and the other keys of "
             f"object_store (S3, GCS, Azure, client) and lance, {len(ACCEPTED_KEYS)} in all "
-            "(python -m lancespec.reference.store.option_keys lists them)")
+            "(python -m reference.store.option_keys lists them)")
 
 
 def check_storage_options(options: Mapping[str, str] | Iterable[str]) -> None:

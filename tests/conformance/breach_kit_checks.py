@@ -17,7 +17,7 @@ import lance
 import pyarrow as pa
 from conformance_kit import build_reference_dataset, rewrite_manifest
 
-from lancespec.reference.proto import rowids_pb2, table_pb2
+from reference.proto import rowids_pb2, table_pb2
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from conformance.baseline import fingerprint, location
+from conformance.certify import certify
+from conformance.findings import Finding
 from lancespec.cli import main
-from lancespec.conformance.baseline import fingerprint, location
-from lancespec.conformance.certify import certify
-from lancespec.conformance.findings import Finding
-from lancespec.reference import ops
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.table import Dataset
 
 
 @pytest.fixture
@@ -131,8 +131,8 @@ def test_a_version_1_baseline_is_refused_in_one_line(three_versions: str, tmp_pa
 def test_every_divergence_entry_matches_a_finding_of_its_dataset(tmp_path: Path) -> None:
     """Each entry of spec/divergences.toml claims, by code, findings certify really makes on the pylance
     datasets that show the divergence (F-034, LanceDB's _mem_wal/, is shown by tests/thirdparty)."""
-    from lancespec.conformance.divergences import load_divergences
-    from lancespec.conformance.shapes import DIVERGENCE_SHAPES
+    from conformance.divergences import load_divergences
+    from conformance.shapes import DIVERGENCE_SHAPES
 
     reports = [certify(build(tmp_path / name).uri, all_versions=True) for name, build in DIVERGENCE_SHAPES.items()]
     unmatched = [d for d in load_divergences() if d.finding != "F-034"

@@ -11,11 +11,11 @@ import pytest
 from breach_kit_checks import BREACHES, branched, copy_root, stable_row_ids
 from conformance_kit import assert_clean, assert_only, certify_findings
 
+from conformance.certify import certify
 from lancespec.cli.main import main
-from lancespec.conformance.certify import certify
-from lancespec.reference import relocate
-from lancespec.reference.store.local import LocalStore
-from lancespec.reference.table import Dataset
+from reference import relocate
+from reference.store.local import LocalStore
+from reference.table import Dataset
 
 
 @pytest.mark.parametrize("name", sorted(BREACHES))

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conformance_kit import build_reference_dataset, certify_both_ways, rows
 
-from lancespec.conformance import certify as certify_module
-from lancespec.conformance.carry import context_key
-from lancespec.conformance.checks import REGISTRY, all_checks
-from lancespec.reference import ops
-from lancespec.reference.table import Dataset
+from conformance import certify as certify_module
+from conformance.carry import context_key
+from conformance.checks import REGISTRY, all_checks
+from reference import ops
+from reference.table import Dataset
 
 
 def _fragments_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -16,15 +16,15 @@ import jsonschema
 import pyarrow as pa
 import pytest
 
+from conformance.catalogue import load_catalogue
+from conformance.divergences import DivergenceFileError, load_divergences, parse_divergences
+from conformance.findings import Finding
 from lancespec.cli import main
-from lancespec.conformance.catalogue import load_catalogue
-from lancespec.conformance.divergences import DivergenceFileError, load_divergences, parse_divergences
-from lancespec.conformance.findings import Finding
-from lancespec.reference import ops
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.table import Dataset
 
-SCHEMA = json.loads(resources.files("lancespec.spec").joinpath("certify-report.schema.json").read_text())
+SCHEMA = json.loads(resources.files("spec").joinpath("certify-report.schema.json").read_text())
 FINDINGS_MD = Path(__file__).resolve().parents[2] / "spec" / "findings.md"
 
 
@@ -163,7 +163,7 @@ def test_junit_skips_what_was_set_aside(breached: str, tmp_path: Path) -> None:
 def test_known_divergence_is_named_and_can_be_set_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """F-012 (pylance accepts a relative base path): certify's BASE-002 MUST says it is F-012 in text,
     JSON and JUnit; --ignore F-012 sets exactly those findings aside and the exit status becomes 0."""
-    from lancespec.conformance.shapes import DIVERGENCE_SHAPES
+    from conformance.shapes import DIVERGENCE_SHAPES
 
     shape = DIVERGENCE_SHAPES["relative_base_path"](tmp_path / "shape")
     assert main(["certify", shape.uri]) == 1

@@ -17,13 +17,13 @@ import jsonschema
 import pyarrow as pa
 import pytest
 
+from conformance.catalogue import load_catalogue
 from lancespec.cli import main
-from lancespec.conformance.catalogue import load_catalogue
-from lancespec.reference import ops
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.table import Dataset
 
-SCHEMA = json.loads(resources.files("lancespec.spec").joinpath("certify-report.schema.json").read_text())
+SCHEMA = json.loads(resources.files("spec").joinpath("certify-report.schema.json").read_text())
 
 
 @pytest.fixture

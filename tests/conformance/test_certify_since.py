@@ -13,13 +13,13 @@ import lance
 import pyarrow as pa
 import pytest
 
+from conformance.certify import certify
+from conformance.corpus.clean import rewrite_manifest
+from conformance.pytest_plugin import certify_or_fail
+from conformance.shapes import SHAPES
+from conformance.since import SinceRefused
 from lancespec.cli import main
-from lancespec.conformance.certify import certify
-from lancespec.conformance.fixtures.clean import rewrite_manifest
-from lancespec.conformance.pytest_plugin import certify_or_fail
-from lancespec.conformance.shapes import SHAPES
-from lancespec.conformance.since import SinceRefused
-from lancespec.reference.proto import table_pb2
+from reference.proto import table_pb2
 
 
 def _rows(start: int, count: int = 1) -> pa.Table:
@@ -171,7 +171,7 @@ def test_a_report_that_cannot_be_the_basis_is_refused(history: str, tmp_path: Pa
 
 
 def test_the_api_and_the_pytest_plugin_take_since(history: str, tmp_path: Path) -> None:
-    from lancespec.conformance.report import render_json
+    from conformance.report import render_json
 
     earlier = tmp_path / "before.json"
     earlier.write_text(render_json(certify(history, all_versions=True)))
@@ -188,7 +188,7 @@ def test_every_pylance_shape_unchanged_is_carried_whole(name: str, tmp_path: Pat
     """On every shape pylance writes (clones, branches, bases, blobs, indices, deletions): run again with
     nothing changed, the versions judged are carried (the dataset checks see them unresolved) and the report
     equals a full run's."""
-    from lancespec.conformance.report import render_json, to_json
+    from conformance.report import render_json, to_json
 
     shape = SHAPES[name](tmp_path / "shape")
     earlier = tmp_path / "earlier.json"
@@ -205,7 +205,7 @@ def test_a_commit_on_a_branch_is_judged_on_that_branch(tmp_path: Path) -> None:
     versions are carried, and the report equals a full run's. team/x/sub's versions are judged again: their
     checks listed team/x's _versions/ (a dataset-root base of the sub-branch: does it hold a manifest?), and a
     listing is compared whole."""
-    from lancespec.conformance.report import render_json, to_json
+    from conformance.report import render_json, to_json
 
     shape = SHAPES["branches"](tmp_path / "shape")
     earlier = tmp_path / "earlier.json"

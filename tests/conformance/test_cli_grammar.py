@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.checks import all_checks
+from conformance.corpus.portable import materialize
 from lancespec.cli import build_parser, main
-from lancespec.conformance.checks import all_checks
-from lancespec.conformance.fixtures.portable import materialize
-from lancespec.reference import __version__
 from lancespec.render.certify_page import areas_of, certify_page
+from reference import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 def _materialized() -> str:

@@ -91,7 +91,7 @@ def assert_one_line(proc: subprocess.Popen[str], stderr: str, ignore: Callable[[
     assert lines == [INTERRUPTED], stderr
 
 
-@pytest.mark.parametrize("loaded", ["lancespec.cli", "lancespec.reference", "pyarrow.lib", "lancespec.conformance"])
+@pytest.mark.parametrize("loaded", ["lancespec.cli", "reference", "pyarrow.lib", "conformance"])
 def test_ctrl_c_while_the_command_loads_is_one_line(loaded: str) -> None:
     """``-X importtime`` lists each module as it finishes loading: the SIGINT goes when ``loaded`` has loaded
     (from the command package's own import on), while the rest still loads. (Before that, Python itself is
@@ -139,7 +139,7 @@ def _spark_start_up(line: str) -> bool:
 @pytest.mark.spark
 @pytest.mark.parametrize("moment", ["jvm-starting", "job-running"])
 def test_ctrl_c_in_spark_certify_is_one_line_and_leaves_no_jvm(moment: str) -> None:
-    from lancespec.conformance.spark.session import spark_unavailable
+    from conformance.spark.session import spark_unavailable
 
     why = spark_unavailable()
     if why is not None:

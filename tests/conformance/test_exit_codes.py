@@ -24,11 +24,11 @@ import pyarrow as pa
 import pytest
 from process_kit import interruptible
 
+from conformance.checks import REGISTRY, all_checks
 from lancespec.cli import main
-from lancespec.conformance.checks import REGISTRY, all_checks
-from lancespec.reference import ops
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.table import Dataset
 
 INTERNAL = "lancespec: internal error"
 REQUIREMENT = re.compile(r"\b[A-Z]+-[0-9]{3}\b")

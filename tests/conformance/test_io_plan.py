@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from conformance_kit import build_reference_dataset, certify_both_ways
 
-from lancespec.conformance.fetch import RunStorage, io_parallelism_of
-from lancespec.conformance.fixtures.corpus import default_corpus
-from lancespec.conformance.fixtures.portable import materialize
-from lancespec.reference.errors import ObjectNotFound
+from conformance.corpus.corpus import default_corpus
+from conformance.corpus.portable import materialize
+from conformance.fetch import RunStorage, io_parallelism_of
+from reference.errors import ObjectNotFound
 
 CORPUS = default_corpus()
 CASES = sorted(json.loads((CORPUS / "corpus.json").read_text())["cases"])

@@ -6,7 +6,7 @@ Ways of breaking: sidecar files (delete, truncate, stray orphans), the threshold
 a writer whose routing is wrong (the reference writer with its thresholds patched while it writes), and
 forged descriptors: a data file whose blob column is written as a plain packed struct ``<kind, position,
 size, blob_id, blob_uri>``, which the file codec stores with the same page layout pylance reads as blob
-v2 descriptors, so any descriptor value can be stored (``lancespec.conformance.fixtures.breach_blobs``).
+v2 descriptors, so any descriptor value can be stored (``conformance.corpus.breach_blobs``).
 The breaches that are cases of the golden corpus (``breach-blob-*``) are tested there, by
 tests/fixtures/test_breach_cases.py; what stays here is what those cases do not show.
 """
@@ -20,14 +20,14 @@ import lance
 import pytest
 from conformance_kit import assert_clean, assert_only, assert_reported, certify_findings
 
-from lancespec.conformance.findings import Finding
-from lancespec.conformance.fixtures.breach_blobs import SMALL, blob_table, forged, payload
-from lancespec.conformance.fixtures.breach_blobs import blob_dataset as build_blob_dataset
-from lancespec.reference import ops
-from lancespec.reference.blob import write as blob_write
-from lancespec.reference.blob.routing import Thresholds
-from lancespec.reference.layout import new_data_file_name, reversed_blob_id
-from lancespec.reference.table import Dataset
+from conformance.corpus.breach_blobs import SMALL, blob_table, forged, payload
+from conformance.corpus.breach_blobs import blob_dataset as build_blob_dataset
+from conformance.findings import Finding
+from reference import ops
+from reference.blob import write as blob_write
+from reference.blob.routing import Thresholds
+from reference.layout import new_data_file_name, reversed_blob_id
+from reference.table import Dataset
 
 
 def blob_findings(findings: list[Finding]) -> list[Finding]:

@@ -4,7 +4,7 @@ index directories, deletion read versions, clones faithful to their source, and 
 (a dropped column's field id is legal, only -1 is not; Int32 deletion offsets are what the readers
 refuse). Each builds a clean dataset with the reference writer (or pylance where only it writes the
 thing), breaks exactly one thing and expects exactly that requirement.
-The breaches that are cases of the golden corpus (conformance/fixtures/breach_*.py) are tested there, by
+The breaches that are cases of the golden corpus (conformance/corpus/breach_*.py) are tested there, by
 tests/fixtures/test_breach_cases.py; what stays here is what those cases do not show (variants, messages,
 what must NOT be reported).
 """
@@ -31,7 +31,7 @@ from conformance_kit import (
     snapshot,
 )
 
-from lancespec.conformance.fixtures.breach_history import (
+from conformance.corpus.breach_history import (
     CASES,
     HistoryBreach,
     breach_field_id_in_data_files,
@@ -39,12 +39,12 @@ from lancespec.conformance.fixtures.breach_history import (
     breach_fragment_id_below_max,
     register,
 )
-from lancespec.conformance.traceability import load_matrix
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops
-from lancespec.reference.codec import encode_manifest_file
-from lancespec.reference.proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
-from lancespec.reference.table import Dataset
+from conformance.traceability import load_matrix
+from reference import clone as clone_ops
+from reference import ops
+from reference.codec import encode_manifest_file
+from reference.proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
+from reference.table import Dataset
 
 Build = Callable[..., str]
 
@@ -325,7 +325,7 @@ def test_clone007_deep_copy_differs(tmp_path: Path) -> None:
     assert ops  # the reference writer built both
 
 
-# --- the breach cases of conformance/fixtures/breach_history.py, as the corpus will build them ------------
+# --- the breach cases of conformance/corpus/breach_history.py, as the corpus will build them ------------
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

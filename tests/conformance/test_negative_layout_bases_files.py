@@ -3,7 +3,7 @@ with the reference writer (asserted free of MUST findings), changes exactly one 
 asserts that certify reports the requirement that thing breaches and, for a MUST, that no unrelated MUST
 requirement fires. A last test certifies every pylance shape and expects none of these requirements
 (BASE-005 and DEL-005 have their own tests in test_negative_history_and_ids.py).
-The breaches that are cases of the golden corpus (conformance/fixtures/breach_*.py) are tested there, by
+The breaches that are cases of the golden corpus (conformance/corpus/breach_*.py) are tested there, by
 tests/fixtures/test_breach_cases.py; what stays here is what those cases do not show (variants, messages,
 what must NOT be reported).
 """
@@ -34,12 +34,12 @@ from conformance_kit import (
 )
 from pyroaring import BitMap
 
-from lancespec.conformance.findings import Finding
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops, refs
-from lancespec.reference.layout import VERSIONS_DIR
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import Dataset, DeletionView, ResolvedFile
+from conformance.findings import Finding
+from reference import clone as clone_ops
+from reference import ops, refs
+from reference.layout import VERSIONS_DIR
+from reference.proto import table_pb2
+from reference.table import Dataset, DeletionView, ResolvedFile
 
 Build = Callable[..., str]
 
@@ -358,7 +358,7 @@ def test_pylance_shapes_breach_none_of_these_requirements(tmp_path: Path) -> Non
     """Every dataset shape pylance writes (multi-base, clones, nested branches, clones of branches,
     deletion files, indices, blobs) passes these checks, DEL-005 included: its `row_id: uint32` is what the
     readers accept."""
-    from lancespec.conformance.shapes import SHAPES
+    from conformance.shapes import SHAPES
 
     for name, builder in sorted(SHAPES.items()):
         workdir = tmp_path / name

@@ -4,7 +4,7 @@ altered on storage, then the requirement must be reported and no unrelated MUST 
 
 Certify runs with the areas in ``AREAS`` (the checks that exist today: these three and the manifest
 checks); widen it as the layout, bases, files and portability checks land.
-The breaches that are cases of the golden corpus (conformance/fixtures/breach_*.py) are tested there, by
+The breaches that are cases of the golden corpus (conformance/corpus/breach_*.py) are tested there, by
 tests/fixtures/test_breach_cases.py; what stays here is what those cases do not show (variants, messages,
 what must NOT be reported).
 """
@@ -20,13 +20,13 @@ import pyarrow as pa
 import pytest
 from conformance_kit import certify_both_ways
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.findings import Finding, Report
-from lancespec.reference import clone, flags, ops, refs
-from lancespec.reference.codec import decode_transaction, encode_manifest_file, encode_transaction
-from lancespec.reference.layout import TRANSACTIONS_DIR, manifest_name, transaction_file_name
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import Dataset
+from conformance.certify import certify
+from conformance.findings import Finding, Report
+from reference import clone, flags, ops, refs
+from reference.codec import decode_transaction, encode_manifest_file, encode_transaction
+from reference.layout import TRANSACTIONS_DIR, manifest_name, transaction_file_name
+from reference.proto import table_pb2
+from reference.table import Dataset
 
 AREAS = None  # every area
 
@@ -457,7 +457,7 @@ def test_hist004_older_transaction_files_may_go(main: str) -> None:
 def test_clone001_follows_a_relocated_source(tmp_path: Path) -> None:
     """A shallow clone whose source was copied elsewhere and its base relocated: once the original is gone,
     the latest version is still whole (the source check follows the relocated base, not ref_path)."""
-    from lancespec.reference import relocate
+    from reference import relocate
 
     src, moved = tmp_path / "src", tmp_path / "moved"
     ops.create(str(src), pa.table({"a": [1, 2, 3]}))

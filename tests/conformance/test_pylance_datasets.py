@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conformance_kit import certify_both_ways
 
-from lancespec.conformance.catalogue import load_catalogue
-from lancespec.conformance.findings import Finding
-from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
+from conformance.catalogue import load_catalogue
+from conformance.findings import Finding
+from conformance.shapes import DIVERGENCE_SHAPES, SHAPES
 
 ALL_SHAPES = {**SHAPES, **DIVERGENCE_SHAPES}
 

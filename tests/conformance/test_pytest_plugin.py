@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from conformance.checks import all_checks
 from lancespec.cli import main
-from lancespec.conformance.checks import all_checks
-from lancespec.reference import ops
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.table import Dataset
 
 # pytester runs pytest in this process and afterwards forgets the modules that run imported; the checks
 # register themselves once per process, so they are imported here, before any run.

@@ -15,7 +15,7 @@ import pytest
 from conformance_kit import assert_clean, certify_findings
 
 from lancespec.cli import main
-from lancespec.reference.table import Dataset
+from reference.table import Dataset
 
 lance = pytest.importorskip("lance")
 pytestmark = pytest.mark.interop

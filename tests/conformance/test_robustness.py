@@ -20,12 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
+from conformance.certify import certify
 from lancespec.fuzz import mutate
-from lancespec.reference import clone, ops, refs
-from lancespec.reference.codec import decode_branch, decode_manifest_file, decode_tag
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.table import Dataset
+from reference import clone, ops, refs
+from reference.codec import decode_branch, decode_manifest_file, decode_tag
+from reference.errors import LanceSpecError
+from reference.table import Dataset
 
 MUTATIONS = int(os.environ.get("LANCESPEC_MUTATIONS", "1000"))
 SECONDS_PER_CASE = 10

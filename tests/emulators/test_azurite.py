@@ -1,4 +1,4 @@
-"""Azurite, Microsoft's Azure Storage emulator, as a real part (``lancespec.simulator.emulators``): pylance
+"""Azurite, Microsoft's Azure Storage emulator, as a real part (``simulator.emulators``): pylance
 14.0.2 writes, appends and deletes on ``az://`` with the storage options ``AzuriteServer.storage_options`` gives,
 once the container exists; ``lancespec serve az`` prints those options and stops on Ctrl-C. Everything on
 127.0.0.1; skipped, saying why, without node or Azurite."""
@@ -16,7 +16,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.simulator.emulators import AZURITE_ACCOUNT, AzuriteServer, EmulatorError
+from simulator.emulators import AZURITE_ACCOUNT, AzuriteServer, EmulatorError
 
 pytestmark = [pytest.mark.azure, pytest.mark.interop]
 

@@ -12,8 +12,8 @@ import pytest
 from emulator_kit import option_flags
 
 from lancespec.cli.main import main
-from lancespec.simulator.emulators import AzuriteServer
-from lancespec.simulator.store_judge import PROPERTIES
+from simulator.emulators import AzuriteServer
+from simulator.store_judge import PROPERTIES
 
 pytestmark = [pytest.mark.azure]
 

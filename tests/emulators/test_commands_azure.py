@@ -14,7 +14,7 @@ import pytest
 from emulator_kit import option_flags
 
 from lancespec.cli.main import main
-from lancespec.simulator.emulators import AzuriteServer
+from simulator.emulators import AzuriteServer
 
 pytestmark = [pytest.mark.azure, pytest.mark.interop]
 

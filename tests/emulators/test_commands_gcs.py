@@ -15,7 +15,7 @@ import pytest
 from emulator_kit import option_flags
 
 from lancespec.cli.main import main
-from lancespec.simulator.emulators import FakeGcsServer
+from simulator.emulators import FakeGcsServer
 
 pytestmark = [pytest.mark.gcs, pytest.mark.interop]
 

@@ -11,7 +11,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.simulator.emulators import FakeGcsServer
+from simulator.emulators import FakeGcsServer
 
 pytestmark = [pytest.mark.gcs, pytest.mark.interop]
 

@@ -10,8 +10,8 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference.store import open_store
-from lancespec.simulator.emulators import AzuriteServer
+from reference.store import open_store
+from simulator.emulators import AzuriteServer
 
 pytestmark = [pytest.mark.azure, pytest.mark.interop]
 

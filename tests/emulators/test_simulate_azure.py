@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from lancespec.cli.main import main
-from lancespec.simulator.emulators import AZURITE_ACCOUNT, AzuriteServer
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.simulate import RunConfig, simulate
+from simulator.emulators import AZURITE_ACCOUNT, AzuriteServer
+from simulator.proxy import FaultProxy
+from simulator.simulate import RunConfig, simulate
 
 pytestmark = [pytest.mark.azure]
 
@@ -48,7 +48,7 @@ def test_the_proxy_sees_pylance_batch_deletions_on_azurite(azurite: AzuriteServe
 
 
 def _keys(container_uri: str, azurite: AzuriteServer) -> set[str]:
-    from lancespec.reference.store import open_store
+    from reference.store import open_store
 
     return {info.uri.removeprefix(f"{container_uri}/") for info in open_store(azurite.storage_options()).list(
         container_uri)}

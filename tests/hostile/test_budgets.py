@@ -18,8 +18,8 @@ import pytest
 from conformance_kit import build_reference_dataset, rewrite_manifest
 from test_hostile_datasets import findings, run_cli
 
-from lancespec.reference.codec.datafile import OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE
-from lancespec.reference.proto import table_pb2
+from reference.codec.datafile import OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE
+from reference.proto import table_pb2
 
 GIB = 1 << 30
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conformance_kit import build_reference_dataset, rewrite_manifest
 
-from lancespec.reference.proto import table_pb2
+from reference.proto import table_pb2
 
 _AUDITED = r"""
 import json, sys

@@ -85,7 +85,7 @@ def test_structure_aware_damage_keeps_files_decodable_and_the_world_intact(tmp_p
     transactions, both deletion-file encodings and refs; a damaged manifest still decodes (so the checks,
     not the decoder, meet the damage); and damage never writes through the hard links a case shares with
     the pristine world."""
-    from lancespec.reference.codec import decode_manifest_file
+    from reference.codec import decode_manifest_file
 
     world = build_pristine(tmp_path / "pristine")
     targets = mutation_targets(world)

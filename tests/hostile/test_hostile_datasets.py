@@ -26,9 +26,9 @@ from process_kit import interruptible
 from pyroaring import BitMap
 
 from lancespec.fuzz import Worker, build_pristine
-from lancespec.reference import ops
-from lancespec.reference.codec import encode_manifest_file
-from lancespec.reference.proto import table_pb2
+from reference import ops
+from reference.codec import encode_manifest_file
+from reference.proto import table_pb2
 
 LIMIT_SECONDS = 60
 
@@ -86,8 +86,8 @@ def test_an_internal_error_exits_3_with_the_report_so_far(tmp_path: Path, monkey
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A check that fails with something other than a LanceSpecError is a lancespec bug: exit 3, the JSON
     report of what was checked before, and the file and line of the bug."""
+    from conformance.checks import REGISTRY, Check, all_checks
     from lancespec.cli import main
-    from lancespec.conformance.checks import REGISTRY, Check, all_checks
 
     uri = build_reference_dataset(tmp_path, deletions=("arrow",))
     next(Path(uri).glob("_deletions/*")).unlink()  # a finding (DEL-001) of a check that runs before the bug

@@ -12,7 +12,7 @@ from pathlib import Path
 from conformance_kit import build_reference_dataset, rewrite_manifest
 from test_hostile_datasets import findings, run_cli
 
-from lancespec.reference.proto import file_pb2, table_pb2
+from reference.proto import file_pb2, table_pb2
 
 FORMAT_CHARACTERS = "\u061c\u00ad\U000e0041\u180e"
 

@@ -16,10 +16,10 @@ import pytest
 from test_budgets import measured
 from test_hostile_datasets import run_cli
 
-from lancespec.reference.errors import LimitExceeded, StorageError
-from lancespec.reference.limits import Limits
-from lancespec.reference.store.cloud import CloudStore
-from lancespec.simulator.s3 import EmbeddedS3Server
+from reference.errors import LimitExceeded, StorageError
+from reference.limits import Limits
+from reference.store.cloud import CloudStore
+from simulator.s3 import EmbeddedS3Server
 
 INFLATED = 256 * 1024 * 1024  # zeros; gzip makes them about 250 KB
 
@@ -152,7 +152,7 @@ def test_a_failed_object_is_read_once_per_run() -> None:
     """A short body fails the read (object_store sends the GET again only when no body has begun); the run
     remembers the failure, so the checks that ask for the same object again meet it at once (55 fetches and
     560 s before)."""
-    from lancespec.conformance.fetch import RunStorage
+    from conformance.fetch import RunStorage
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -1,7 +1,7 @@
 """Interop tests: datasets written by pylance 14.0.2 and read by lancespec.
 
 Every test collected from this folder carries ``pytest.mark.interop``. The shapes of
-``lancespec.conformance.shapes`` are built lazily, each at most once per session, into a directory of
+``conformance.shapes`` are built lazily, each at most once per session, into a directory of
 ``tmp_path_factory``; tests must treat them as read-only (copy a shape before changing it).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lancespec.conformance.shapes import SHAPES, Shape
+from conformance.shapes import SHAPES, Shape
 
 _HERE = Path(__file__).resolve().parent
 

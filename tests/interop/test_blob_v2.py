@@ -25,15 +25,15 @@ import lance
 import pyarrow as pa
 import pytest
 
-import lancespec.reference.api as ref
-from lancespec.conformance.certify import certify
-from lancespec.reference import clone, ops
-from lancespec.reference.blob.read import BlobReader, FetchCounter
-from lancespec.reference.blob.routing import INLINE_SIZE_THRESHOLD_KEY, route, thresholds_of
-from lancespec.reference.errors import BlobReadError, BlobThresholdMismatch, ExternalBlobOutsideBases, ValidationError
-from lancespec.reference.gc import CleanupPolicy, cleanup
-from lancespec.reference.relocate import relocate
-from lancespec.reference.table import Dataset
+import reference.api as ref
+from conformance.certify import certify
+from reference import clone, ops
+from reference.blob.read import BlobReader, FetchCounter
+from reference.blob.routing import INLINE_SIZE_THRESHOLD_KEY, route, thresholds_of
+from reference.errors import BlobReadError, BlobThresholdMismatch, ExternalBlobOutsideBases, ValidationError
+from reference.gc import CleanupPolicy, cleanup
+from reference.relocate import relocate
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

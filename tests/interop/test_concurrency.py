@@ -32,17 +32,17 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import commit as commit_mod
-from lancespec.reference import gc, ops
-from lancespec.reference.apply import apply_transaction
-from lancespec.reference.codec import decode_manifest_file
-from lancespec.reference.commit import commit
-from lancespec.reference.errors import CommitConflict, ObjectNotFound
-from lancespec.reference.layout import DELETIONS_DIR, VERSIONS_DIR, parse_manifest_name
-from lancespec.reference.store import Storage, open_store
-from lancespec.reference.store.local import LocalStore
-from lancespec.reference.store.uri import join
-from lancespec.reference.table import Dataset, Head
+from reference import commit as commit_mod
+from reference import gc, ops
+from reference.apply import apply_transaction
+from reference.codec import decode_manifest_file
+from reference.commit import commit
+from reference.errors import CommitConflict, ObjectNotFound
+from reference.layout import DELETIONS_DIR, VERSIONS_DIR, parse_manifest_name
+from reference.store import Storage, open_store
+from reference.store.local import LocalStore
+from reference.store.uri import join
+from reference.table import Dataset, Head
 
 pytestmark = pytest.mark.interop
 

@@ -24,12 +24,12 @@ import lance
 import pytest
 from interop.test_conflicts_pylance import AGREEING, INCOMPATIBLE, LANDS, RETRYABLE, Action, classify, make_plain
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.findings import Report
-from lancespec.conformance.fixtures.breach_conflicts import set_read_version
-from lancespec.conformance.shapes import DIVERGENCE_SHAPES
-from lancespec.reference.codec import decode_manifest_file, decode_transaction
-from lancespec.reference.layout import TRANSACTIONS_DIR, parse_manifest_name
+from conformance.certify import certify
+from conformance.corpus.breach_conflicts import set_read_version
+from conformance.findings import Report
+from conformance.shapes import DIVERGENCE_SHAPES
+from reference.codec import decode_manifest_file, decode_transaction
+from reference.layout import TRANSACTIONS_DIR, parse_manifest_name
 
 pytestmark = pytest.mark.interop
 

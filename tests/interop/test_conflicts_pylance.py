@@ -1,4 +1,4 @@
-"""Differential tests of ``lancespec.reference.conflicts.judge`` against the real pylance 14.0.2 committer.
+"""Differential tests of ``reference.conflicts.judge`` against the real pylance 14.0.2 committer.
 
 Every race has the same shape: a dataset is created (version ``v``); a handle is opened at ``v``; a
 *winner* commits one or more versions; then the *loser* commits through the stale handle, i.e. at
@@ -36,10 +36,10 @@ import pytest
 from lance import DatasetBasePath, LanceOperation
 from lance.file import LanceFileWriter
 
-from lancespec.reference.codec import decode_manifest_file, decode_transaction
-from lancespec.reference.conflicts import Resolution, Verdict, judge, operation_of
-from lancespec.reference.layout import parse_manifest_name
-from lancespec.reference.proto import transaction_pb2
+from reference.codec import decode_manifest_file, decode_transaction
+from reference.conflicts import Resolution, Verdict, judge, operation_of
+from reference.layout import parse_manifest_name
+from reference.proto import transaction_pb2
 
 pytestmark = pytest.mark.interop
 

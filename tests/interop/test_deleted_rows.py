@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 lance = pytest.importorskip("lance")
 pytestmark = pytest.mark.interop

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from lancespec.reference.table import Dataset
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

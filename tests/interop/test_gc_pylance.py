@@ -26,9 +26,9 @@ import pyarrow as pa
 import pytest
 from lance import DatasetBasePath
 
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.gc import CleanupError, CleanupPlan, CleanupPolicy, cleanup, plan_cleanup
-from lancespec.reference.table import Dataset
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.gc import CleanupError, CleanupPlan, CleanupPolicy, cleanup, plan_cleanup
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

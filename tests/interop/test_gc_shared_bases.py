@@ -6,7 +6,7 @@ so ``plain`` holds files no version of the clone references (one of them the sou
 cleanup of the clone that reclaimed its registered non-root bases would delete the source's data.
 
 Run with both writers, each through its own API (pylance 14.0.2 and the reference's pylance-shaped
-``lancespec.reference.api``): the clone's cleanup, with every version old and unverified files allowed,
+``reference.api``): the clone's cleanup, with every version old and unverified files allowed,
 leaves every file of ``plain`` as it was, and the source still reads every version it keeps.
 """
 
@@ -21,9 +21,9 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import api as reference_api
-from lancespec.reference.gc import CleanupPolicy, plan_cleanup
-from lancespec.reference.table import Dataset
+from reference import api as reference_api
+from reference.gc import CleanupPolicy, plan_cleanup
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

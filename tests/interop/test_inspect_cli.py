@@ -15,10 +15,10 @@ from typing import Any
 import lance
 import pytest
 
+from conformance.shapes import Shape
 from lancespec.cli import main
-from lancespec.conformance.shapes import Shape
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.table import Dataset
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.table import Dataset
 
 EXIT_UNREADABLE = 2
 DELETION_EXTENSION = {"array": "arrow", "bitmap": "bin"}

@@ -11,10 +11,10 @@ import lance
 import pyarrow as pa
 from google.protobuf.message import Message
 
-from lancespec.conformance.shapes import Shape
-from lancespec.reference.codec import decode_manifest_file, encode_manifest_file
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import Dataset
+from conformance.shapes import Shape
+from reference.codec import decode_manifest_file, encode_manifest_file
+from reference.proto import table_pb2
+from reference.table import Dataset
 
 
 def manifests_of(shape: Shape) -> list[Path]:

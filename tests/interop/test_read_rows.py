@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 from conformance_kit import latest_version, rewrite_manifest
 
-from lancespec.conformance.shapes import Shape
-from lancespec.reference.errors import UnsupportedFeatureError
-from lancespec.reference.proto import file_pb2, table_pb2
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from conformance.shapes import Shape
+from reference.errors import UnsupportedFeatureError
+from reference.proto import file_pb2, table_pb2
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 READ_BY_BOTH = ["schema_evolution", "storage_2_0", "storage_2_1", "storage_2_2", "merge_update", "stable_row_ids",
                 "compaction", "restore", "manifest_migrated", "indices", "blob_v2"]

@@ -14,9 +14,9 @@ from typing import Any
 import lance
 import pytest
 
-from lancespec.conformance.shapes import Shape
-from lancespec.reference.layout import FileKind
-from lancespec.reference.table import Dataset, Snapshot
+from conformance.shapes import Shape
+from reference.layout import FileKind
+from reference.table import Dataset, Snapshot
 
 # --- the expectation, from pylance's report ---------------------------------------------------------------
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import lance
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.payload import rows
-from lancespec.reference import ops
-from lancespec.reference.apply import apply_transaction
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.table import Dataset
+from conformance.certify import certify
+from conformance.payload import rows
+from reference import ops
+from reference.apply import apply_transaction
+from reference.commit import load_transaction
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

@@ -1,6 +1,6 @@
 """The reference writer continues datasets pylance 14.0.2 wrote, and pylance continues after it.
 
-Every shape of ``lancespec.conformance.shapes`` that holds ``shapes.rows`` data is built fresh (single
+Every shape of ``conformance.shapes`` that holds ``shapes.rows`` data is built fresh (single
 root, multi-base, deletions, V1/V2 names, tags, branches, shallow and deep clones, an index), then the
 reference appends, deletes, tags, branches and shallow-clones on top of it, and pylance appends and
 deletes again on top of what the reference wrote. A python model of the live ids, seeded from pylance's
@@ -19,13 +19,13 @@ from typing import Any
 import lance
 import pytest
 
-from lancespec.conformance.payload import expected_rows, rows
-from lancespec.conformance.shapes import SHAPES, Shape
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops, refs
-from lancespec.reference.ops import DatasetBasePath
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from conformance.payload import expected_rows, rows
+from conformance.shapes import SHAPES, Shape
+from reference import clone as clone_ops
+from reference import ops, refs
+from reference.ops import DatasetBasePath
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

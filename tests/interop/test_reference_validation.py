@@ -22,10 +22,10 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.payload import rows
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops, refs
-from lancespec.reference.errors import (
+from conformance.payload import rows
+from reference import clone as clone_ops
+from reference import ops, refs
+from reference.errors import (
     BaseNotCopied,
     DatasetAlreadyExists,
     InvalidBasePath,
@@ -37,9 +37,9 @@ from lancespec.reference.errors import (
     UnknownTargetBase,
     ValidationError,
 )
-from lancespec.reference.ops import DatasetBasePath as Base
-from lancespec.reference.relocate import relocate
-from lancespec.reference.table import Dataset
+from reference.ops import DatasetBasePath as Base
+from reference.relocate import relocate
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

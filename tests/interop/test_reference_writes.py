@@ -1,6 +1,6 @@
 """Every operation of the reference writer, read back by pylance 14.0.2.
 
-Each test drives the reference writer (``lancespec.reference.ops``, ``refs``, ``clone``) and keeps its
+Each test drives the reference writer (``reference.ops``, ``refs``, ``clone``) and keeps its
 own expectation: a python list of the ids alive at every version of every dataset root it made (the
 other columns follow from the id, see ``shapes.rows``). At the end, for EVERY version of every root,
 three readings must agree: the model, pylance (``lance.dataset(uri, version=v).to_table()``, and for
@@ -23,13 +23,13 @@ import pyarrow.compute as pc
 import pytest
 from conformance_kit import file_digests
 
-from lancespec.conformance.payload import expected_rows, rows
-from lancespec.reference import clone as clone_ops
-from lancespec.reference import ops, refs
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.ops import DatasetBasePath
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from conformance.payload import expected_rows, rows
+from reference import clone as clone_ops
+from reference import ops, refs
+from reference.commit import load_transaction
+from reference.ops import DatasetBasePath
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

@@ -30,15 +30,15 @@ import pyarrow as pa
 import pytest
 from conformance_kit import file_digests, local_manifest_file, without_stamps_and_base_paths
 
-from lancespec.conformance.payload import expected_rows, rows
-from lancespec.reference import ops, refs
-from lancespec.reference.commit import load_transaction
-from lancespec.reference.errors import BaseNotCopied, ValidationError
-from lancespec.reference.layout import manifest_name
-from lancespec.reference.ops import DatasetBasePath
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.relocate import RELOCATE_PROPERTY, relocate
-from lancespec.reference.table import Dataset
+from conformance.payload import expected_rows, rows
+from reference import ops, refs
+from reference.commit import load_transaction
+from reference.errors import BaseNotCopied, ValidationError
+from reference.layout import manifest_name
+from reference.ops import DatasetBasePath
+from reference.read import read_snapshot
+from reference.relocate import RELOCATE_PROPERTY, relocate
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

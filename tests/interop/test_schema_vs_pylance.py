@@ -10,8 +10,8 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference.schema import arrow_to_fields, column_field_ids
-from lancespec.reference.table import Dataset
+from reference.schema import arrow_to_fields, column_field_ids
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

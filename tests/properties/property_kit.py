@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from lancespec.conformance.operations import Operation
-from lancespec.conformance.properties.side_by_side import SideBySide
-from lancespec.reference.table import Dataset, Snapshot
+from conformance.operations import Operation
+from conformance.properties.side_by_side import SideBySide
+from reference.table import Dataset, Snapshot
 
 
 @contextmanager

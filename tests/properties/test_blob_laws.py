@@ -19,11 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_kit import scratch
 
-from lancespec.conformance.strategies import blob_columns, thresholds
-from lancespec.reference import api as ref
-from lancespec.reference.blob.read import BlobReader
-from lancespec.reference.blob.routing import BlobKind, Thresholds, route
-from lancespec.reference.table import Dataset
+from conformance.strategies import blob_columns, thresholds
+from reference import api as ref
+from reference.blob.read import BlobReader
+from reference.blob.routing import BlobKind, Thresholds, route
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop  # pylance writes and reads the same columns
 

@@ -20,11 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_kit import local, reference_run, referenced_uris, run_all, scratch
 
-from lancespec.conformance.operations import Operation, ShallowClone, Tag
-from lancespec.conformance.payload import expected_rows
-from lancespec.conformance.strategies import draw_operation, operation_sequences
-from lancespec.reference import api as ref
-from lancespec.reference.table import Dataset
+from conformance.operations import Operation, ShallowClone, Tag
+from conformance.payload import expected_rows
+from conformance.strategies import draw_operation, operation_sequences
+from reference import api as ref
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop  # pylance reads the clones
 

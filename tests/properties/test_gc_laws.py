@@ -25,12 +25,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_kit import every_snapshot, local, reference_run, scratch
 
-from lancespec.conformance.operations import Append, Branch, Cleanup, Delete, Operation, Tag, root_dir
-from lancespec.conformance.properties.side_by_side import SideBySide
-from lancespec.conformance.strategies import ALL_KINDS, operation_sequences
-from lancespec.reference.gc import SCANNED_DIRS
-from lancespec.reference.layout import VERSION_HINT_NAME, VERSIONS_DIR
-from lancespec.reference.table import Dataset
+from conformance.operations import Append, Branch, Cleanup, Delete, Operation, Tag, root_dir
+from conformance.properties.side_by_side import SideBySide
+from conformance.strategies import ALL_KINDS, operation_sequences
+from reference.gc import SCANNED_DIRS
+from reference.layout import VERSION_HINT_NAME, VERSIONS_DIR
+from reference.table import Dataset
 
 # cleanups three times as likely as any other operation
 GC_KINDS = (*ALL_KINDS, "cleanup", "cleanup", "cleanup")
@@ -140,7 +140,7 @@ def test_gc_keeps_what_is_retained_and_removes_what_is_not(ops: list[Operation],
 def test_a_tagged_old_version_refuses_or_survives(tmp_path: Path, error_if_tagged: bool) -> None:
     """GC-001 on the smallest history: v1 tagged, v2 latest; cleanup either refuses (nothing deleted) or keeps
     v1 with every file it references."""
-    from lancespec.conformance.operations import Create
+    from conformance.operations import Create
 
     runner = reference_run(tmp_path)
     for op in (Create("ds", 0, 4, max_rows_per_file=2), Tag("ds", "t1", None, 1), Append("ds", 4, 2)):

@@ -1,4 +1,4 @@
-"""The writer machine (lancespec.conformance.properties): random programs of appends to target bases, deletes,
+"""The writer machine (conformance.properties): random programs of appends to target bases, deletes,
 bases, tags, branches, shallow and deep clones, relocations and cleanups on the reference writer and on
 pylance 14.0.2 side by side, compared with the model after every step; the shrunk programs Hypothesis prints,
 read back, replayed and exported; and the regression scenarios its failures became: ``machine-*`` scenarios
@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from property_kit import run_all
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities, WriterRefusal, resolve, write_targets
-from lancespec.conformance.adapters.reference import ReferenceImplementation, ReferenceSession
-from lancespec.conformance.model import KNOWN_FINDINGS
-from lancespec.conformance.operations import (
+from conformance.adapters import registry
+from conformance.adapters.base import Capabilities, WriterRefusal, resolve, write_targets
+from conformance.adapters.reference import ReferenceImplementation, ReferenceSession
+from conformance.model import KNOWN_FINDINGS
+from conformance.operations import (
     AddBase,
     Append,
     BaseSpec,
@@ -32,15 +32,15 @@ from lancespec.conformance.operations import (
     operation_from_dict,
     operation_to_dict,
 )
-from lancespec.conformance.payload import table
-from lancespec.conformance.properties.command import main
-from lancespec.conformance.properties.export import scenario_trace, to_scenario
-from lancespec.conformance.properties.machine import WriterMachine, read_program
-from lancespec.conformance.properties.side_by_side import Divergence, SideBySide, replay
-from lancespec.conformance.scenarios import builtin_dir, load_scenario, parse_scenario
-from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer
-from lancespec.reference import ops as reference_ops
-from lancespec.reference.table import Dataset
+from conformance.payload import table
+from conformance.properties.command import main
+from conformance.properties.export import scenario_trace, to_scenario
+from conformance.properties.machine import WriterMachine, read_program
+from conformance.properties.side_by_side import Divergence, SideBySide, replay
+from conformance.scenarios import builtin_dir, load_scenario, parse_scenario
+from conformance.scenarios.certify_writer import certify_writer, make_writer
+from reference import ops as reference_ops
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

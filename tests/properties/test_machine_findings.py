@@ -12,9 +12,9 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.payload import rows
-from lancespec.reference import api as ref
-from lancespec.reference.table import Dataset
+from conformance.payload import rows
+from reference import api as ref
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 

@@ -19,13 +19,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from property_kit import local, reference_run, run_all, scratch
 
-from lancespec.conformance.operations import AddBase, BaseSpec, Operation, Relocate
-from lancespec.conformance.payload import expected_rows, rows
-from lancespec.conformance.strategies import operation_sequences
-from lancespec.reference import ops
-from lancespec.reference.ops import DatasetBasePath
-from lancespec.reference.relocate import relocate
-from lancespec.reference.table import Dataset
+from conformance.operations import AddBase, BaseSpec, Operation, Relocate
+from conformance.payload import expected_rows, rows
+from conformance.strategies import operation_sequences
+from reference import ops
+from reference.ops import DatasetBasePath
+from reference.relocate import relocate
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop  # pylance reads the relocated versions
 

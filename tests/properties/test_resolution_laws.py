@@ -14,13 +14,13 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lancespec.conformance.strategies import SCHEMES, base_sets, data_file_names, manifests, root_uris
-from lancespec.reference.codec import ManifestFile
-from lancespec.reference.errors import UnresolvableFile
-from lancespec.reference.layout import Base, FileKind, ManifestNaming, bases_by_id, resolve
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.store.uri import join
-from lancespec.reference.table import Snapshot, build_snapshot
+from conformance.strategies import SCHEMES, base_sets, data_file_names, manifests, root_uris
+from reference.codec import ManifestFile
+from reference.errors import UnresolvableFile
+from reference.layout import Base, FileKind, ManifestNaming, bases_by_id, resolve
+from reference.proto import table_pb2
+from reference.store.uri import join
+from reference.table import Snapshot, build_snapshot
 
 KINDS = list(FileKind)
 

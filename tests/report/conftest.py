@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from report_kit import CASES
 
-from lancespec.conformance.fixtures.portable import materialize
+from conformance.corpus.portable import materialize
 
 
 @pytest.fixture(scope="session")

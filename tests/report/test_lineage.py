@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from report_kit import ALL_CASES, CASES, case_json, inspect_json, inspected_lineage
 
-from lancespec.conformance.fetch import RunStorage
-from lancespec.conformance.fixtures.portable import materialize
-from lancespec.reference.table import Dataset
+from conformance.corpus.portable import materialize
+from conformance.fetch import RunStorage
 from lancespec.render.dot import graphviz_available, to_dot, to_svg
 from lancespec.render.gather import gather
 from lancespec.render.lineage import COLLAPSE_RUN, Lineage, VersionRef, build_lineage, lane_name, spans
+from reference.table import Dataset
 
 
 def lineage_of(uri: str) -> Lineage:

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from report_kit import case_json, run_cli
 
-from lancespec.conformance.catalogue import load_catalogue
-from lancespec.conformance.certify import certify
-from lancespec.conformance.fetch import RunStorage
-from lancespec.reference.store.local import LocalStore
+from conformance.catalogue import load_catalogue
+from conformance.certify import certify
+from conformance.fetch import RunStorage
 from lancespec.render.certify_page import DIVERGENCE_KEY, certify_page
 from lancespec.render.commands import certify_html
 from lancespec.render.dot import graphviz_available
+from reference.store.local import LocalStore
 
 
 def _report(findings: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from lancespec.cli import main
-from lancespec.simulator.s3 import EmbeddedS3Server
+from simulator.s3 import EmbeddedS3Server
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "spec" / "certify-report.schema.json").read_text())
 REQUIREMENT_ID = re.compile(r"\b[A-Z]+-[0-9]{3}\b")

@@ -10,10 +10,10 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.simulator.faults import PROFILES
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.certify import certify
+from simulator.faults import PROFILES
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = pytest.mark.s3
 

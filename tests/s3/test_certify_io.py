@@ -15,15 +15,15 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.fetch import RunStorage
-from lancespec.conformance.findings import Report
-from lancespec.reference.errors import LimitExceeded, ObjectNotFound
-from lancespec.reference.limits import Limits
-from lancespec.reference.store import open_store
-from lancespec.simulator.faults import PROFILES
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.certify import certify
+from conformance.fetch import RunStorage
+from conformance.findings import Report
+from reference.errors import LimitExceeded, ObjectNotFound
+from reference.limits import Limits
+from reference.store import open_store
+from simulator.faults import PROFILES
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = pytest.mark.s3
 

@@ -12,10 +12,10 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.report import render_json, to_json
-from lancespec.reference.store import open_store
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.certify import certify
+from conformance.report import render_json, to_json
+from reference.store import open_store
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = pytest.mark.s3
 

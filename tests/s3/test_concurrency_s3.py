@@ -22,7 +22,7 @@ from interop.test_concurrency import (
     run_writers,
 )
 
-from lancespec.simulator.s3 import EmbeddedS3Server
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = pytest.mark.s3
 

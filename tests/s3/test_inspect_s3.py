@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from lancespec.cli import main
-from lancespec.reference.store import open_store
-from lancespec.simulator.s3 import EmbeddedS3Server
+from reference.store import open_store
+from simulator.s3 import EmbeddedS3Server
 
 
 def _options(server: EmbeddedS3Server) -> list[str]:

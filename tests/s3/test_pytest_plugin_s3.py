@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.checks import all_checks
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.checks import all_checks
+from simulator.s3 import EmbeddedS3Server
 
 lance = pytest.importorskip("lance", reason="pylance writes the dataset")
 

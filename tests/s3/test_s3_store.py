@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 import pytest
 from store_contract import StoreContract, payload, race_put_if_absent
 
-from lancespec.reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
-from lancespec.reference.store import open_store
-from lancespec.reference.store.base import ObjectStore
-from lancespec.reference.store.cloud import CONFLICT_RETRIES, CloudStore
-from lancespec.simulator.s3 import EmbeddedS3Server, S3ServerError
+from reference.errors import ObjectAlreadyExists, ObjectNotFound, StorageError
+from reference.store import open_store
+from reference.store.base import ObjectStore
+from reference.store.cloud import CONFLICT_RETRIES, CloudStore
+from simulator.s3 import EmbeddedS3Server, S3ServerError
 
 pytestmark = pytest.mark.s3
 
@@ -235,9 +235,9 @@ def test_a_writer_lists_versions_from_the_newest_page(s3_server: EmbeddedS3Serve
     listing reads everything, and a V1 name met on the way makes the early listing read everything too."""
     import math
 
-    from lancespec.reference.errors import FormatError
-    from lancespec.reference.layout import ManifestNaming, manifest_name
-    from lancespec.reference.table import EARLY_PAGE, Dataset
+    from reference.errors import FormatError
+    from reference.layout import ManifestNaming, manifest_name
+    from reference.table import EARLY_PAGE, Dataset
 
     storage = open_store(s3_server.storage_options())
     uri = f"s3://{bucket}/ds"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from lancespec.simulator.preflight import s3_client
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.s3 import EmbeddedS3Server
-from lancespec.simulator.store_judge import PROPERTIES, StoreVerdict, judge_store, judge_store_uri
+from simulator.preflight import s3_client
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
+from simulator.store_judge import PROPERTIES, StoreVerdict, judge_store, judge_store_uri
 
 S3RVER = Path(__file__).resolve().parents[2] / "tools" / "node" / "node_modules" / ".bin" / "s3rver"
 

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import ops
-from lancespec.reference.codec import decode_manifest_file
-from lancespec.reference.errors import CommitOutcomeUnknown, StorageError
-from lancespec.reference.store import open_store
-from lancespec.reference.table import Dataset
-from lancespec.simulator.faults import FaultProfile
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.s3 import EmbeddedS3Server
+from reference import ops
+from reference.codec import decode_manifest_file
+from reference.errors import CommitOutcomeUnknown, StorageError
+from reference.store import open_store
+from reference.table import Dataset
+from simulator.faults import FaultProfile
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
 
 ATTEMPTS = 2
 """Per request, attempts of boto3 and of the lean GET path (``lancespec_max_attempts``)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from tool_kit import load_tool
 
-from lancespec.simulator.simulate import RunConfig, simulate
+from simulator.simulate import RunConfig, simulate
 
 LOST_RACE = RunConfig(writers=2, ops=10, seed=1, faults="none", datasets=1, preflight_rounds=0, time_limit_s=60.0)
 REPLAYS = 6

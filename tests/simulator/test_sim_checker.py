@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lancespec.conformance.operations import (
+from conformance.operations import (
     Append,
     Cleanup,
     Delete,
@@ -19,14 +19,14 @@ from lancespec.conformance.operations import (
     ShallowClone,
     Tag,
 )
-from lancespec.reference.layout import ManifestNaming, manifest_name
-from lancespec.simulator import checker
-from lancespec.simulator.attribution import SETUP, Breach, FinalState, VersionState, Where, attribute
-from lancespec.simulator.checker import ANOMALY_CLASSES, Anomaly, check
-from lancespec.simulator.history import History, OpKey
-from lancespec.simulator.proxy import WireWrite
-from lancespec.simulator.rowmodel import Observation, op_of_row, replay
-from lancespec.simulator.workload import Planned, initial_ids, row_id
+from reference.layout import ManifestNaming, manifest_name
+from simulator import checker
+from simulator.attribution import SETUP, Breach, FinalState, VersionState, Where, attribute
+from simulator.checker import ANOMALY_CLASSES, Anomaly, check
+from simulator.history import History, OpKey
+from simulator.proxy import WireWrite
+from simulator.rowmodel import Observation, op_of_row, replay
+from simulator.workload import Planned, initial_ids, row_id
 
 INITIAL = tuple(initial_ids(0))
 A = (row_id(0, 0, 0), row_id(0, 0, 1))  # w0#0's rows

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from lancespec.cli import main
-from lancespec.simulator.schedule import Scheduler
-from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
+from simulator.schedule import Scheduler
+from simulator.simulate import RunConfig, RunReport, replay_command, simulate
 
 
 def schedule_of(seed: int, clients: int = 3, requests: int = 6, preemptions: int | None = None,
@@ -107,7 +107,7 @@ def test_battery_sized_runs_repeat_and_replay_reproduces_a_report(tmp_path: Path
 
 
 def test_shrinking_a_deterministic_run_bounds_its_preemptions() -> None:
-    from lancespec.simulator.shrink import PREEMPTION_START, candidates
+    from simulator.shrink import PREEMPTION_START, candidates
 
     def bounds(config: RunConfig) -> list[int | None]:
         return [c.preemptions for what, c in candidates(config) if "preemptions" in what]

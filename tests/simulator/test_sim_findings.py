@@ -38,12 +38,12 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import gc, ops, refs
-from lancespec.reference.store import open_store
-from lancespec.reference.table import Dataset
-from lancespec.simulator.faults import FaultProfile
-from lancespec.simulator.proxy import FaultProxy
-from lancespec.simulator.s3 import EmbeddedS3Server
+from reference import gc, ops, refs
+from reference.store import open_store
+from reference.table import Dataset
+from simulator.faults import FaultProfile
+from simulator.proxy import FaultProxy
+from simulator.s3 import EmbeddedS3Server
 
 
 def table(*ids: int) -> pa.Table:

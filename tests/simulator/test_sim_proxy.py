@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lancespec.simulator.faults import BURST_KINDS, FAULTS, FaultProfile, burst_of, decide, profile
-from lancespec.simulator.preflight import preflight
-from lancespec.simulator.proxy import FaultProxy, classify
-from lancespec.simulator.s3 import EmbeddedS3Server
+from simulator.faults import BURST_KINDS, FAULTS, FaultProfile, burst_of, decide, profile
+from simulator.preflight import preflight
+from simulator.proxy import FaultProxy, classify
+from simulator.s3 import EmbeddedS3Server
 
 
 def client(endpoint: str) -> Any:

@@ -19,10 +19,10 @@ import pytest
 
 from lancespec.cli import build_parser, main
 from lancespec.cli.simulate import config_of
-from lancespec.simulator.attribution import Where, manifest_where
-from lancespec.simulator.checker import Anomaly
-from lancespec.simulator.simulate import RunConfig, RunReport, replay_command, simulate
-from lancespec.simulator.workload import plan
+from simulator.attribution import Where, manifest_where
+from simulator.checker import Anomaly
+from simulator.simulate import RunConfig, RunReport, replay_command, simulate
+from simulator.workload import plan
 
 
 def run(**kwargs: object) -> RunReport:

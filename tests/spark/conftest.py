@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lancespec.conformance.spark.session import spark_unavailable
+from conformance.spark.session import spark_unavailable
 
 _HERE = Path(__file__).resolve().parent
 _WHY_NOT = spark_unavailable()
@@ -31,7 +31,7 @@ def spark() -> Iterator[Any]:
     """One local[2] SparkSession for the session: loopback only, UI off, two shuffle partitions."""
     if _WHY_NOT is not None:
         pytest.skip(f"Spark tests need pyspark and Java: {_WHY_NOT}")
-    from lancespec.conformance.spark import spark_session
+    from conformance.spark import spark_session
 
     session = spark_session("local[2]", app_name="lancespec-tests",
                             conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from conformance.certify import certify
+from conformance.report import to_json
+from conformance.shapes import SHAPES
+from conformance.spark import LOOPBACK
 from lancespec.cli import main
-from lancespec.conformance.certify import certify
-from lancespec.conformance.report import to_json
-from lancespec.conformance.shapes import SHAPES
-from lancespec.conformance.spark import LOOPBACK
 
 pytestmark = pytest.mark.spark
 
@@ -58,17 +58,17 @@ def test_spark_listens_on_loopback_only(spark: Any) -> None:
 def test_workers_import_this_lancespec(spark: Any) -> None:
     """Executors run the driver's interpreter and import the very lancespec under test (not one that another
     interpreter on PATH would find)."""
-    import lancespec.conformance
+    import conformance
 
     def where(_: object) -> list[tuple[str, str]]:
         import sys
 
-        import lancespec.conformance as conformance
+        import conformance as conformance
 
         return [(sys.executable, conformance.__file__ or "")]
 
     found = set(spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect())
-    assert found == {(sys.executable, lancespec.conformance.__file__)}
+    assert found == {(sys.executable, conformance.__file__)}
 
 
 def test_spark_certify_command_in_process(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.spark.digest import NULL_HASH, Digest, digest_batches, digest_table, value_hashes
+from conformance.spark.digest import NULL_HASH, Digest, digest_batches, digest_table, value_hashes
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 The fixtures are every dataset shape pylance writes (``SHAPES``), the divergence shapes
 (``DIVERGENCE_SHAPES``) and every case of the golden corpus (``fixtures/``, materialized with
-``lancespec.conformance.fixtures.portable``). Each is certified clean (shapes: the latest version and
+``conformance.corpus.portable``). Each is certified clean (shapes: the latest version and
 every version of every root; corpus cases: every version of every root), then damaged in place so the
 per-file checks have something to find in the executors (a data file deleted, one truncated, a
 fragment's physical_rows off by one, a deletion file and a blob sidecar garbled) and certified again,
@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 from conformance_kit import latest_version, rewrite_manifest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.checks.bases import unusable_base_ids
-from lancespec.conformance.findings import Report
-from lancespec.conformance.shapes import DIVERGENCE_SHAPES, SHAPES
-from lancespec.conformance.spark import certify_with_spark, fragment_checks
-from lancespec.conformance.spark.distributed import _partitions, _plan, _VersionWork
-from lancespec.reference.layout import ManifestNaming
-from lancespec.reference.table import Dataset
+from conformance.certify import certify
+from conformance.checks.bases import unusable_base_ids
+from conformance.findings import Report
+from conformance.shapes import DIVERGENCE_SHAPES, SHAPES
+from conformance.spark import certify_with_spark, fragment_checks
+from conformance.spark.distributed import _partitions, _plan, _VersionWork
+from reference.layout import ManifestNaming
+from reference.table import Dataset
 
 pytestmark = pytest.mark.spark
 
@@ -108,7 +108,7 @@ def damaged_equal(spark: Any, uri: str, roots: Sequence[str]) -> None:
 
 def _corpus_cases() -> list[Any]:
     try:
-        from lancespec.conformance.fixtures.corpus import default_corpus
+        from conformance.corpus.corpus import default_corpus
     except ImportError as exc:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no corpus loader: {exc}"))]
     index = default_corpus() / "corpus.json"
@@ -119,8 +119,8 @@ def _corpus_cases() -> list[Any]:
 
 @pytest.mark.parametrize("case", _corpus_cases())
 def test_spark_certify_equals_certify_on_the_corpus(spark: Any, tmp_path: Path, case: str) -> None:
-    from lancespec.conformance.fixtures.corpus import default_corpus
-    from lancespec.conformance.fixtures.portable import materialize
+    from conformance.corpus.corpus import default_corpus
+    from conformance.corpus.portable import materialize
 
     case_dir = default_corpus() / "cases" / case
     doc = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
@@ -141,7 +141,7 @@ def test_findings_dataframe_columns(spark: Any, tmp_path: Path) -> None:
 
 
 def test_fragment_checks_are_version_checks() -> None:
-    from lancespec.conformance.checks import all_checks
+    from conformance.checks import all_checks
 
     checks = all_checks()
     assert fragment_checks() and all(checks[name].scope == "version" for name in fragment_checks())

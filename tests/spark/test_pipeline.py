@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.findings import Finding
-from lancespec.conformance.spark import (
+from conformance.certify import certify
+from conformance.findings import Finding
+from conformance.spark import (
     BasePath,
     PipelineCertification,
     arrow_schema,
@@ -29,7 +29,7 @@ from lancespec.conformance.spark import (
     stage_fragments,
     write_lance,
 )
-from lancespec.reference.table import Dataset
+from reference.table import Dataset
 
 pytestmark = pytest.mark.spark
 
@@ -180,7 +180,7 @@ def test_orphan_file_from_failed_task(spark: Any, tmp_path: Path) -> None:
     """A task writes its fragment and dies before its result reaches the driver (an executor lost after
     writing): the job fails and commits nothing. The pipeline runs again and succeeds; the first
     attempt's file stays behind, referenced by no version."""
-    from lancespec.conformance.spark.writer import write_partition
+    from conformance.spark.writer import write_partition
 
     uri = str(tmp_path / "ds")
     df = source(spark, SMALL, 4)

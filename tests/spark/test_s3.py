@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.spark import BasePath, certify_with_spark, write_lance
-from lancespec.reference.table import Dataset
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.certify import certify
+from conformance.spark import BasePath, certify_with_spark, write_lance
+from reference.table import Dataset
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 

@@ -16,14 +16,14 @@ import pytest
 from predicate_forms import DATA, IDS, MATCHES, ROWS, Row
 from tool_kit import load_tool
 
-from lancespec.conformance.adapters.base import Capabilities
-from lancespec.conformance.adapters.external import JsonLinesProcess, hello
-from lancespec.conformance.certify import certify
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
-from lancespec.conformance.scenarios.runner import FAIL, PASS, XFAIL, XPASS
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from conformance.adapters.base import Capabilities
+from conformance.adapters.external import JsonLinesProcess, hello
+from conformance.certify import certify
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
+from conformance.scenarios.runner import FAIL, PASS, XFAIL, XPASS
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 #: F-050, as DuckDB 1.5.5 + duckdb-extension-lance 1.5.5 leaves the table: the ids left after the DELETE.
 EVERYTHING_DELETED: list[int] = []

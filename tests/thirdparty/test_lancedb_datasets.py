@@ -18,10 +18,10 @@ lancedb = pytest.importorskip("lancedb",
 
 from lancedb_shapes import SHAPES, table_root  # noqa: E402  (after the skip: it imports lancedb)
 
+from conformance.certify import certify  # noqa: E402
 from lancespec.cli import main  # noqa: E402
-from lancespec.conformance.certify import certify  # noqa: E402
-from lancespec.reference.read import read_snapshot  # noqa: E402
-from lancespec.reference.table import Dataset  # noqa: E402
+from reference.read import read_snapshot  # noqa: E402
+from reference.table import Dataset  # noqa: E402
 
 #: Shapes the reference reader does not read row by row: legacy data files (it refuses them by name), blobs
 #: (it reads their descriptors, LanceDB their bytes).

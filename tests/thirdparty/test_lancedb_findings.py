@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.certify import certify
-from lancespec.reference.proto import file_pb2
-from lancespec.reference.table import Dataset
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.certify import certify
+from reference.proto import file_pb2
+from reference.table import Dataset
+from simulator.s3 import EmbeddedS3Server
 
 
 def test_f004_lancedb_field_type_is_always_parent(lancedb_built: Callable[[str], Path]) -> None:
@@ -59,7 +59,7 @@ def test_f035_an_empty_branch_name_is_generic_invalid_input(tmp_path: Path) -> N
     """F-035: LanceDB checks an empty branch name itself and refuses it as its generic invalid input (a
     ValueError), where an empty tag name is Lance's "Ref is invalid"; storage is left unchanged."""
     lancedb = _lancedb()
-    from lancespec.conformance.adapters.lancedb import classify
+    from conformance.adapters.lancedb import classify
 
     table = lancedb.connect(str(tmp_path)).create_table("t", pa.table({"id": [1]}))
     before = _tree(tmp_path)
@@ -113,6 +113,6 @@ def test_lancedb_shares_the_lance_core_findings(tmp_path: Path) -> None:
     after = _tree(tmp_path / "c.lance")
     assert [p for p in after if p not in before] and all(p.startswith("_transactions/") for p in after
                                                          if p not in before)
-    from lancespec.conformance.adapters.lancedb import classify
+    from conformance.adapters.lancedb import classify
 
     assert classify(clone.value) == "invalid_input"  # not dataset_exists: the error does not say why

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from conformance.certify import certify
 from lancespec.cli import main
-from lancespec.conformance.certify import certify
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 TABLES = ["basic", "schema_evolution", "indices", "optimize", "merge_insert", "restore_after_schema_change",

@@ -16,19 +16,19 @@ import pytest
 from compat_kit import assert_writes_current
 from tool_kit import load_tool
 
-from lancespec.cli import main
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import (
+from conformance.adapters import registry
+from conformance.adapters.base import Capabilities
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.certify_writer import (
     WriterReport,
     certify_writer,
     make_writer,
     render_text,
     to_json,
 )
-from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS, ScenarioRun
-from lancespec.simulator.s3 import EmbeddedS3Server
+from conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS, ScenarioRun
+from lancespec.cli import main
+from simulator.s3 import EmbeddedS3Server
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = Path(__file__).resolve().parent / "node"

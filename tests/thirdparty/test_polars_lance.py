@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from tool_kit import load_tool
 
-from lancespec.conformance.adapters.external import JsonLinesProcess, hello
-from lancespec.conformance.certify import certify
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
-from lancespec.conformance.scenarios.runner import FAIL, PASS, XPASS
-from lancespec.reference.read import read_snapshot
-from lancespec.reference.table import Dataset
+from conformance.adapters.external import JsonLinesProcess, hello
+from conformance.certify import certify
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
+from conformance.scenarios.runner import FAIL, PASS, XPASS
+from reference.read import read_snapshot
+from reference.table import Dataset
 
 Row = dict[str, Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 
-from lancespec.conformance.checks.bases import MAX_OVERLAPS, _overlapping_pairs, relation
+from conformance.checks.bases import MAX_OVERLAPS, _overlapping_pairs, relation
 
 
 def test_sorted_pairs_are_the_pairwise_relations() -> None:

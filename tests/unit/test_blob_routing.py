@@ -1,5 +1,5 @@
 """Blob v2 routing, sidecar allocation, names and external-URI mapping: pure functions of
-``lancespec.reference.blob.routing`` (the Blob v2 post "Thresholds for Different Storage Semantics", "Blob file naming",
+``reference.blob.routing`` (the Blob v2 post "Thresholds for Different Storage Semantics", "Blob file naming",
 "External"; docs/lance-format.md §14.4-14.6)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lancespec.reference.blob.routing import (
+from reference.blob.routing import (
     DEDICATED_SIZE_THRESHOLD_KEY,
     DEFAULT_DEDICATED_SIZE_THRESHOLD,
     DEFAULT_INLINE_SIZE_THRESHOLD,
@@ -23,8 +23,8 @@ from lancespec.reference.blob.routing import (
     route,
     sidecar_uri,
 )
-from lancespec.reference.errors import ExternalBlobOutsideBases, InvalidBlobThreshold, ValidationError
-from lancespec.reference.layout import Base, reversed_blob_id
+from reference.errors import ExternalBlobOutsideBases, InvalidBlobThreshold, ValidationError
+from reference.layout import Base, reversed_blob_id
 
 INLINE, PACKED, DEDICATED = BlobKind.INLINE, BlobKind.PACKED, BlobKind.DEDICATED
 

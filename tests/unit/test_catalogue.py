@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lancespec.conformance.catalogue import CatalogueError, load_catalogue, parse_catalogue, readme_path
-from lancespec.conformance.checks import Check, all_checks
-from lancespec.conformance.coverage import check_coverage, coverage, render_markdown
-from lancespec.conformance.traceability import MatrixError, check_matrix, load_matrix, parse_matrix
+from conformance.catalogue import CatalogueError, load_catalogue, parse_catalogue, readme_path
+from conformance.checks import Check, all_checks
+from conformance.coverage import check_coverage, coverage, render_markdown
+from conformance.traceability import MatrixError, check_matrix, load_matrix, parse_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 

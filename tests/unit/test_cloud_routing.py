@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
-from lancespec.reference.errors import StoreConfigError, StoreUnavailable, UnsupportedURI
-from lancespec.reference.store import open_store
-from lancespec.reference.store.cloud_options import CloudOptions
+from reference.errors import StoreConfigError, StoreUnavailable, UnsupportedURI
+from reference.store import open_store
+from reference.store.cloud_options import CloudOptions
 
 
 def _closed_port() -> int:

@@ -11,7 +11,7 @@ import pyarrow.ipc as ipc
 import pytest
 from pyroaring import BitMap
 
-from lancespec.reference.codec import (
+from reference.codec import (
     BranchRecord,
     TagRecord,
     decode_branch,
@@ -25,8 +25,8 @@ from lancespec.reference.codec import (
     file_type_for,
     parse_footer,
 )
-from lancespec.reference.errors import FormatError
-from lancespec.reference.proto import table_pb2, transaction_pb2
+from reference.errors import FormatError
+from reference.proto import table_pb2, transaction_pb2
 
 
 def _manifest() -> table_pb2.Manifest:

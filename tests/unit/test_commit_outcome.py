@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lancespec.reference import ops
-from lancespec.reference.errors import CommitOutcomeUnknown, ObjectAlreadyExists
-from lancespec.reference.layout import manifest_name, parse_manifest_name
-from lancespec.reference.store import Storage
-from lancespec.reference.store.local import LocalStore
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.errors import CommitOutcomeUnknown, ObjectAlreadyExists
+from reference.layout import manifest_name, parse_manifest_name
+from reference.store import Storage
+from reference.store.local import LocalStore
+from reference.table import Dataset
 
 
 class FlakyManifestStore(LocalStore):

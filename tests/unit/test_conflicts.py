@@ -1,4 +1,4 @@
-"""The conflict matrix of docs/lance-format.md §7.3, cell by cell, against ``lancespec.reference.conflicts.judge``.
+"""The conflict matrix of docs/lance-format.md §7.3, cell by cell, against ``reference.conflicts.judge``.
 
 The expectations below are transcribed from the document's table (row = committing, column = concurrent),
 not from the implementation: ``LISTED`` holds every cell the table names, everything else must be
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from lancespec.reference.conflicts import (
+from reference.conflicts import (
     FRAGMENT_REUSE_INDEX_NAME,
     MEM_WAL_INDEX_NAME,
     OPERATIONS,
@@ -28,7 +28,7 @@ from lancespec.reference.conflicts import (
     removed_fragments,
     touched_fragments,
 )
-from lancespec.reference.proto import table_pb2, transaction_pb2
+from reference.proto import table_pb2, transaction_pb2
 
 T = transaction_pb2.Transaction
 C = Resolution.COMPATIBLE

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 from lance.file import LanceFileWriter
 
-from lancespec.reference.codec.datafile import read_row_count
-from lancespec.reference.errors import FormatError, ObjectNotFound, UnsupportedFeatureError
-from lancespec.reference.store import open_store
+from reference.codec.datafile import read_row_count
+from reference.errors import FormatError, ObjectNotFound, UnsupportedFeatureError
+from reference.store import open_store
 
 pytestmark = pytest.mark.interop
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import inspect
 
-from lancespec.conformance.adapters.base import ContractError, ReaderError, WriterRefusal
-from lancespec.conformance.catalogue import CatalogueError
-from lancespec.conformance.certify import CertifyError
-from lancespec.conformance.divergences import DivergenceFileError
-from lancespec.conformance.fixtures.breaches import CaseBuildError
-from lancespec.conformance.fixtures.corpus import CorpusError
-from lancespec.conformance.scenarios.format import ScenarioError
-from lancespec.conformance.spark.session import SparkUnavailable
-from lancespec.conformance.traceability import MatrixError
-from lancespec.reference import errors
-from lancespec.reference.errors import ERROR_KINDS, LanceSpecError
+from conformance.adapters.base import ContractError, ReaderError, WriterRefusal
+from conformance.catalogue import CatalogueError
+from conformance.certify import CertifyError
+from conformance.corpus.breaches import CaseBuildError
+from conformance.corpus.corpus import CorpusError
+from conformance.divergences import DivergenceFileError
+from conformance.scenarios.format import ScenarioError
+from conformance.spark.session import SparkUnavailable
+from conformance.traceability import MatrixError
 from lancespec.render.dot import GraphvizError
-from lancespec.simulator.s3 import S3ServerError
+from reference import errors
+from reference.errors import ERROR_KINDS, LanceSpecError
+from simulator.s3 import S3ServerError
 
 
 def _classes() -> list[type[BaseException]]:

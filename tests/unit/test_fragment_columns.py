@@ -16,15 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lancespec.conformance.checks import VersionContext, all_checks
-from lancespec.reference.codec import manifest as manifest_codec
-from lancespec.reference.codec.fragment_columns import decode_fragment_columns, fragment_records
-from lancespec.reference.codec.manifest import FOOTER_SIZE, decode_manifest_file, encode_manifest_file, read_footer
-from lancespec.reference.errors import LimitExceeded
-from lancespec.reference.layout import ManifestNaming
-from lancespec.reference.limits import Limits
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import Dataset, FragmentViews, build_snapshot
+from conformance.checks import VersionContext, all_checks
+from reference.codec import manifest as manifest_codec
+from reference.codec.fragment_columns import decode_fragment_columns, fragment_records
+from reference.codec.manifest import FOOTER_SIZE, decode_manifest_file, encode_manifest_file, read_footer
+from reference.errors import LimitExceeded
+from reference.layout import ManifestNaming
+from reference.limits import Limits
+from reference.proto import table_pb2
+from reference.table import Dataset, FragmentViews, build_snapshot
 
 
 def _random_manifest(rng: random.Random, fragments: int) -> table_pb2.Manifest:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lancespec.reference.codec import BranchRecord, TagRecord, encode_manifest_file
-from lancespec.reference.errors import LanceSpecError
-from lancespec.reference.gc import (
+from reference.codec import BranchRecord, TagRecord, encode_manifest_file
+from reference.errors import LanceSpecError
+from reference.gc import (
     CleanupError,
     CleanupPlan,
     CleanupPolicy,
@@ -25,10 +25,10 @@ from lancespec.reference.gc import (
     execute_cleanup,
     plan_cleanup,
 )
-from lancespec.reference.layout import branch_ref_path, deletion_file_name, manifest_name, tag_ref_path
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.store import ObjectInfo, Storage
-from lancespec.reference.table import Dataset
+from reference.layout import branch_ref_path, deletion_file_name, manifest_name, tag_ref_path
+from reference.proto import table_pb2
+from reference.store import ObjectInfo, Storage
+from reference.table import Dataset
 
 NOW = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from lancespec.conformance.judgement import cannot_judge
-from lancespec.reference.codec import ManifestFile
-from lancespec.reference.layout import ManifestNaming
-from lancespec.reference.proto import table_pb2
-from lancespec.reference.table import Snapshot, build_snapshot
+from conformance.judgement import cannot_judge
+from reference.codec import ManifestFile
+from reference.layout import ManifestNaming
+from reference.proto import table_pb2
+from reference.table import Snapshot, build_snapshot
 
 
 def _snapshot(reader_flags: int = 0, data_format: str = "2.0") -> Snapshot:

@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARY = {"reference": "lancespec.reference", "conformance": "lancespec.conformance",
-           "simulator": "lancespec.simulator"}
+LIBRARY = {"reference": "reference", "conformance": "conformance",
+           "simulator": "simulator"}
 CLI = "lancespec.cli"
 
 

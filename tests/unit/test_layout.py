@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lancespec.reference.errors import UnresolvableFile
-from lancespec.reference.layout import (
+from reference.errors import UnresolvableFile
+from reference.layout import (
     Base,
     FileKind,
     ManifestNaming,

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from store_contract import StoreContract, race_put_if_absent
 
-from lancespec.reference.errors import NotARegularFile, ObjectAlreadyExists, ObjectNotFound
-from lancespec.reference.store import open_store
-from lancespec.reference.store.base import ObjectStore
-from lancespec.reference.store.local import LocalStore
-from lancespec.reference.store.uri import join
+from reference.errors import NotARegularFile, ObjectAlreadyExists, ObjectNotFound
+from reference.store import open_store
+from reference.store.base import ObjectStore
+from reference.store.local import LocalStore
+from reference.store.uri import join
 
 
 def _temp_files(top: Path) -> list[str]:
@@ -115,7 +115,7 @@ def test_a_link_swapped_in_after_the_check_is_not_followed(tmp_path: Path) -> No
     """Containment by construction (issue 32): the kernel refuses a symbolic link at any component of the
     path (openat2 RESOLVE_NO_SYMLINKS), so a directory replaced by a link after the run found it free of
     links (the checks remember such directories) is still not followed."""
-    from lancespec.reference.store import local
+    from reference.store import local
 
     if not local._openat2_works:
         pytest.skip("openat2 is not available on this kernel: containment is by checking only")

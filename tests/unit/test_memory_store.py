@@ -9,13 +9,13 @@ import uuid
 import pytest
 from store_contract import StoreContract
 
-from lancespec.conformance.certify import certify
-from lancespec.conformance.fixtures.clean import rows
-from lancespec.reference import ops
-from lancespec.reference.errors import ObjectAlreadyExists
-from lancespec.reference.store import open_store
-from lancespec.reference.store.base import ObjectStore
-from lancespec.reference.table import Dataset
+from conformance.certify import certify
+from conformance.corpus.clean import rows
+from reference import ops
+from reference.errors import ObjectAlreadyExists
+from reference.store import open_store
+from reference.store.base import ObjectStore
+from reference.table import Dataset
 
 
 class TestMemoryStoreContract(StoreContract):
@@ -52,7 +52,7 @@ def test_no_request_starts_past_the_run_deadline() -> None:
     """``lancespec_run_timeout``: a run's deadline, checked before each request and while a listing waits."""
     import time
 
-    from lancespec.reference.errors import LimitExceeded
+    from reference.errors import LimitExceeded
 
     uri = f"memory://t-{uuid.uuid4().hex}/obj"
     storage = open_store({"lancespec_run_timeout": "300ms"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 
-from lancespec.conformance.certify import order_findings
-from lancespec.conformance.findings import Finding
+from conformance.certify import order_findings
+from conformance.findings import Finding
 
 
 def _twins() -> list[Finding]:

@@ -10,7 +10,7 @@ import unicodedata
 
 import pytest
 
-from lancespec.reference.printable import json_safe, json_text, printable
+from reference.printable import json_safe, json_text, printable
 
 ACTING_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lancespec.protogen import PROTO_FILES, generate, source_root
-from lancespec.reference.proto import table_pb2, transaction_pb2
+from reference.proto import table_pb2, transaction_pb2
 
 ROOT = source_root()
 

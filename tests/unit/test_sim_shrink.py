@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lancespec.simulator.shrink import candidates, regression_source, shrink
-from lancespec.simulator.simulate import RunConfig
-from lancespec.simulator.workload import DEFAULT_WEIGHTS
+from simulator.shrink import candidates, regression_source, shrink
+from simulator.simulate import RunConfig
+from simulator.workload import DEFAULT_WEIGHTS
 
 
 def fake_run(config: RunConfig) -> Any:

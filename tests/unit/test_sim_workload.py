@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from lancespec.conformance.operations import CommitStaged, Delete, DeleteTag, ShallowClone, Stage, Tag
-from lancespec.simulator.workload import DEFAULT_WEIGHTS, SHARED_TAGS, Planned, initial_ids, plan, row_id
+from conformance.operations import CommitStaged, Delete, DeleteTag, ShallowClone, Stage, Tag
+from simulator.workload import DEFAULT_WEIGHTS, SHARED_TAGS, Planned, initial_ids, plan, row_id
 
 
 def test_shared_kinds_target_what_every_writer_shares() -> None:

@@ -7,10 +7,10 @@ import errno
 
 import pytest
 
-from lancespec.reference.errors import AccessDenied, CannotRead, InvalidOption, StorageError
-from lancespec.reference.store import Storage
-from lancespec.reference.store.local import _storage_error
-from lancespec.reference.store.option_keys import ACCEPTED_KEYS, check_storage_options, parse_storage_options
+from reference.errors import AccessDenied, CannotRead, InvalidOption, StorageError
+from reference.store import Storage
+from reference.store.local import _storage_error
+from reference.store.option_keys import ACCEPTED_KEYS, check_storage_options, parse_storage_options
 
 
 @pytest.mark.parametrize("key", ["aws_endpoint", "AWS_ENDPOINT", "endpoint", "aws_allow_http", "allow_http",

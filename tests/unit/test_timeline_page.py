@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lancespec.conformance.operations import Append, Delete, Operation, Tag
+from conformance.operations import Append, Delete, Operation, Tag
 from lancespec.render.timeline_page import latency_table, operations, percentile, timeline_page
-from lancespec.simulator.workload import Planned
+from simulator.workload import Planned
 
 STEPS: dict[str, Operation] = {"append": Append("ds0", 0, 1), "delete": Delete("ds0", (0,)),
                                "tag_create": Tag("ds0", "t", None, None)}
@@ -77,7 +77,7 @@ def test_a_report_of_the_former_format_is_refused_by_name(tmp_path: Any) -> None
     import pytest
 
     from lancespec.cli.simulate import saved_runs
-    from lancespec.reference.errors import InvalidOption
+    from reference.errors import InvalidOption
 
     old = tmp_path / "old.json"
     old.write_text(json.dumps({**REPORT, "format": "lancespec.simulate/1"}))

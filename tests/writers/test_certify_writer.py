@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 from compat_kit import assert_writes_current
 
-from lancespec.cli import main
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities
-from lancespec.conformance.scenarios import builtin_scenarios, load_scenario
-from lancespec.conformance.scenarios.certify_writer import (
+from conformance.adapters import registry
+from conformance.adapters.base import Capabilities
+from conformance.scenarios import builtin_scenarios, load_scenario
+from conformance.scenarios.certify_writer import (
     WriterReport,
     certify_writer,
     make_writer,
@@ -28,9 +27,10 @@ from lancespec.conformance.scenarios.certify_writer import (
     render_text,
     to_json,
 )
-from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS
-from lancespec.reference.errors import InvalidOption
-from lancespec.simulator.s3 import EmbeddedS3Server, S3ServerError
+from conformance.scenarios.runner import FAIL, PASS, SKIP, XFAIL, XPASS
+from lancespec.cli import main
+from reference.errors import InvalidOption
+from simulator.s3 import EmbeddedS3Server, S3ServerError
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = (ROOT / "spec" / "findings.md").read_text(encoding="utf-8")
@@ -180,8 +180,8 @@ def test_a_result_that_cannot_be_read_is_a_failed_step_not_a_crash(tmp_path: Pat
 def test_clone_from_branch_and_root_suffix_in_a_capability_file() -> None:
     """A clone named by (branch, version) needs ``clone_from_branch`` (LanceDB's clone API names no branch); one
     from a tag or a main version does not. ``root_suffix`` is a name ending, never a path."""
-    from lancespec.conformance import operations as lang
-    from lancespec.conformance.adapters.base import needs
+    from conformance import operations as lang
+    from conformance.adapters.base import needs
 
     assert "clone_from_branch" in needs(lang.ShallowClone("main:ds", None, "cold:c", branch="feat", version=2))
     assert "clone_from_branch" not in needs(lang.ShallowClone("main:ds", "t1", "cold:c"))

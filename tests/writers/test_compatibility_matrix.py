@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from compat_kit import MATRIX
 
-from lancespec.conformance.fixtures.cases import CASES
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.fallback import features_tested
+from conformance.corpus.cases import CASES
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.fallback import features_tested
 
 DATA = MATRIX.load()
 FINDINGS = MATRIX.FINDINGS.read_text(encoding="utf-8")

@@ -9,18 +9,18 @@ from pathlib import Path
 import lance
 import pytest
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import FEATURES, Capabilities, Folder, WriterRefusal, needs
-from lancespec.conformance.adapters.external import message
-from lancespec.conformance.certify import certify
-from lancespec.conformance.operations import (
+from conformance.adapters import registry
+from conformance.adapters.base import FEATURES, Capabilities, Folder, WriterRefusal, needs
+from conformance.adapters.external import message
+from conformance.certify import certify
+from conformance.operations import (
     OPERATIONS,
     Create,
     UpdateConfig,
     operation_from_dict,
     operation_to_dict,
 )
-from lancespec.reference.table import Dataset
+from reference.table import Dataset
 
 SET = UpdateConfig("ds", (("a", "1"), ("b", "2")))
 REMOVE = UpdateConfig("ds", (("a", None), ("c", "3")))

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from lancespec.conformance.adapters.base import Capabilities, ContractError, Site, WriterRefusal
-from lancespec.conformance.adapters.external import ExternalImplementation, ExternalSession, JsonLinesProcess
-from lancespec.conformance.operations import Operation
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
-from lancespec.conformance.scenarios.runner import FAIL, XFAIL
+from conformance.adapters.base import Capabilities, ContractError, Site, WriterRefusal
+from conformance.adapters.external import ExternalImplementation, ExternalSession, JsonLinesProcess
+from conformance.operations import Operation
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
+from conformance.scenarios.runner import FAIL, XFAIL
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "external_writer.py"

@@ -10,7 +10,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.reference.table import Dataset
+from reference.table import Dataset
 
 pytestmark = pytest.mark.interop
 B = lance.DatasetBasePath

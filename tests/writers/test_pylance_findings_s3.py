@@ -9,7 +9,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from lancespec.simulator.s3 import EmbeddedS3Server
+from simulator.s3 import EmbeddedS3Server
 
 pytestmark = [pytest.mark.interop, pytest.mark.s3]
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.base import Capabilities
-from lancespec.conformance.scenarios.fallback import fall_back, features_tested, step_needs, untested_needs
-from lancespec.conformance.scenarios.format import builtin_scenarios, parse_scenario
-from lancespec.conformance.scenarios.runner import run_scenario
-from lancespec.conformance.scenarios.stores import LocalRun
+from conformance.adapters import registry
+from conformance.adapters.base import Capabilities
+from conformance.scenarios.fallback import fall_back, features_tested, step_needs, untested_needs
+from conformance.scenarios.format import builtin_scenarios, parse_scenario
+from conformance.scenarios.runner import run_scenario
+from conformance.scenarios.stores import LocalRun
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = builtin_scenarios()
@@ -80,7 +80,7 @@ def test_a_tested_or_supported_feature_never_falls_back() -> None:
 
 
 def test_the_scenario_format_refuses_a_malformed_tests_key() -> None:
-    from lancespec.reference.errors import ScenarioError
+    from conformance.scenarios.format import ScenarioError
 
     with pytest.raises(ScenarioError, match="tests is a list"):
         parse_scenario(_document([{"op": "create", "dataset": "ds", "at": "main:ds", "data": {"rows": [0, 1]}}],

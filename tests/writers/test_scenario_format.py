@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lancespec.conformance.catalogue import load_catalogue
-from lancespec.conformance.scenarios import (
+from conformance.catalogue import load_catalogue
+from conformance.scenarios import (
     HARNESS_OPS,
     WRITER_OPS,
     ScenarioError,

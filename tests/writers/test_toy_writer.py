@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import toy_writer
 
+from conformance.adapters import registry
+from conformance.corpus.corpus import default_corpus, verify_corpus
+from conformance.scenarios import builtin_scenarios
+from conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
+from conformance.scenarios.runner import PASS, SKIP
 from lancespec.cli import main
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.fixtures.corpus import default_corpus, verify_corpus
-from lancespec.conformance.scenarios import builtin_scenarios
-from lancespec.conformance.scenarios.certify_writer import certify_writer, make_writer, render_text
-from lancespec.conformance.scenarios.runner import PASS, SKIP
-from lancespec.simulator.simulate import RunConfig, simulate
+from simulator.simulate import RunConfig, simulate
 
 
 def test_the_toy_is_registered_under_its_name_with_its_capability_file() -> None:
@@ -71,8 +71,8 @@ def test_a_writer_whose_roots_end_in_a_suffix(tmp_path: Path, store: str, reques
     """``root_suffix = ".lance"`` (LanceDB keeps a table at ``{database}/{name}.lance``): every dataset root of a
     scenario is stored with the suffix, what lies under it moves with it, and expectations, certification and
     the comparison with the reference read the scenario's own locations."""
-    from lancespec.conformance.adapters.base import Capabilities
-    from lancespec.conformance.scenarios.stores import LocalRun
+    from conformance.adapters.base import Capabilities
+    from conformance.scenarios.stores import LocalRun
 
     toy = registry.get("toy")
     toy.capabilities = Capabilities("toy", root_suffix=".lance")  # every feature, roots named {name}.lance

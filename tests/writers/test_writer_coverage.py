@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from lancespec.conformance.scenarios.certify_writer import WriterReport, render_json, render_junit, render_text
-from lancespec.conformance.scenarios.runner import FAIL, PASS, SKIP, ScenarioRun, StepResult, plain, step_name
+from conformance.scenarios.certify_writer import WriterReport, render_json, render_junit, render_text
+from conformance.scenarios.runner import FAIL, PASS, SKIP, ScenarioRun, StepResult, plain, step_name
 from lancespec.render.writer_page import writer_page
 
 

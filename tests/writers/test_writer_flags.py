@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conformance_kit import file_digests, rewrite_manifest, rows
 
-from lancespec.reference import ops
-from lancespec.reference.errors import UnsupportedFeatureError
-from lancespec.reference.table import Dataset
+from reference import ops
+from reference.errors import UnsupportedFeatureError
+from reference.table import Dataset
 
 UNKNOWN_BIT = 1 << 40
 

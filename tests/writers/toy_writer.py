@@ -3,8 +3,8 @@ features in toy_writer.toml beside it. This module and that file are all that ad
 
 from __future__ import annotations
 
-from lancespec.conformance.adapters import registry
-from lancespec.conformance.adapters.reference import ReferenceImplementation
+from conformance.adapters import registry
+from conformance.adapters.reference import ReferenceImplementation
 
 
 class ToyImplementation(ReferenceImplementation):
