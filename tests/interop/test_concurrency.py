@@ -295,7 +295,7 @@ def test_local_listing_tolerates_vanishing_files(tmp_path: Path, monkeypatch: py
     real_scandir = os.scandir
 
     class VanishingScandir:
-        def __init__(self, path: str) -> None:
+        def __init__(self, path: str | int) -> None:  # the store lists a directory it opened (a descriptor)
             self.inner = real_scandir(path)
 
         def __enter__(self) -> VanishingScandir:
@@ -307,7 +307,7 @@ def test_local_listing_tolerates_vanishing_files(tmp_path: Path, monkeypatch: py
         def __iter__(self) -> Iterator[os.DirEntry[str]]:
             for entry in self.inner:
                 if entry.name.startswith(".tmp-"):
-                    os.unlink(entry.path)  # the concurrent writer finishes its put_if_absent
+                    os.unlink(versions / entry.name)  # the concurrent writer finishes its put_if_absent
                 yield entry
 
     monkeypatch.setattr(os, "scandir", VanishingScandir)

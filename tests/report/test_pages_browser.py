@@ -17,6 +17,7 @@ from report_kit import assert_self_contained, inspected_lineage, opened, run_cli
 
 from lancespec.render.certify_page import areas_of
 from lancespec.render.dot import graphviz_available
+from simulator.workload import Planned
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -243,6 +244,6 @@ def test_simulate_timeline(browser: Any, tmp_path: Path) -> None:
         assert page.locator("#shown").inner_text() == f"{len(invoked)} of {len(invoked)} shown"
         page.uncheck('input[data-facet="outcome"][value="ok"]')
         assert page.locator("svg.timeline rect.op:visible").count() == len(not_ok)
-        completed = {e["op"]["kind"] for e in history if e["type"] != "invoke"}
+        completed = {Planned.from_json(e["op"]).kind for e in history if e["type"] != "invoke"}
         assert page.locator("#latency tbody tr").count() == len(completed)
     assert_self_contained(seen)
