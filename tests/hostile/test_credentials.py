@@ -48,20 +48,10 @@ sys.exit(code)
 """
 
 
-def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(tmp_path: Path) -> None:
-    uri = build_reference_dataset(tmp_path / "w")
-
-    def edit(m: table_pb2.Manifest) -> None:
-        m.base_paths.add(id=9, path="s3://attacker-bucket/data", is_dataset_root=False)
-        m.fragments[0].files[0].base_id = 9
-
-    rewrite_manifest(uri, 2, edit)
-    credentials, config = tmp_path / "credentials", tmp_path / "config"
-    credentials.write_text("[ci]\naws_access_key_id = AKIAFROMFILE\naws_secret_access_key = secret\n")
-    config.write_text("[profile ci]\nregion = eu-west-1\n")
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "AKIAFROMENV", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "ci",
-           "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_CONFIG_FILE": str(config)}
-    record = tmp_path / "seen.json"
+def _recording_proxy(env: dict[str, str]) -> tuple[socket.socket, list[bytes]]:
+    """A loopback listener that records the start of every connection made to it, set in ``env`` as every
+    proxy: object_store's HTTP client (Rust, unseen by the audit hook) honours these settings, so any request
+    it makes lands here."""
     listener, proxied = socket.create_server(("127.0.0.1", 0)), []
 
     def accept() -> None:
@@ -77,6 +67,24 @@ def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(
     proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
     env |= {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")}
     env |= {"NO_PROXY": "", "no_proxy": ""}
+    return listener, proxied
+
+
+def test_an_s3_base_in_a_local_dataset_reads_no_credential_and_contacts_nothing(tmp_path: Path) -> None:
+    uri = build_reference_dataset(tmp_path / "w")
+
+    def edit(m: table_pb2.Manifest) -> None:
+        m.base_paths.add(id=9, path="s3://attacker-bucket/data", is_dataset_root=False)
+        m.fragments[0].files[0].base_id = 9
+
+    rewrite_manifest(uri, 2, edit)
+    credentials, config = tmp_path / "credentials", tmp_path / "config"
+    credentials.write_text("[ci]\naws_access_key_id = AKIAFROMFILE\naws_secret_access_key = secret\n")
+    config.write_text("[profile ci]\nregion = eu-west-1\n")
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "AKIAFROMENV", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_PROFILE": "ci",
+           "AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_CONFIG_FILE": str(config)}
+    record = tmp_path / "seen.json"
+    listener, proxied = _recording_proxy(env)
 
     def run(*options: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-c", _AUDITED, f"{credentials},{config}", str(record), "certify",
@@ -120,21 +128,7 @@ def test_a_gcs_or_azure_base_reads_no_credential_and_contacts_nothing(tmp_path: 
            "AZURE_STORAGE_ACCOUNT_KEY": "a2V5", "AZURE_CLIENT_ID": "id", "AZURE_TENANT_ID": "t",
            "AZURE_CLIENT_SECRET": "s"}
     record = tmp_path / "seen.json"
-    listener, proxied = socket.create_server(("127.0.0.1", 0)), []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            proxied.append(conn.recv(200))
-            conn.close()
-
-    threading.Thread(target=accept, daemon=True).start()
-    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    env |= {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")}
-    env |= {"NO_PROXY": "", "no_proxy": ""}
+    listener, proxied = _recording_proxy(env)
     done = subprocess.run([sys.executable, "-c", _AUDITED, str(account_file), str(record), "certify", uri,
                            "--format", "json"], capture_output=True, text=True, env=env, timeout=60, check=False)
     listener.close()

@@ -1,6 +1,6 @@
 """The distribution installs the design's top-level folders as the packages named after them
 (lancespec, reference, conformance, simulator, spec), found by name in pyproject.toml, and nothing else:
-the tree's import paths are the installed ones (tools/relayout.py)."""
+the tree's import paths are the installed ones."""
 
 from __future__ import annotations
 
