@@ -154,7 +154,10 @@ def mutation_targets(top: Path) -> list[Path]:
 
 
 def registered_bases(top: Path) -> list[str]:
-    """Every local base path the manifests under ``top`` register (those that still decode)."""
+    """Every local location the manifests under ``top`` name as part of the dataset (those that still
+    decode): their registered bases, and the source a clone's inline transaction names where it is a readable
+    location (``conformance.checks.clones.readable_source``): certify reads a clone's source to judge it."""
+    from conformance.checks.clones import readable_source
     from reference.codec import decode_manifest_file
     from reference.errors import LanceSpecError
     from reference.store.uri import local_path, scheme_of
@@ -164,11 +167,14 @@ def registered_bases(top: Path) -> list[str]:
         if path.is_symlink() or not path.is_file():  # a FIFO or a link put there by a mutation
             continue
         try:
-            manifest = decode_manifest_file(path.read_bytes(), str(path)).manifest
+            decoded = decode_manifest_file(path.read_bytes(), str(path))
         except (LanceSpecError, OSError):
             continue
-        found.update(os.path.normpath(local_path(b.path)) for b in manifest.base_paths
-                     if scheme_of(b.path) == "file" and b.path.startswith(("/", "file:")))
+        named = [b.path for b in decoded.manifest.base_paths]
+        if decoded.transaction is not None and decoded.transaction.WhichOneof("operation") == "clone":
+            named.append(readable_source(decoded.transaction.clone))
+        found.update(os.path.normpath(local_path(p)) for p in named
+                     if p and scheme_of(p) == "file" and p.startswith(("/", "file:")))
     return sorted(found)
 
 

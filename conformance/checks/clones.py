@@ -19,7 +19,7 @@ from reference.errors import LanceSpecError
 from reference.layout import TAGS_DIR, TREE_DIR, FileKind
 from reference.proto import transaction_pb2
 from reference.store import Storage
-from reference.store.uri import join, normalize, relative_to
+from reference.store.uri import is_absolute, join, normalize, relative_to
 from reference.table import Dataset, Head, ResolvedFile, Snapshot
 
 from . import DatasetContext, dataset_check
@@ -75,6 +75,16 @@ def _holds_dataset(storage: Storage, uri: str) -> bool:
         return False
 
 
+def readable_source(clone: transaction_pb2.Transaction.Clone) -> str:
+    """The clone's ``ref_path`` where it names a location lancespec may read: an absolute path or URI with no
+    ``..`` segment; else "" (a relative or climbing path names no place, as a relative base path names none:
+    nothing is read in its name; structure-aware fuzzing found ``a/../../b`` read as ``/b``)."""
+    path = clone.ref_path
+    if not path or not is_absolute(path) or ".." in path.split("/"):
+        return ""
+    return path
+
+
 @dataset_check("clones.lineage", "CLONE-001", "CLONE-002", "CLONE-003", "CLONE-004")
 def lineage(ctx: DatasetContext) -> None:
     """For a root whose first version is a Clone: that version's number equals clone.ref_version
@@ -124,7 +134,7 @@ def _shallow_sources_exist(ctx: DatasetContext, found: _Lineage) -> None:
 def _current_source_path(ctx: DatasetContext, found: _Lineage) -> str:
     """Where the clone's source lives now: ``ref_path``, unless the base that registered it has since been
     relocated (Storage Layout spec "Dataset Portability"), in which case the newest certified version's path for it."""
-    ref_path = found.clone.ref_path
+    ref_path = readable_source(found.clone)
     if not ref_path or not ctx.snapshots:
         return ref_path
     source_ids = [b.id for b in found.snapshot.bases if normalize(b.path) == normalize(ref_path)]
@@ -137,7 +147,7 @@ def _source_roots(storage: Storage, found: _Lineage) -> list[str]:
     (the sources of a clone chain, the main root of a branch). Bases that are storage only (a non-root
     base, a dataset-root base without _versions/) are places the clone may still write to on purpose
     (``target_bases``), as pylance lets it."""
-    roots = [found.clone.ref_path] if found.clone.ref_path else []
+    roots = [readable_source(found.clone)] if readable_source(found.clone) else []
     for base in found.snapshot.bases:
         if base.is_dataset_root and base.path not in roots and _holds_dataset(storage, base.path):
             roots.append(base.path)
@@ -202,7 +212,7 @@ def source_protected(ctx: DatasetContext) -> None:
     if found is None:
         return
     clone = found.clone
-    if not clone.is_shallow or clone.branch_name or ctx.dataset.branch_name is not None or not clone.ref_path:
+    if not clone.is_shallow or clone.branch_name or ctx.dataset.branch_name is not None or not readable_source(clone):
         return
     if not _holds_dataset(ctx.storage, clone.ref_path):
         return

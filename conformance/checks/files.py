@@ -224,7 +224,13 @@ def _decode_arrow(data: bytes, physical_rows: int) -> _Deletions:
         return _Deletions(True, problem=f"has {column.null_count} null offset(s)")
     field = batch.schema.field(0)
     schema = f"{field.name}: {field.type}{'' if field.nullable else ' not null'}"
-    outside = pc.unique(pc.filter(column, pc.or_(pc.less(column, 0), pc.greater_equal(column, physical_rows))))
+    # physical_rows is a u64 a manifest may set past what the column's type holds: then no offset reaches it
+    # (compared in the column's own type, never through an int64 the column's values may not fit)
+    bits = column.type.bit_width
+    largest = (1 << bits) - 1 if pa.types.is_unsigned_integer(column.type) else (1 << (bits - 1)) - 1
+    beyond = (pc.greater_equal(column, pa.scalar(physical_rows, column.type)) if physical_rows <= largest
+              else pa.array([False] * len(column)))
+    outside = pc.unique(pc.filter(column, pc.or_(pc.less(column, pa.scalar(0, column.type)), beyond)))
     first = pc.sort_indices(outside)[:_SHOWN_OFFSETS]
     return _Deletions(True, pc.count_distinct(column).as_py(), len(outside),
                       tuple(int(outside[i].as_py()) for i in first.to_pylist()), schema)

@@ -119,3 +119,37 @@ def damage_again(world: Path, targets: list[Path], seed: int, tmp_path: Path) ->
         shutil.rmtree(again)
     copy_world(world, again)
     return damage(again, targets, seed, tmp_path / "outside.txt")
+
+
+@pytest.mark.parametrize("seed", [700829, 701443])
+def test_structured_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
+    """Found by structure-aware damage on its first run: 700829, a fragment's physical_rows set to 2^64 - 1
+    made Arrow's comparison of deletion offsets raise TypeError (exit 3); 701443, a clone's ref_path set to
+    ``a/../../b`` was normalised to ``/b`` and listed (a read outside)."""
+    assert fuzz(1, seed=seed, workdir=tmp_path).failures == {}
+
+
+def test_a_clone_source_that_names_no_place_is_never_read() -> None:
+    from conformance.checks.clones import readable_source
+    from reference.proto import transaction_pb2
+
+    for path, readable in [("a/../../b", ""), ("../../outside", ""), ("/tmp/x/../y", ""), ("", ""),
+                           ("/data/source", "/data/source"), ("s3://bucket/source", "s3://bucket/source")]:
+        assert readable_source(transaction_pb2.Transaction.Clone(ref_path=path)) == readable, path
+
+
+def test_deletion_offsets_are_compared_whatever_physical_rows_says() -> None:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from conformance.checks.files import _decode_arrow
+
+    def arrow_file(values: pa.Array) -> bytes:
+        sink, table = pa.BufferOutputStream(), pa.table({"row_id": values})
+        with ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return bytes(sink.getvalue().to_pybytes())
+
+    assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 2**64 - 1).outside == 0
+    assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 4).first_outside == (7,)
+    assert _decode_arrow(arrow_file(pa.array([2**64 - 1, 3], pa.uint64())), 4).first_outside == (2**64 - 1,)
