@@ -360,14 +360,19 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False,
     (writers name files by UUID), so a seed replays a failure exactly only against the world it met."""
     pristine = workdir / "pristine"
     built = workdir / "pristine.complete"
+    case_dir = workdir / "case"
     if not built.exists():
         shutil.rmtree(pristine, ignore_errors=True)
-        build_pristine(pristine)
+        shutil.rmtree(case_dir, ignore_errors=True)
+        # built where each case stands, so the absolute paths it records (its base, the branch's base 0 naming
+        # the main root) name the case's own folders: an undamaged case certifies CONFORMANT, and a verdict
+        # tells what the damage did (built in place, every case exited 1 on the branch's PORT-002)
+        build_pristine(case_dir)
+        case_dir.rename(pristine)
         built.touch()
     targets = mutation_targets(pristine)
     outside = workdir / "outside.txt"
     outside.write_text("a file outside every dataset\n")
-    case_dir = workdir / "case"
     worker = Worker()
     result = FuzzResult()
     started = time.perf_counter()
