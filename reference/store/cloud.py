@@ -88,7 +88,7 @@ def _summary(exc: BaseException) -> str:
     if status is not None:
         code, message = (re.search(rf"<{tag}>([^<]{{1,300}})</{tag}>", text) for tag in ("Code", "Message"))
         return (f"HTTP {status}" + (f" {code.group(1)}" if code else "")
-                + (f": {message.group(1)}" if message else ""))
+                + (f": {message.group(1).splitlines()[0]}" if message and message.group(1).strip() else ""))
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return first[:300]
 
@@ -196,6 +196,9 @@ class CloudStore(ObjectStore):
             raise StoreUnavailable(f"{op} took longer than the storage option timeout ({self.config.timeout:g} s) "
                                    f"or connect_timeout ({self.config.connect_timeout:g} s) allow, through "
                                    f"{self.config.max_attempts} attempt(s): {_summary(exc)}", uri) from exc
+        if status == 400:  # the store refused the request itself: a bucket or container name it takes for none
+            raise StoreConfigError(f"{op} refused as malformed: {_summary(exc)}: check the URI's bucket or container "
+                                   "name", uri) from exc
         if isinstance(exc, InvalidPathError):  # a listed key object_store cannot name (a control character)
             raise StorageError(f"{op} failed: object_store, as pylance, refuses a key here: {_summary(exc)}",
                                uri) from exc

@@ -97,3 +97,13 @@ def test_spark_certify_a_pylance_dataset_on_azurite(azurite: AzuriteServer, pyla
                  *option_flags(azurite.storage_options())])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith(f"CONFORMANT: {pylance_dataset}"), out
+
+
+def test_a_container_name_the_store_refuses_is_cannot_read_not_a_breach(
+        azurite: AzuriteServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """``az://az://c/ds`` names a container Azure refuses (HTTP 400): the setup's mistake, exit 2 in one line,
+    never a MUST finding about the dataset (it was HIST-001 "list failed")."""
+    assert main(["certify", "az://az://lancespec/ds", *option_flags(azurite.storage_options())]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("lancespec: cannot read: az://az://lancespec/ds") and "HTTP 400" in line, line
+    assert "check the URI's bucket or container name" in line and "MUST" not in line
