@@ -76,6 +76,9 @@ def arrow_batches(data: bytes, where: str, max_rows: int | None) -> list[pa.Reco
 
 def _decode_arrow(data: bytes, where: str, physical_rows: int | None) -> list[int]:
     batches = arrow_batches(data, where, physical_rows)
+    rows = sum(batch.num_rows for batch in batches)
+    if physical_rows is not None and rows > physical_rows:  # never decoded: no such many distinct offsets fit
+        raise FormatError(f"holds {rows} offsets, more than the fragment's physical_rows = {physical_rows}", where)
     if len(batches) != 1:
         raise FormatError(f"expected exactly one record batch, found {len(batches)}", where)
     schema = batches[0].schema

@@ -300,3 +300,26 @@ def test_versions_and_refs_are_counted_for_the_run_before_they_are_read(tmp_path
     done = run_cli(command, uri, "--max-refs", "100", timeout=20)
     assert done.returncode == 2
     assert "above the limit of 100 (raise it with --max-refs)" in done.stderr, done.stderr
+
+
+def test_an_uncompressed_deletion_file_of_millions_of_offsets_is_judged_in_bounded_memory(
+        tmp_path: Path) -> None:
+    """An uncompressed .arrow deletion file of 4,200,000 offsets (17 MB) for a fragment of four rows: judged
+    by DEL-003 and DEL-004 as any other, in memory a few times the file's (one sort, no hash table), and
+    never decoded into Python integers by the reader (more offsets than physical_rows; issue 32)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    from test_hostile_datasets import deletion_file
+
+    uri = build_reference_dataset(tmp_path, deletions=("arrow",))
+    schema = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array(range(4_200_000), pa.uint32())], schema=schema))
+    deletion_file(uri).write_bytes(sink.getvalue().to_pybytes())
+    done, peak_kb = measured("certify", uri, "--format", "json", timeout=60)
+    assert done.returncode == 1, done.stderr
+    said = {f["requirement"]: str(f["message"]) for f in findings(done)}
+    assert "4200000 distinct offsets" in said.get("DEL-003", ""), said
+    assert "4199996 deleted offset(s) are not below physical_rows" in said.get("DEL-004", ""), said
+    assert peak_kb < 400_000  # 1.47 GB before: a hash table of the offsets
