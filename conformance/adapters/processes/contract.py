@@ -32,6 +32,43 @@ def failure(exc: BaseException, typed: bool = True) -> dict[str, str]:
     return {"kind": kind, "message": f"{type(exc).__name__}: {text}" if typed else text}
 
 
+class ModeWriter:
+    """A writer whose create, append and overwrite are one call with a mode (``write(m, mode)``), as the
+    dataframe engines' ``write_lance`` is: ``hello`` checks the contract and keeps the storage options,
+    ``bye`` answers nothing. A subclass names itself (``writer``), says its version (``version``) and writes."""
+
+    writer = ""
+    #: The mode a ``create`` is written with (polars-lance calls it ``error``: fail when the dataset exists).
+    create_mode = "create"
+
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def write(self, m: dict[str, Any], mode: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
+        if m.get("contract") != CONTRACT:
+            raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
+        self.options = dict(m.get("storage_options") or {})
+        return {"writer": self.writer, "version": self.version()}
+
+    def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def op_create(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, self.create_mode)
+
+    def op_append(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, "append")
+
+    def op_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
+        return self.write(m, "overwrite")
+
+
 def serve(writer: Any, unsupported: Callable[[str], str], *,
           caught: type[BaseException] | tuple[type[BaseException], ...] = Exception, typed: bool = True,
           out: TextIO | None = None) -> int:

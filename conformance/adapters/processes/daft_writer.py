@@ -22,7 +22,7 @@ from typing import Any
 import daft
 import daft_lance
 import pyarrow as pa
-from contract import CONTRACT, Refused, serve
+from contract import ModeWriter, Refused, serve
 
 TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
 
@@ -38,9 +38,11 @@ def frame(data: dict[str, Any]) -> Any:
     return daft.from_arrow(pa.Table.from_arrays(arrays, schema=pa.schema(fields)))
 
 
-class Writer:
-    def __init__(self) -> None:
-        self.options: dict[str, str] = {}
+class Writer(ModeWriter):
+    writer = "daft-lance"
+
+    def version(self) -> str:
+        return f"{version('daft-lance')} (daft {version('daft')}, pylance {version('pylance')})"
 
     def write(self, m: dict[str, Any], mode: str, **extra: Any) -> dict[str, Any]:
         if self.options:
@@ -49,25 +51,6 @@ class Writer:
             extra["max_rows_per_file"] = m["max_rows_per_file"]
         daft_lance.write_lance(frame(m["data"]), m["uri"], mode=mode, **extra)
         return {}
-
-    def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
-        if m.get("contract") != CONTRACT:
-            raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
-        self.options = dict(m.get("storage_options") or {})
-        return {"writer": "daft-lance",
-                "version": f"{version('daft-lance')} (daft {version('daft')}, pylance {version('pylance')})"}
-
-    def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def op_create(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "create")
-
-    def op_append(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "append")
-
-    def op_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "overwrite")
 
     def op_insert_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
         """Not part of the contract: replace the rows ``where`` matches with ``data`` (one commit)."""

@@ -19,15 +19,17 @@ from typing import Any
 
 import polars as pl
 import polars_lance
-from contract import CONTRACT, Refused, serve
+from contract import ModeWriter, Refused, serve
 
 TYPES = {"int64": pl.Int64, "float64": pl.Float64, "string": pl.String}
 
 
+class Writer(ModeWriter):
+    writer = "polars-lance"
+    create_mode = "error"
 
-class Writer:
-    def __init__(self) -> None:
-        self.options: dict[str, str] = {}
+    def version(self) -> str:
+        return f"{version('polars-lance')} (polars {pl.__version__})"
 
     def frame(self, data: dict[str, Any]) -> pl.DataFrame:
         series = []
@@ -41,24 +43,6 @@ class Writer:
         polars_lance.write_lance(self.frame(m["data"]), m["uri"], mode=mode,
                                  storage_options=self.options or None, max_rows_per_file=m.get("max_rows_per_file"))
         return {}
-
-    def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
-        if m.get("contract") != CONTRACT:
-            raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
-        self.options = dict(m.get("storage_options") or {})
-        return {"writer": "polars-lance", "version": f"{version('polars-lance')} (polars {pl.__version__})"}
-
-    def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def op_create(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "error")
-
-    def op_append(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "append")
-
-    def op_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "overwrite")
 
     def op_read(self, m: dict[str, Any]) -> dict[str, Any]:
         """The latest version's live rows as ``scan_lance(uri).collect(engine=...)`` returns them (``engine``, not

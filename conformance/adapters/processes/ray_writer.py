@@ -19,7 +19,7 @@ import sys
 from importlib.metadata import version
 from typing import Any
 
-from contract import CONTRACT, Refused, serve
+from contract import ModeWriter, Refused, serve
 
 ANSWERS = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the contract's stdout; fd 1 itself now goes to stderr
 os.dup2(2, 1)
@@ -44,9 +44,11 @@ def table(data: dict[str, Any]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-class Writer:
-    def __init__(self) -> None:
-        self.options: dict[str, str] = {}
+class Writer(ModeWriter):
+    writer = "lance-ray"
+
+    def version(self) -> str:
+        return f"{version('lance-ray')} (ray {ray.__version__}, pylance {lance.__version__})"
 
     def write(self, m: dict[str, Any], mode: str) -> dict[str, Any]:
         if not ray.is_initialized():  # here, not at hello: a scenario whose steps are all skipped starts no Ray
@@ -65,25 +67,6 @@ class Writer:
                 kwargs["data_storage_version"] = m["data_storage_version"]
         lance_ray.write_lance(ray.data.from_arrow(table(m["data"])), m["uri"], **kwargs)
         return {}
-
-    def op_hello(self, m: dict[str, Any]) -> dict[str, Any]:
-        if m.get("contract") != CONTRACT:
-            raise Refused("invalid_input", f"this writer speaks {CONTRACT}, not {m.get('contract')}")
-        self.options = dict(m.get("storage_options") or {})
-        return {"writer": "lance-ray",
-                "version": f"{version('lance-ray')} (ray {ray.__version__}, pylance {lance.__version__})"}
-
-    def op_bye(self, m: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def op_create(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "create")
-
-    def op_append(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "append")
-
-    def op_overwrite(self, m: dict[str, Any]) -> dict[str, Any]:
-        return self.write(m, "overwrite")
 
 
 def main() -> int:
