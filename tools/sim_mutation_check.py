@@ -70,7 +70,7 @@ BROAD = "append=30,delete=8,overwrite=6,tag=4,clone=5,cleanup=10,stage=12,pinned
 #: (``--deterministic``): every request is a point where another writer may go first, and a kill there is a
 #: property of the seed, not of the machine's timing.
 BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED),
-           BatteryRun("default", 4, BROAD, deterministic=True))
+           BatteryRun("default", 4, BROAD, deterministic=True), BatteryRun("none", 5, CONTENDED, deterministic=True))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -218,13 +218,15 @@ SEED_STRIDE = 100
 
 
 def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
-             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0) -> tuple[str, str, str]:
+             shrink: list[str] | None = None, keep: Path | None = None, round_: int = 0,
+             steps: tuple[BatteryRun, ...] = BATTERY) -> tuple[str, str, str]:
     """Run the battery in the prepared copy; (status, which run decided it). ``shrink``: arguments that make
     the killing run shrink itself (``simulate --shrink``), its output then ends the detail. ``keep``: a
     folder the report of the deciding run (a kill or an error) is copied to, as ``{copy}-{faults}-{seed}.json``.
     ``round_``: every run's seed moved by ``round_ * SEED_STRIDE`` (the kill rate over several rounds). The third
-    value names the battery run that decided (``faults[/mix][/det]``), "" when none did."""
-    for step in BATTERY:
+    value names the battery run that decided (``faults[/mix][/det]``), "" when none did. ``steps``: the runs
+    (``--runs``: a part of the battery, to measure what one run kills)."""
+    for step in steps:
         faults, mix = step.faults, step.mix
         seed = step.seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
@@ -259,7 +261,7 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
 
 
 def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str] | None = None,
-        keep: Path | None = None, rounds: int = 1) -> Verdict:
+        keep: Path | None = None, rounds: int = 1, steps: tuple[BatteryRun, ...] = BATTERY) -> Verdict:
     """The battery against ``mutant`` (None: the unmutated copy), ``rounds`` times with moved seeds. The status
     is the first round's; with several rounds the detail starts with the kill rate ``killed k/n``."""
     src, pkg = prepare(where)
@@ -269,7 +271,7 @@ def run(where: Path, mutant: SimMutant | None, timeout: float, shrink: list[str]
     outcomes = []
     for k in range(rounds):
         began = time.monotonic()
-        outcomes.append(_battery(src, environment(pkg), where, timeout, shrink, keep, k))
+        outcomes.append(_battery(src, environment(pkg), where, timeout, shrink, keep, k, steps))
         if rounds > 1:  # a line per round, so that a measurement cut short still shows what finished
             status, _, by = outcomes[-1]
             print(f"    {mutant.name if mutant else '(none)'} round {k}: {status}{f' by {by}' if by else ''} "
@@ -305,9 +307,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, default=1, metavar="N",
                         help=f"run the battery N times per mutant, seeds moved by {SEED_STRIDE} each time, and print "
                         "the kill rate (default %(default)s)")
+    parser.add_argument("--runs", metavar="N,N", default="",
+                        help=f"only these runs of the battery, by position 1-{len(BATTERY)} (what one run kills; "
+                        "default: every run)")
     parser.add_argument("--shrink", metavar="FILE",
                         help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
+    try:
+        picked = sorted({int(n) for n in args.runs.split(",") if n.strip()})
+    except ValueError:
+        parser.error(f"--runs takes positions 1-{len(BATTERY)} separated by commas, not {args.runs!r}")
+    if any(not 1 <= n <= len(BATTERY) for n in picked):
+        parser.error(f"--runs takes positions 1-{len(BATTERY)}, not {args.runs!r}")
+    steps = tuple(BATTERY[n - 1] for n in picked) if picked else BATTERY
     if args.shrink:
         if not args.only or len(args.only) != 1:
             parser.error("--shrink takes exactly one --only mutant")
@@ -330,24 +342,24 @@ def main(argv: list[str]) -> int:
         parser.error(f"no mutant named {', '.join(unknown)}")
     chosen = [by_name[name] for name in dict.fromkeys(args.only)] if args.only else list(MUTANTS)  # --only's order
     started = time.monotonic()
-    battery = "; ".join(step.label(step.seed) for step in BATTERY)
+    battery = "; ".join(step.label(step.seed) for step in steps)
     print(f"battery per mutant: {battery}; {BATTERY_WRITERS} reference writers, {BATTERY_OPS} operations, "
           f"time limit {BATTERY_TIME_LIMIT}s each", flush=True)
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
         if args.seeds == 1:
-            baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports)
+            baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports, steps=steps)
             print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
             if baseline.status != "survived":
                 print("the unmutated copy must come through the battery clean first")
                 return 2
             verdicts = run_each(base, chosen, lambda where, mutant: run(where, mutant, args.timeout,
-                                                                        keep=args.keep_reports), args.jobs)
+                                                                        keep=args.keep_reports, steps=steps), args.jobs)
         else:  # the rounds of the unmutated copy run beside the mutants' (the first job); judged at the end
             with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
                 rounds: list[Future[Verdict]] = [pool.submit(
                     run, base / (f"m{i:02d}-{mutant.name}" if mutant else "baseline"), mutant, args.timeout,
-                    keep=args.keep_reports, rounds=args.seeds) for i, mutant in enumerate([None, *chosen])]
+                    keep=args.keep_reports, rounds=args.seeds, steps=steps) for i, mutant in enumerate([None, *chosen])]
             baseline, *verdicts = [job.result() for job in rounds]
             print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
             if baseline.kills or baseline.status == "error":
