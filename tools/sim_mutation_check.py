@@ -6,14 +6,16 @@ touched). The simulator (``lancespec simulate``, reference writers, embedded S3 
 battery of bounded runs against the copy, and the mutant is *killed* by the first run that reports an
 anomaly (exit 1). Before the mutants, the unmutated copy must come through the whole battery clean.
 
-Budget: at most ``len(BATTERY)`` (4) runs per mutant, each ``BATTERY_WRITERS`` writers and ``BATTERY_OPS``
-operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds (a deterministic run,
-which starts every operation, is stopped at ``DETERMINISTIC_TIME_LIMIT`` plus the simulator's grace); a run that
-gives no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the default mix under
-the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the resends
-or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
+Budget: at most ``len(BATTERY)`` (5) runs per mutant, each ``BATTERY_WRITERS`` writers (the staged run: 3) and
+``BATTERY_OPS`` operations on one dataset, writers starting nothing after ``BATTERY_TIME_LIMIT`` seconds (a
+deterministic run, which starts every operation, is stopped at ``DETERMINISTIC_TIME_LIMIT`` plus the simulator's
+grace); a run that gives no verdict within ``--timeout`` seconds counts as an error, not a kill. The runs: the
+default mix under the default faults; the default mix under lost-acknowledgement bursts (``faults.burst_of``: the
+resends or the read-backs of a manifest whose acknowledgement was lost fail for a while, which is what reaches the
 commit loop's unknown-outcome path); the contended mix (``CONTENDED``) without faults; the broad mix
-(``BROAD``) under the default faults, scheduled by the proxy from its seed. Prints one line per mutant (killed
+(``BROAD``) under the default faults, scheduled by the proxy from its seed; the staged mix (``STAGED``) with
+three writers and no faults, where cleanups are a third of the plan and few enough commits race them that
+they run to their end while two-phase writes wait to commit. Prints one line per mutant (killed
 by which run, or survived with the reason it is believed to survive), the score and the wall time; with
 ``--seeds N``, a line per round and the table of kill rates.
 """
@@ -55,22 +57,31 @@ class BatteryRun(NamedTuple):
     seed: int
     mix: str
     deterministic: bool = False
+    writers: int = BATTERY_WRITERS
 
     def label(self, seed: int) -> str:
-        named = {CONTENDED: "contended", BROAD: "broad"}.get(self.mix, self.mix)
+        named = MIX_NAMES.get(self.mix, self.mix)
         return (f"faults={self.faults} seed={seed}" + (f" mix={named}" if self.mix else "")
-                + (" deterministic" if self.deterministic else ""))
+                + (" deterministic" if self.deterministic else "")
+                + (f" writers={self.writers}" if self.writers != BATTERY_WRITERS else ""))
 
 
 #: The mix of the deterministic run: every kind a writer ships, overwrites, clones and two-phase writes more often
 #: than by default (an append that lands on an overwrite it never saw, a clone of a version that moved on, a stage
 #: whose files a cleanup meets before its commit).
 BROAD = "append=30,delete=8,overwrite=6,tag=4,clone=5,cleanup=10,stage=12,pinned-stage=6"
+#: The mix of the staged run (three writers): two-phase writes and cleanups make most of the plan, so that a
+#: cleanup meets the files of a stage still to be committed after another writer's commit moved the table on.
+#: With six writers almost every cleanup is refused (a version committed between its plan and its deletes:
+#: 18 of 20 in one run), and a cleanup that deletes nothing cannot show a bug of what it deletes.
+STAGED = "append=15,stage=40,cleanup=35,delete=5,tag=5"
+#: The names the battery's lines give its mixes.
+MIX_NAMES = {CONTENDED: "contended", BROAD: "broad", STAGED: "staged"}
 #: The runs, in order; the first anomaly kills the mutant. The last is scheduled by the proxy from its seed
 #: (``--deterministic``): every request is a point where another writer may go first, and a kill there is a
 #: property of the seed, not of the machine's timing.
 BATTERY = (BatteryRun("default", 1, ""), BatteryRun("lost-ack-bursts", 2, ""), BatteryRun("none", 3, CONTENDED),
-           BatteryRun("default", 4, BROAD, deterministic=True), BatteryRun("none", 5, CONTENDED, deterministic=True))
+           BatteryRun("default", 4, BROAD, deterministic=True), BatteryRun("none", 5, STAGED, writers=3))
 #: How the simulator prints an anomaly: ``{class} ({dataset} v{version}): {message}``.
 ANOMALY_LINE = re.compile(r"^[a-z][a-z-]+ \(.*\): ")
 
@@ -231,10 +242,10 @@ def _battery(src: Path, env: dict[str, str], where: Path, timeout: float,
         seed = step.seed + round_ * SEED_STRIDE
         report = where / f"report-{faults}-{seed}.json"
         label = step.label(seed)
-        short = faults + ({CONTENDED: "/contended", BROAD: "/broad"}.get(mix, f"/{mix}") if mix else "") + (
+        short = faults + (f"/{MIX_NAMES.get(mix, mix)}" if mix else "") + (
             "/det" if step.deterministic else "")
         command = [sys.executable, "-m", "lancespec", "simulate", "--writer", "reference",
-                   "--writers", str(BATTERY_WRITERS), "--ops", str(BATTERY_OPS), "--datasets", "1",
+                   "--writers", str(step.writers), "--ops", str(BATTERY_OPS), "--datasets", "1",
                    "--seed", str(seed), "--faults", faults, "--preflight-rounds", "0",
                    "--time-limit", str(DETERMINISTIC_TIME_LIMIT if step.deterministic else BATTERY_TIME_LIMIT),
                    "--format", "json", "--output", str(report),

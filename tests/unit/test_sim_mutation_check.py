@@ -61,6 +61,16 @@ def test_the_rate_table_gives_each_mutant_its_kill_rate_time_and_killing_runs() 
     assert lines[3].split() == ["another", "0/10", "80", "-"]
 
 
-def test_the_battery_ends_with_a_deterministic_run_and_every_run_names_its_mix() -> None:
-    assert [step.deterministic for step in TOOL.BATTERY] == [False] * (len(TOOL.BATTERY) - 1) + [True]
-    assert TOOL.BATTERY[-1].label(4) == "faults=default seed=4 mix=broad deterministic"
+def test_the_battery_has_a_deterministic_run_and_every_run_names_its_mix_and_writers() -> None:
+    assert [step.deterministic for step in TOOL.BATTERY] == [False, False, False, True, False]
+    assert TOOL.BATTERY[3].label(4) == "faults=default seed=4 mix=broad deterministic"
+    assert TOOL.BATTERY[4].label(5) == "faults=none seed=5 mix=staged writers=3"
+    assert TOOL.BATTERY[0].label(1) == "faults=default seed=1"
+
+
+def test_runs_picks_a_part_of_the_battery_and_refuses_positions_it_lacks(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("0", "6", "1,x"):
+        with pytest.raises(SystemExit) as stopped:
+            TOOL.main(["--runs", bad, "--only", "no-conflict-check"])
+        assert stopped.value.code == 2
+        assert "--runs takes positions 1-5" in capsys.readouterr().err
