@@ -321,6 +321,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", metavar="N,N", default="",
                         help=f"only these runs of the battery, by position 1-{len(BATTERY)} (what one run kills; "
                         "default: every run)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="with --seeds: do not run the unmutated copy's rounds (a measurement split over several "
+                        "processes, one of which runs them); the rates are then kill rates only beside that one")
     parser.add_argument("--shrink", metavar="FILE",
                         help="with one --only mutant: shrink the run that kills it and write the regression here")
     args = parser.parse_args(argv)
@@ -359,7 +362,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="lancespec-sim-mutation-") as tmp:
         base = Path(tmp)
         if args.seeds == 1:
-            baseline = run(base / "baseline", None, args.timeout, keep=args.keep_reports, steps=steps)
+            baseline: Verdict | None = run(base / "baseline", None, args.timeout, keep=args.keep_reports, steps=steps)
             print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
             if baseline.status != "survived":
                 print("the unmutated copy must come through the battery clean first")
@@ -370,11 +373,17 @@ def main(argv: list[str]) -> int:
             with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
                 rounds: list[Future[Verdict]] = [pool.submit(
                     run, base / (f"m{i:02d}-{mutant.name}" if mutant else "baseline"), mutant, args.timeout,
-                    keep=args.keep_reports, rounds=args.seeds, steps=steps) for i, mutant in enumerate([None, *chosen])]
-            baseline, *verdicts = [job.result() for job in rounds]
-            print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}", flush=True)
-            if baseline.kills or baseline.status == "error":
-                print("the unmutated copy must come through every round clean: the rates below are not kill rates")
+                    keep=args.keep_reports, rounds=args.seeds, steps=steps)
+                    for i, mutant in enumerate([*([] if args.no_baseline else [None]), *chosen])]
+            results = [job.result() for job in rounds]
+            baseline, verdicts = (None, results) if args.no_baseline else (results[0], results[1:])
+            if baseline is None:
+                print("baseline (no mutant): not run here (--no-baseline)", flush=True)
+            else:
+                print(f"baseline (no mutant): {baseline.status}, {baseline.seconds:.0f}s: {baseline.detail}",
+                      flush=True)
+                if baseline.kills or baseline.status == "error":
+                    print("the unmutated copy must come through every round clean: the rates below are not kill rates")
     width = max(len(v.name) for v in verdicts)
     print()
     for v in verdicts:
@@ -389,7 +398,7 @@ def main(argv: list[str]) -> int:
     print(f"\nsimulator mutation score: {killed}/{len(verdicts)} killed in {time.monotonic() - started:.0f}s "
           f"(jobs {args.jobs})")
     unexplained = [v.name for v in verdicts if v.status != "killed" and not by_name[v.name].survives_because]
-    if args.seeds > 1 and (baseline.kills or baseline.status == "error"):
+    if args.seeds > 1 and baseline is not None and (baseline.kills or baseline.status == "error"):
         return 2
     return 1 if unexplained else 0
 
