@@ -53,6 +53,7 @@ from typing import Any
 from reference import __version__
 from reference.errors import LanceSpecError, ObjectNotFound
 from reference.limits import Limits
+from reference.plain_fragments import file_uris
 from reference.store import ObjectInfo, Storage
 from reference.store.uri import normalize
 from reference.table import Snapshot
@@ -125,9 +126,8 @@ class RootEvidence:
     def judged(self, v: int, snapshot: Snapshot) -> None:
         """Record a version whose version checks ran: its manifest and the files it references."""
         self.manifests[v] = snapshot.manifest_uri
-        for resolved in snapshot.files():
-            if resolved.uri is not None:
-                self._tie(resolved.uri, v, v)
+        for uri in file_uris(snapshot):
+            self._tie(uri, v, v)
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)

@@ -284,6 +284,8 @@ def dataset_root_bases(ctx: VersionContext) -> None:
     with pylance's data-only dataset-root bases. A base no file uses and without manifests is not judged.
     Bases that cannot be listed (an unsupported store) are skipped."""
     unusable = unusable_base_ids(ctx.snap)
+    if not any(base.is_dataset_root and base.id not in unusable for base in ctx.snap.bases):
+        return  # nothing to judge: no file need be looked at
     used: dict[int, set[FileKind]] = {}
     for resolved in ctx.snap.files():
         if resolved.base_id is not None:

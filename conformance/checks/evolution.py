@@ -24,15 +24,19 @@ How certify reads a restore, a rename and a re-add (spec/README.md, "Restore, re
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from reference.errors import LanceSpecError
-from reference.proto import table_pb2
+from reference.plain_fragments import PlainFragments
+from reference.proto import file_pb2, table_pb2
 
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
-from .files import _data_file_reads, _data_file_state, _followed_data_files
+from .files import _data_file_reads, _data_file_state, _judged_one_by_one, _states
 from .history import transaction_of
 from .manifest import known_logical_type
 
@@ -175,7 +179,7 @@ def data_file_field_ids(ctx: VersionContext) -> None:
     schema = {f.id: f for f in ctx.snap.manifest.fields
               if counts[f.id] == 1 and known_logical_type(f.logical_type)}
     held: dict[tuple[int, int], tuple[str, str, str]] = {}  # (fragment, field id) -> name, type, file
-    for fragment, _, data_file, uri in _followed_data_files(ctx.snap):
+    for fragment, _, data_file, uri in _judged_one_by_one(ctx.snap, functools.partial(_field_suspects, ctx, schema)):
         fields = _data_file_state(ctx.storage, uri).fields
         if fields is None:
             continue
@@ -195,6 +199,52 @@ def data_file_field_ids(ctx: VersionContext) -> None:
                 ctx.finding("MAN-016", uri, f"field id {fid} is {name!r} ({logical_type}) in this data file and "
                             f"{other[0]!r} ({other[1]}) in {other[2]} of the same fragment: one id names two fields",
                             where)
+
+
+def _field_suspects(ctx: VersionContext, schema: dict[int, file_pb2.Field], plain: PlainFragments) -> list[int]:
+    """The plain fragments ``data_file_field_ids`` could find something in (positions in the fragment
+    sequence): those with a data file whose own schema gives an id of the manifest's schema another logical
+    type, those with two data files whose own schemas give one id two names or types, and every fragment whose
+    id another fragment shares (the rule compares the files of one fragment id). Files of one schema share one
+    tuple of fields, so each distinct schema, and each pair of them, is looked at once."""
+    states = _states(ctx.storage)
+    ids = plain.columns.id[plain.fragments]
+    order = np.sort(ids)
+    shared = order[1:][order[1:] == order[:-1]]
+    flagged: set[int] = set(plain.fragments[np.isin(ids, shared)].tolist()) if shared.size else set()
+    mistyped: dict[int, bool] = {}  # id() of a fields tuple -> whether it types an id of the schema otherwise
+    clashing: dict[tuple[int, int], bool] = {}
+    kept: list[tuple[tuple[int, str, str], ...]] = []  # the tuples the dicts name by id(), kept alive
+
+    def own(fields: tuple[tuple[int, str, str], ...]) -> dict[int, tuple[str, str]]:
+        return {fid: (name, logical_type) for fid, name, logical_type in fields}
+
+    def clash(a: tuple[tuple[int, str, str], ...], b: tuple[tuple[int, str, str], ...]) -> bool:
+        pair = (id(a), id(b))
+        if pair not in clashing:
+            mine, theirs = own(a), own(b)
+            clashing[pair] = any(fid in theirs and theirs[fid] != held for fid, held in mine.items())
+        return clashing[pair]
+
+    group: list[tuple[tuple[int, str, str], ...]] = []  # the distinct schemas of the current fragment's files
+    current = -1
+    for uri, owner in zip(plain.uris, plain.owners.tolist(), strict=True):
+        fields = (states.get(uri) or _data_file_state(ctx.storage, uri)).fields
+        if owner != current:
+            current, group = owner, []
+        if fields is None:
+            continue
+        if id(fields) not in mistyped:
+            kept.append(fields)
+            mistyped[id(fields)] = any(fid in schema and schema[fid].logical_type != held[1]
+                                       for fid, held in own(fields).items())
+        if mistyped[id(fields)]:
+            flagged.add(owner)
+        if all(fields is not other for other in group):
+            if any(clash(other, fields) for other in group):
+                flagged.add(owner)
+            group.append(fields)
+    return sorted(flagged)
 
 
 @dataset_check("evolution.fragment_ids", "MAN-017")

@@ -71,7 +71,9 @@ def _path(uri: str, directory: bool = False) -> str:
     path = local_path(uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
-    _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
+    parent = path if directory else os.path.dirname(path) or "."
+    if parent not in _REAL_DIRECTORIES:  # (only normalized directories are ever kept there)
+        _no_link_on_the_way(os.path.normpath(parent), uri)
     return path
 
 
@@ -112,6 +114,12 @@ _libc = ctypes.CDLL(None, use_errno=True) if _SYS_OPENAT2 is not None else None
 _openat2_works = _libc is not None
 
 
+#: The ``open_how`` of each set of flags asked for (the kernel only reads it), and what ``os.fsencode`` encodes with.
+_HOW: dict[int, _OpenHow] = {}
+_HOW_SIZE = ctypes.sizeof(_OpenHow)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+
 def open_no_links(path: str, flags: int) -> int:
     """``os.open(path, flags)`` with no symbolic link followed at any component of ``path``, by the kernel
     (Linux ``openat2`` with ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS``, Linux 5.6 and later): a link
@@ -120,8 +128,11 @@ def open_no_links(path: str, flags: int) -> int:
     global _openat2_works
     if _openat2_works and _libc is not None:
         sys.audit("open", path, None, flags)  # what os.open announces: audit hooks (the fuzzer's) see every open
-        how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-        fd = _libc.syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+        how = _HOW.get(flags)
+        if how is None:
+            how = _HOW[flags] = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+        fd = _libc.syscall(_SYS_OPENAT2, _AT_FDCWD, path.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(how),
+                           _HOW_SIZE)
         if fd >= 0:
             return int(fd)
         code = ctypes.get_errno()
@@ -142,22 +153,28 @@ class LocalStore(ObjectStore):
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    @contextlib.contextmanager
-    def _open(self, uri: str) -> Iterator[tuple[BinaryIO, int]]:
-        """The regular file at ``uri``, opened without following a final symbolic link and without
-        blocking, with its size."""
+    @staticmethod
+    def _open_fd(uri: str) -> tuple[int, int]:
+        """A descriptor of the regular file at ``uri``, opened without following a symbolic link at any
+        component and without blocking, and its size; the caller closes it."""
         try:
             fd = open_no_links(_path(uri), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except (OSError, ValueError) as exc:
             raise _storage_error(exc, uri) from exc
-        try:  # checked before fdopen, which refuses a directory with its own error
+        try:  # checked before any read (fdopen refuses a directory with its own error)
             st = os.fstat(fd)
             _refuse_unless_regular(st.st_mode, uri)
         except BaseException:
             os.close(fd)
             raise
+        return fd, st.st_size
+
+    @contextlib.contextmanager
+    def _open(self, uri: str) -> Iterator[tuple[BinaryIO, int]]:
+        """The regular file at ``uri`` (``_open_fd``) as a file object, with its size."""
+        fd, size = self._open_fd(uri)
         with os.fdopen(fd, "rb") as fh:
-            yield fh, st.st_size
+            yield fh, size
 
     def get(self, uri: str) -> bytes:
         with self._open(uri) as (fh, size):
@@ -179,9 +196,15 @@ class LocalStore(ObjectStore):
             raise _storage_error(exc, uri) from exc
 
     def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
-        with self._open(uri) as (fh, size):  # the size an open file has, whatever the caller knew
-            fh.seek(max(0, size - length))
-            return Tail(self._read(fh, min(length, size), uri), size)
+        """One ``pread`` of the file's last ``length`` bytes, at the size the open file has, whatever the
+        caller knew (a million data files' tails are read this way: no file object per read)."""
+        fd, size = self._open_fd(uri)
+        try:
+            return Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
+        except OSError as exc:
+            raise _storage_error(exc, uri) from exc
+        finally:
+            os.close(fd)
 
     def head(self, uri: str) -> ObjectInfo:
         try:  # O_PATH: the name itself, opened for its status only (a FIFO does not block, a final link is seen)
