@@ -257,9 +257,16 @@ def fragment_ids(ctx: DatasetContext) -> None:
     seen: dict[int, str] = {}
     appearances: dict[int, list[frozenset[str]]] = {}
     previous: table_pb2.Manifest | None = None
+    latest = max(ctx.snapshots, default=None)
     for snap in ctx.history():
-        fragments = {f.id: frozenset(d.path for d in f.files) for f in snap.manifest.fragments}
-        arrived = sorted(set(fragments) - {f.id for f in previous.fragments}) if previous is not None else []
+        if snap.version == latest:  # the last version looked at: only its arrivals matter, nothing looks back at it
+            if previous is None:
+                break
+            arrived = sorted({f.id for f in snap.manifest.fragments} - {f.id for f in previous.fragments})
+            fragments = _files_of(snap.manifest, set(arrived))
+        else:
+            fragments = _files_of(snap.manifest, None)
+            arrived = sorted(set(fragments) - {f.id for f in previous.fragments}) if previous is not None else []
         made = _made(ctx, snap, previous.version if previous is not None else None, seen) if arrived else _Made(None)
         for fid in arrived:
             if fid in appearances:
@@ -273,10 +280,17 @@ def fragment_ids(ctx: DatasetContext) -> None:
                 continue
             if problem:
                 ctx.finding_at(snap.version, "MAN-017", snap.manifest_uri, problem)
-        for fid, files in fragments.items():
-            appearances.setdefault(fid, []).append(files)
+        if snap.version != latest:
+            for fid, files in fragments.items():
+                appearances.setdefault(fid, []).append(files)
         previous = snap.manifest
         seen[snap.version] = snap.manifest_uri
+
+
+def _files_of(manifest: table_pb2.Manifest, ids: set[int] | None) -> dict[int, frozenset[str]]:
+    """The data file paths of each fragment (of those with ``ids``, when given) by fragment id; of fragments
+    sharing an id, the last."""
+    return {f.id: frozenset(d.path for d in f.files) for f in manifest.fragments if ids is None or f.id in ids}
 
 
 def _returning_fragment(made: _Made, fid: int, files: frozenset[str], earlier: list[frozenset[str]]) -> str | None:

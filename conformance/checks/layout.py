@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-import numpy as np
-
-from reference.codec import FragmentColumns
 from reference.errors import LanceSpecError
 from reference.layout import (
     DETACHED_BIT,
@@ -26,12 +23,11 @@ from reference.layout import (
     parse_manifest_name,
     path_escape,
 )
-from reference.plain_fragments import standard_names
 from reference.store.uri import join, relative_to
 
 from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .portability import is_relative_path
-from .screen import Bools, fragments_of_files, suspects
+from .screen import nonstandard_names, suspects
 
 #: Top-level directories a dataset root may hold: the standard ones and blob v2's managed ``_blobs/``.
 ROOT_DIRECTORIES = frozenset((*STANDARD_DIRS, "_blobs"))
@@ -80,18 +76,12 @@ def manifest_names(ctx: DatasetContext) -> None:
         ctx.finding("LAYOUT-002", directory, f"{VERSIONS_DIR}/ mixes manifest naming schemes: {detail}")
 
 
-def _nonstandard_names(columns: FragmentColumns) -> Bools:
-    """Screen: the fragments with a data file whose path is not a standard data file name (as its bytes read;
-    ``reference.plain_fragments.standard_names``)."""
-    return fragments_of_files(columns, ~standard_names(columns, np.arange(columns.file_count, dtype=np.int64)))
-
-
 @version_check("layout.data_file_names", "LAYOUT-003", fragment_local=True)
 def data_file_names(ctx: VersionContext) -> None:
     """SHOULD: a data file is named ``{stem}.lance`` with a 50-character stem, 24 binary digits then 26
     lowercase hex digits (LAYOUT-003), and DataFile.path is that bare name. A path that is not relative
     is PORT-001's; only its last component is judged here."""
-    for fragment in suspects(ctx.snap, _nonstandard_names):
+    for fragment in suspects(ctx.snap, nonstandard_names):
         for data_file in fragment.proto.files:
             path = data_file.path
             name = path if is_relative_path(path) else path.rsplit("/", 1)[-1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import operator
 import os
 import platform
 import shutil
@@ -24,7 +25,7 @@ from typing import BinaryIO
 from ..errors import AccessDenied, NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
-from .uri import join, local_path
+from .uri import local_path
 
 
 def _info(uri: str, st: os.stat_result) -> ObjectInfo:
@@ -71,9 +72,9 @@ def _path(uri: str, directory: bool = False) -> str:
     path = local_path(uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
-    parent = path if directory else os.path.dirname(path) or "."
-    if parent not in _REAL_DIRECTORIES:  # (only normalized directories are ever kept there)
-        _no_link_on_the_way(os.path.normpath(parent), uri)
+    # a file directly in a directory found before (only normalized ones are kept, so this is its dirname)
+    if directory or path[:path.rfind("/")] not in _REAL_DIRECTORIES:
+        _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
     return path
 
 
@@ -226,7 +227,7 @@ class LocalStore(ObjectStore):
         root = _path(prefix, directory=True)
         if not os.path.isdir(root):
             return iter(())
-        return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
+        return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=operator.attrgetter("uri")))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
         """Every entry that is not a directory is listed (symbolic links, FIFOs and devices too, with their
@@ -244,25 +245,23 @@ class LocalStore(ObjectStore):
                 try:
                     with os.scandir(fd) as entries:
                         found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-                    stats = {}
+                    listed: list[ObjectInfo] = []  # each file's info made at once: no stat result kept per file
                     for name, is_dir in found:
                         if not is_dir:
                             with contextlib.suppress(FileNotFoundError):  # gone since the read: not listed
-                                stats[name] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                                # join's result: a name read from a directory holds no slash
+                                listed.append(_info(f"{directory_uri}/{name}", st))
                 finally:
                     os.close(fd)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 raise _storage_error(exc, directory_uri) from exc
-            for name, is_dir in found:
-                uri = join(directory_uri, name)
-                if is_dir:
-                    if recursive:
-                        pending.append((uri, os.path.join(directory, name)))
-                    continue
-                if name in stats:
-                    yield _info(uri, stats[name])
+            if recursive:
+                pending.extend((f"{directory_uri}/{name}", os.path.join(directory, name))
+                               for name, is_dir in found if is_dir)
+            yield from listed
 
     def _temp_beside(self, path: str, data: bytes) -> str:
         directory = os.path.dirname(path)
