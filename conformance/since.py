@@ -229,6 +229,7 @@ class Present:
     def __init__(self, storage: Storage, main_uri: str) -> None:
         self.storage = storage
         self.root = normalize(main_uri)
+        self._below = self.root + "/"
         self._listed: dict[str, ObjectInfo] | None = None
         self._known: dict[str, Identity] = {}
 
@@ -241,10 +242,10 @@ class Present:
     def identity(self, uri: str) -> Identity:
         if uri in self._known:
             return self._known[uri]
-        if uri.startswith(self.root + "/"):
+        if uri.startswith(self._below):  # answered by the listing, kept already: not copied into _known
             if self._listed is None:
                 self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            found = identity(self._listed.get(uri))
+            return identity(self._listed.get(uri))
         else:
             try:
                 found = identity(self.storage.head(uri))

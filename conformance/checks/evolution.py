@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reference.commit import transaction_kind
 from reference.errors import LanceSpecError
 from reference.plain_fragments import PlainFragments
 from reference.proto import file_pb2, table_pb2
@@ -84,6 +85,16 @@ def _made(ctx: DatasetContext, snap: PastVersion, previous: int | None, seen: di
     return _Made(operation, PastVersion(txn.restore.version, uri, manifest))
 
 
+def _may_be_overwrite(ctx: DatasetContext, snap: PastVersion) -> bool:
+    """Whether the transaction that made ``snap`` may be an Overwrite, known without decoding its operation
+    (``commit.transaction_kind``); whether it is one, and decodes, is ``transaction_of``'s to say."""
+    try:
+        kind = transaction_kind(ctx.dataset, snap.version, snap.manifest_uri)
+    except LanceSpecError:
+        return False  # it does not decode: transaction_of finds no transaction either
+    return kind is not None and kind[0] == "overwrite"
+
+
 def _commit(operation: str | None) -> str:
     """'a delete commit', 'an append commit'."""
     return f"{'an' if (operation or 'x')[0] in 'aeiou' else 'a'} {operation} commit"
@@ -112,7 +123,9 @@ def field_ids(ctx: DatasetContext) -> None:
         arrived = sorted(set(fields) - current) if current is not None else []
         if arrived:
             made = _made(ctx, snap, before.version if before is not None else None, seen)
-        else:  # only an overwrite matters here
+        elif current is None or not _may_be_overwrite(ctx, snap):
+            made = _Made(None)  # only an overwrite matters here, and not on the first version (nothing to forget)
+        else:
             txn = transaction_of(ctx, snap.version, snap.manifest_uri)
             made = _Made(txn.WhichOneof("operation") if txn is not None else None)
         if made.operation == "overwrite":

@@ -162,8 +162,9 @@ def standard_directories(ctx: DatasetContext) -> None:
     root = ctx.dataset.uri
     stray_files: list[str] = []
     stray_dirs: Counter[str] = Counter()
+    prefix = root.rstrip("/") + "/"  # relative_to's, worked out once: a root holds a million files
     for info in ctx.storage.list(root, recursive=True):
-        below = relative_to(info.uri, root)
+        below = info.uri[len(prefix):] if info.uri.startswith(prefix) else None
         if not below:
             continue
         top, _, rest = below.partition("/")
