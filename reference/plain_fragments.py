@@ -55,7 +55,7 @@ def standard_names(columns: FragmentColumns, files: I64) -> Bools:
     """Per data file in ``files`` (indices into the columns' per-file arrays): whether its path is a standard
     data file name, judged on the path's bytes in the manifest (every such name is ASCII, so it reads the same
     decoded)."""
-    out = columns.path_length[files] == _NAME_LENGTH
+    out: Bools = columns.path_length[files] == _NAME_LENGTH
     candidates = np.flatnonzero(out)
     buf = np.frombuffer(columns.section, np.uint8)
     offsets = np.arange(_NAME_LENGTH, dtype=np.int64)
