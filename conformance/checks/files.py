@@ -57,8 +57,12 @@ class _DataFileState(NamedTuple):
 
 
 #: FileDescriptors decoded in one run, by their bytes: files written alike (same schema, same row count) share
-#: one, decoded once. Only this many are kept.
+#: one, decoded once. Only this many are kept, each of at most ``_DESCRIPTOR_BYTES_KEPT`` bytes (16 MB in all,
+#: whatever a dataset's descriptors weigh).
 _DESCRIPTORS_KEPT = 4096
+_DESCRIPTOR_BYTES_KEPT = 4096
+#: Footer versions kept as shared tuples (a dataset may give each file another).
+_VERSIONS_KEPT = 256
 
 
 def _states(storage: Storage) -> dict[str, _DataFileState]:
@@ -87,7 +91,9 @@ def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
         footer = read_footer(obj)
     except FormatError as exc:
         return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}", code="footer_invalid")
-    version = _VERSIONS.setdefault((footer.major, footer.minor), (footer.major, footer.minor))
+    version = _VERSIONS.get((footer.major, footer.minor)) or (footer.major, footer.minor)
+    if len(_VERSIONS) < _VERSIONS_KEPT:
+        version = _VERSIONS.setdefault(version, version)
     if footer.is_legacy:
         return _DataFileState(obj.size, version, None)
     try:
@@ -106,7 +112,7 @@ def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
         schemas: dict[tuple[tuple[int, str, str], ...], tuple[tuple[int, str, str], ...]] = run_cached(
             storage, ("data-file-schemas",), dict)
         known = (int(descriptor.length), schemas.setdefault(fields, fields))
-        if len(descriptors) < _DESCRIPTORS_KEPT:
+        if len(descriptors) < _DESCRIPTORS_KEPT and len(data) <= _DESCRIPTOR_BYTES_KEPT:
             descriptors[data] = known
     return _DataFileState(obj.size, version, None, known[0], fields=known[1])
 
