@@ -363,7 +363,7 @@ def _prefetch(storage: Storage, root: Dataset, snapshots: Mapping[int, Head], ch
         for ctx in contexts:
             for key, job in check.prefetch(ctx):
                 jobs.setdefault(key, job)
-    storage.prefetch(list(jobs.values()), remote=_remote(root), progress=_reading(progress, label, "file(s)"))
+    storage.prefetch(list(jobs.values()), remote=_remote(root), progress=_reading(progress, label, "file-read job(s)"))
 
 
 def _reading(progress: Progress | None, label: str, what: str) -> FetchProgress:

@@ -53,6 +53,7 @@ from typing import Any
 from reference import __version__
 from reference.errors import LanceSpecError, ObjectNotFound
 from reference.limits import Limits
+from reference.plain_fragments import file_uris
 from reference.store import ObjectInfo, Storage
 from reference.store.uri import normalize
 from reference.table import Snapshot
@@ -125,9 +126,8 @@ class RootEvidence:
     def judged(self, v: int, snapshot: Snapshot) -> None:
         """Record a version whose version checks ran: its manifest and the files it references."""
         self.manifests[v] = snapshot.manifest_uri
-        for resolved in snapshot.files():
-            if resolved.uri is not None:
-                self._tie(resolved.uri, v, v)
+        for uri in file_uris(snapshot):
+            self._tie(uri, v, v)
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)
@@ -229,6 +229,7 @@ class Present:
     def __init__(self, storage: Storage, main_uri: str) -> None:
         self.storage = storage
         self.root = normalize(main_uri)
+        self._below = self.root + "/"
         self._listed: dict[str, ObjectInfo] | None = None
         self._known: dict[str, Identity] = {}
 
@@ -241,10 +242,10 @@ class Present:
     def identity(self, uri: str) -> Identity:
         if uri in self._known:
             return self._known[uri]
-        if uri.startswith(self.root + "/"):
+        if uri.startswith(self._below):  # answered by the listing, kept already: not copied into _known
             if self._listed is None:
                 self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            found = identity(self._listed.get(uri))
+            return identity(self._listed.get(uri))
         else:
             try:
                 found = identity(self.storage.head(uri))

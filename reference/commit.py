@@ -44,6 +44,7 @@ from functools import partial
 from .apply import finalize
 from .codec import decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
+from .codec.transaction import peek_transaction
 from .conflicts import Resolution, judge
 from .errors import (
     CommitConflict,
@@ -90,12 +91,26 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
     return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
 
 
-def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None,
-                     data: bytes | None = None) -> transaction_pb2.Transaction | None:
-    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
-    ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
-    since (a cleanup removed it) is no transaction, as one the probe does not find. ``data``: the
-    manifest's bytes, read already."""
+def transaction_kind(dataset: Dataset, version: int, manifest_uri: str | None = None) -> tuple[str, int] | None:
+    """``(operation name, read_version)`` of the transaction ``load_transaction`` would return (None where it
+    returns None), its operation not decoded where it is read from its ``_transactions/`` file
+    (``codec.transaction.peek_transaction``): what a reader asks before it needs the whole transaction. Raises
+    as ``load_transaction``."""
+    found = _transaction_source(dataset, version, manifest_uri)
+    if found is None or isinstance(found, transaction_pb2.Transaction):
+        return None if found is None else (found.WhichOneof("operation") or "", found.read_version)
+    data, uri = found
+    peeked = peek_transaction(data)
+    if peeked is not None:
+        return peeked
+    txn = decode_transaction(data, uri)
+    return txn.WhichOneof("operation") or "", txn.read_version
+
+
+def _transaction_source(dataset: Dataset, version: int, manifest_uri: str | None = None, data: bytes | None = None
+                        ) -> transaction_pb2.Transaction | tuple[bytes, str] | None:
+    """The manifest's inline transaction (decoded with the manifest), else the bytes and URI of its
+    ``_transactions/`` file, else None (``load_transaction``'s rules)."""
     if manifest_uri is None:
         found = dataset._find_manifest(version)
         if found is None:
@@ -112,9 +127,21 @@ def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = 
         return None
     uri = join(dataset.uri, TRANSACTIONS_DIR, name)
     try:
-        return decode_transaction(dataset.storage.get(uri), uri)
+        return dataset.storage.get(uri), uri
     except ObjectNotFound:
         return None
+
+
+def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None,
+                     data: bytes | None = None) -> transaction_pb2.Transaction | None:
+    """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
+    ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
+    since (a cleanup removed it) is no transaction, as one the probe does not find. ``data``: the
+    manifest's bytes, read already."""
+    found = _transaction_source(dataset, version, manifest_uri, data)
+    if found is None or isinstance(found, transaction_pb2.Transaction):
+        return found
+    return decode_transaction(*found)
 
 
 def _backoff(attempt: int, unit: float) -> None:

@@ -23,6 +23,7 @@ from reference.store.uri import is_absolute, join, local_path, normalize, scheme
 from reference.table import Snapshot
 
 from . import VersionContext, version_check
+from .screen import suspects, with_base_ids
 
 T = TypeVar("T")
 
@@ -163,12 +164,12 @@ def references(ctx: VersionContext) -> None:
     manifest (BASE-003), the snapshot's resolution problems, which the checks that follow files skip.
     SHOULD: a deletion file's base, when it has one, is a dataset root (BASE-005): the Storage Layout's
     resolution allows a non-root base, but the Lance readers refuse a deletion file there (F-032)."""
-    manifest, where = ctx.snap.manifest, ctx.snap.manifest_uri
+    where = ctx.snap.manifest_uri
     by_id: dict[int, list[Base]] = {}
     for base in ctx.snap.bases:
         by_id.setdefault(base.id, []).append(base)
     known = ", ".join(str(i) for i in sorted(by_id)) or "none"
-    for fragment in manifest.fragments:
+    for fragment in (f.proto for f in suspects(ctx.snap, with_base_ids)):
         for data_file in fragment.files:
             if data_file.HasField("base_id") and data_file.base_id not in by_id:
                 ctx.finding("BASE-003", where, f"data file records base_id {data_file.base_id}, which names no base "
@@ -284,6 +285,8 @@ def dataset_root_bases(ctx: VersionContext) -> None:
     with pylance's data-only dataset-root bases. A base no file uses and without manifests is not judged.
     Bases that cannot be listed (an unsupported store) are skipped."""
     unusable = unusable_base_ids(ctx.snap)
+    if not any(base.is_dataset_root and base.id not in unusable for base in ctx.snap.bases):
+        return  # nothing to judge: no file need be looked at
     used: dict[int, set[FileKind]] = {}
     for resolved in ctx.snap.files():
         if resolved.base_id is not None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reference.codec import decode_tag
-from reference.commit import load_transaction
+from reference.commit import load_transaction, transaction_kind
 from reference.errors import LanceSpecError
 from reference.layout import TAGS_DIR, TREE_DIR, FileKind
 from reference.proto import transaction_pb2
@@ -45,6 +45,9 @@ def first_clone(dataset: Dataset, known: Mapping[int, Head]) -> _Lineage | None:
         if not entries:
             return None
         first = entries[0].version
+        kind = transaction_kind(dataset, first)  # a large first commit is not decoded to learn it is no clone
+        if kind is None or kind[0] != "clone":
+            return None
         txn = load_transaction(dataset, first)
         if txn is None or txn.WhichOneof("operation") != "clone":
             return None

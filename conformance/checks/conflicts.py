@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 
-from reference.commit import load_transaction
+from reference.commit import load_transaction, transaction_kind
 from reference.conflicts import Resolution, judge
 from reference.errors import LanceSpecError
 from reference.proto import transaction_pb2
@@ -42,14 +42,16 @@ _REFUSED = {Resolution.INCOMPATIBLE: ("incompatible with", "committed_incompatib
 
 def _judged_read_version(txn: transaction_pb2.Transaction, version: int) -> int | None:
     """The version the transaction was built on, when the history can judge what landed since; else None."""
-    operation = txn.WhichOneof("operation")
-    if operation is None or operation == "clone":
-        return None
-    if operation == "overwrite" and txn.read_version == 0:
-        return None
-    if txn.read_version >= version:  # HIST-003's finding
+    if _unjudged(txn.WhichOneof("operation") or "", txn.read_version, version):
         return None
     return txn.read_version
+
+
+def _unjudged(operation: str, read_version: int, version: int) -> bool:
+    """Whether the history cannot judge what landed since the transaction that made ``version`` read (no
+    operation, a Clone, an Overwrite from version 0, a read_version not below ``version``: HIST-003's)."""
+    return (operation in ("", "clone") or (operation == "overwrite" and read_version == 0)
+            or read_version >= version)
 
 
 @dataset_check("history.conflicts", "COMMIT-002", prefetch=transaction_reads)
@@ -71,6 +73,12 @@ def committed_despite_conflict(ctx: DatasetContext) -> None:
 
     for version in sorted(ctx.snapshots):
         if version not in listed:
+            continue
+        try:  # what cannot be judged is known without decoding the operation (a first commit can be huge)
+            kind = transaction_kind(ctx.dataset, version, listed[version])
+        except LanceSpecError:
+            continue
+        if kind is None or _unjudged(*kind, version):
             continue
         committing = transaction_of(version)
         read = None if committing is None else _judged_read_version(committing, version)

@@ -4,13 +4,15 @@ DeletionFile read_version). Reading the files themselves is ``files.deletion_fil
 from __future__ import annotations
 
 from . import VersionContext, version_check
+from .files import _with_deletion
+from .screen import suspects
 
 
 @version_check("deletions.read_version", "DEL-008")
 def read_version(ctx: VersionContext) -> None:
     """A deletion file's read_version, the version it was built from, is below the version whose
     manifest records it (DEL-008)."""
-    for fragment in ctx.snap.fragments:
+    for fragment in suspects(ctx.snap, _with_deletion):
         deletion = fragment.deletion
         if deletion is not None and deletion.read_version >= ctx.snap.version:
             ctx.finding("DEL-008", ctx.snap.manifest_uri,

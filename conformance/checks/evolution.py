@@ -24,15 +24,20 @@ How certify reads a restore, a rename and a re-add (spec/README.md, "Restore, re
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
+from reference.commit import transaction_kind
 from reference.errors import LanceSpecError
-from reference.proto import table_pb2
+from reference.plain_fragments import PlainFragments
+from reference.proto import file_pb2, table_pb2
 
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
-from .files import _data_file_reads, _data_file_state, _followed_data_files
+from .files import _data_file_reads, _data_file_state, _judged_one_by_one, _states
 from .history import transaction_of
 from .manifest import known_logical_type
 
@@ -80,6 +85,16 @@ def _made(ctx: DatasetContext, snap: PastVersion, previous: int | None, seen: di
     return _Made(operation, PastVersion(txn.restore.version, uri, manifest))
 
 
+def _may_be_overwrite(ctx: DatasetContext, snap: PastVersion) -> bool:
+    """Whether the transaction that made ``snap`` may be an Overwrite, known without decoding its operation
+    (``commit.transaction_kind``); whether it is one, and decodes, is ``transaction_of``'s to say."""
+    try:
+        kind = transaction_kind(ctx.dataset, snap.version, snap.manifest_uri)
+    except LanceSpecError:
+        return False  # it does not decode: transaction_of finds no transaction either
+    return kind is not None and kind[0] == "overwrite"
+
+
 def _commit(operation: str | None) -> str:
     """'a delete commit', 'an append commit'."""
     return f"{'an' if (operation or 'x')[0] in 'aeiou' else 'a'} {operation} commit"
@@ -108,7 +123,9 @@ def field_ids(ctx: DatasetContext) -> None:
         arrived = sorted(set(fields) - current) if current is not None else []
         if arrived:
             made = _made(ctx, snap, before.version if before is not None else None, seen)
-        else:  # only an overwrite matters here
+        elif current is None or not _may_be_overwrite(ctx, snap):
+            made = _Made(None)  # only an overwrite matters here, and not on the first version (nothing to forget)
+        else:
             txn = transaction_of(ctx, snap.version, snap.manifest_uri)
             made = _Made(txn.WhichOneof("operation") if txn is not None else None)
         if made.operation == "overwrite":
@@ -175,7 +192,7 @@ def data_file_field_ids(ctx: VersionContext) -> None:
     schema = {f.id: f for f in ctx.snap.manifest.fields
               if counts[f.id] == 1 and known_logical_type(f.logical_type)}
     held: dict[tuple[int, int], tuple[str, str, str]] = {}  # (fragment, field id) -> name, type, file
-    for fragment, _, data_file, uri in _followed_data_files(ctx.snap):
+    for fragment, _, data_file, uri in _judged_one_by_one(ctx.snap, functools.partial(_field_suspects, ctx, schema)):
         fields = _data_file_state(ctx.storage, uri).fields
         if fields is None:
             continue
@@ -197,6 +214,52 @@ def data_file_field_ids(ctx: VersionContext) -> None:
                             where)
 
 
+def _field_suspects(ctx: VersionContext, schema: dict[int, file_pb2.Field], plain: PlainFragments) -> list[int]:
+    """The plain fragments ``data_file_field_ids`` could find something in (positions in the fragment
+    sequence): those with a data file whose own schema gives an id of the manifest's schema another logical
+    type, those with two data files whose own schemas give one id two names or types, and every fragment whose
+    id another fragment shares (the rule compares the files of one fragment id). Files of one schema share one
+    tuple of fields, so each distinct schema, and each pair of them, is looked at once."""
+    states = _states(ctx.storage)
+    ids = plain.columns.id[plain.fragments]
+    order = np.sort(ids)
+    shared = order[1:][order[1:] == order[:-1]]
+    flagged: set[int] = set(plain.fragments[np.isin(ids, shared)].tolist()) if shared.size else set()
+    mistyped: dict[int, bool] = {}  # id() of a fields tuple -> whether it types an id of the schema otherwise
+    clashing: dict[tuple[int, int], bool] = {}
+    kept: list[tuple[tuple[int, str, str], ...]] = []  # the tuples the dicts name by id(), kept alive
+
+    def own(fields: tuple[tuple[int, str, str], ...]) -> dict[int, tuple[str, str]]:
+        return {fid: (name, logical_type) for fid, name, logical_type in fields}
+
+    def clash(a: tuple[tuple[int, str, str], ...], b: tuple[tuple[int, str, str], ...]) -> bool:
+        pair = (id(a), id(b))
+        if pair not in clashing:
+            mine, theirs = own(a), own(b)
+            clashing[pair] = any(fid in theirs and theirs[fid] != held for fid, held in mine.items())
+        return clashing[pair]
+
+    group: list[tuple[tuple[int, str, str], ...]] = []  # the distinct schemas of the current fragment's files
+    current = -1
+    for uri, owner in zip(plain.uris, plain.owners.tolist(), strict=True):
+        fields = (states.get(uri) or _data_file_state(ctx.storage, uri)).fields
+        if owner != current:
+            current, group = owner, []
+        if fields is None:
+            continue
+        if id(fields) not in mistyped:
+            kept.append(fields)
+            mistyped[id(fields)] = any(fid in schema and schema[fid].logical_type != held[1]
+                                       for fid, held in own(fields).items())
+        if mistyped[id(fields)]:
+            flagged.add(owner)
+        if all(fields is not other for other in group):
+            if any(clash(other, fields) for other in group):
+                flagged.add(owner)
+            group.append(fields)
+    return sorted(flagged)
+
+
 @dataset_check("evolution.fragment_ids", "MAN-017")
 def fragment_ids(ctx: DatasetContext) -> None:
     """A fragment id that named a fragment in an earlier version and left the dataset returns only in a
@@ -207,9 +270,16 @@ def fragment_ids(ctx: DatasetContext) -> None:
     seen: dict[int, str] = {}
     appearances: dict[int, list[frozenset[str]]] = {}
     previous: table_pb2.Manifest | None = None
+    latest = max(ctx.snapshots, default=None)
     for snap in ctx.history():
-        fragments = {f.id: frozenset(d.path for d in f.files) for f in snap.manifest.fragments}
-        arrived = sorted(set(fragments) - {f.id for f in previous.fragments}) if previous is not None else []
+        if snap.version == latest:  # the last version looked at: only its arrivals matter, nothing looks back at it
+            if previous is None:
+                break
+            arrived = sorted({f.id for f in snap.manifest.fragments} - {f.id for f in previous.fragments})
+            fragments = _files_of(snap.manifest, set(arrived))
+        else:
+            fragments = _files_of(snap.manifest, None)
+            arrived = sorted(set(fragments) - {f.id for f in previous.fragments}) if previous is not None else []
         made = _made(ctx, snap, previous.version if previous is not None else None, seen) if arrived else _Made(None)
         for fid in arrived:
             if fid in appearances:
@@ -223,10 +293,17 @@ def fragment_ids(ctx: DatasetContext) -> None:
                 continue
             if problem:
                 ctx.finding_at(snap.version, "MAN-017", snap.manifest_uri, problem)
-        for fid, files in fragments.items():
-            appearances.setdefault(fid, []).append(files)
+        if snap.version != latest:
+            for fid, files in fragments.items():
+                appearances.setdefault(fid, []).append(files)
         previous = snap.manifest
         seen[snap.version] = snap.manifest_uri
+
+
+def _files_of(manifest: table_pb2.Manifest, ids: set[int] | None) -> dict[int, frozenset[str]]:
+    """The data file paths of each fragment (of those with ``ids``, when given) by fragment id; of fragments
+    sharing an id, the last."""
+    return {f.id: frozenset(d.path for d in f.files) for f in manifest.fragments if ids is None or f.id in ids}
 
 
 def _returning_fragment(made: _Made, fid: int, files: frozenset[str], earlier: list[frozenset[str]]) -> str | None:

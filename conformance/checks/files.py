@@ -13,76 +13,112 @@ once.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from reference.codec.datafile import (
-    FOOTER_VERSION_FOR,
-    DataFileFooter,
-    TailedObject,
-    file_descriptor,
-    read_footer,
-)
+from reference.codec import FragmentColumns
+from reference.codec.datafile import FOOTER_VERSION_FOR, TailedObject, decode_descriptor, descriptor_bytes, read_footer
 from reference.codec.deletion import arrow_batches, deserialize_bitmap
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
+from reference.plain_fragments import PlainFragments, plain_fragments
 from reference.proto import table_pb2
 from reference.store import Storage
+from reference.store.uri import scheme_of
 from reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
 from . import Prefetch, VersionContext, version_check
 from .bases import run_cached, unusable_base_ids
 from .clones import first_clone
 from .portability import is_relative_path
+from .screen import Bools, suspects
 
 # --- what storage says about a file ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _DataFileState:
-    """A data file as found: its size (None when absent), its footer (None when unreadable), its row count
-    (None for a legacy file or one without a footer; a sentence when it cannot be read), the ``(id, name,
-    logical type)`` of each field of its own schema (its FileDescriptor; None when there is no count; one
-    shared tuple for the files of one schema) and, when something is wrong with the file itself, a sentence
-    saying what and a word for it (``Finding.code``)."""
+class _DataFileState(NamedTuple):
+    """A data file as found: its size (None when absent), its footer's ``(major, minor)`` version (None when
+    unreadable), its row count (None for a legacy file or one without a footer; a sentence when it cannot be
+    read), the ``(id, name, logical type)`` of each field of its own schema (its FileDescriptor; None when there
+    is no count; one shared tuple for the files of one schema) and, when something is wrong with the file
+    itself, a sentence saying what and a word for it (``Finding.code``). A tuple: a run keeps one per file, a
+    million of them for a million-fragment version."""
 
     size: int | None
-    footer: DataFileFooter | None
+    version: tuple[int, int] | None
     problem: str | None
     rows: int | str | None = None
     code: str = ""
     fields: tuple[tuple[int, str, str], ...] | None = None
 
 
+#: FileDescriptors decoded in one run, by their bytes: files written alike (same schema, same row count) share
+#: one, decoded once. Only this many are kept, each of at most ``_DESCRIPTOR_BYTES_KEPT`` bytes (16 MB in all,
+#: whatever a dataset's descriptors weigh).
+_DESCRIPTORS_KEPT = 4096
+_DESCRIPTOR_BYTES_KEPT = 4096
+#: Footer versions kept as shared tuples (a dataset may give each file another).
+_VERSIONS_KEPT = 256
+
+
+def _states(storage: Storage) -> dict[str, _DataFileState]:
+    """The data files found in this run (``storage``'s), by URI."""
+    return run_cached(storage, ("data-file-states",), dict)
+
+
 def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
     """Everything the file checks ask of a data file, from one suffix read (a second only when the
-    metadata reaches further back than ``TAIL_READ``)."""
+    metadata reaches further back than ``TAIL_READ``); found once per run."""
+    states = _states(storage)
+    found = states.get(uri)
+    if found is None:
+        found = states[uri] = _read_data_file(storage, uri)
+    return found
 
-    def compute() -> _DataFileState:
+
+def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
+    try:
+        obj = TailedObject.fetch(storage, uri)
+    except ObjectNotFound:
+        return _DataFileState(None, None, "does not exist", code="missing")
+    except StorageError as exc:
+        return _DataFileState(None, None, f"cannot be read: {exc.message}", code="unreadable")
+    try:
+        footer = read_footer(obj)
+    except FormatError as exc:
+        return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}", code="footer_invalid")
+    version = _VERSIONS.get((footer.major, footer.minor)) or (footer.major, footer.minor)
+    if len(_VERSIONS) < _VERSIONS_KEPT:
+        version = _VERSIONS.setdefault(version, version)
+    if footer.is_legacy:
+        return _DataFileState(obj.size, version, None)
+    try:
+        data = descriptor_bytes(obj, footer)
+    except LanceSpecError as exc:
+        return _DataFileState(obj.size, version, None, exc.message)
+    descriptors: dict[bytes, tuple[int, tuple[tuple[int, str, str], ...]]] = run_cached(
+        storage, ("data-file-descriptors",), dict)
+    known = descriptors.get(data)
+    if known is None:
         try:
-            obj = TailedObject.fetch(storage, uri)
-        except ObjectNotFound:
-            return _DataFileState(None, None, "does not exist", code="missing")
-        except StorageError as exc:
-            return _DataFileState(None, None, f"cannot be read: {exc.message}", code="unreadable")
-        try:
-            footer = read_footer(obj)
-        except FormatError as exc:
-            return _DataFileState(obj.size, None, f"has no valid Lance footer: {exc.message}", code="footer_invalid")
-        if footer.is_legacy:
-            return _DataFileState(obj.size, footer, None)
-        try:
-            descriptor = file_descriptor(obj, footer)
+            descriptor = decode_descriptor(data, uri)
         except LanceSpecError as exc:
-            return _DataFileState(obj.size, footer, None, exc.message)
+            return _DataFileState(obj.size, version, None, exc.message)
         fields = tuple((f.id, f.name, f.logical_type) for f in descriptor.schema.fields)
-        shared = run_cached(storage, ("data-file-schema", repr(fields)), lambda: fields)
-        return _DataFileState(obj.size, footer, None, int(descriptor.length), fields=shared)
+        schemas: dict[tuple[tuple[int, str, str], ...], tuple[tuple[int, str, str], ...]] = run_cached(
+            storage, ("data-file-schemas",), dict)
+        known = (int(descriptor.length), schemas.setdefault(fields, fields))
+        if len(descriptors) < _DESCRIPTORS_KEPT and len(data) <= _DESCRIPTOR_BYTES_KEPT:
+            descriptors[data] = known
+    return _DataFileState(obj.size, version, None, known[0], fields=known[1])
 
-    return run_cached(storage, ("data-file", uri), compute)
+
+#: One tuple per footer version met (a state per file shares it).
+_VERSIONS: dict[tuple[int, int], tuple[int, int]] = {}
 
 
 def _followable(resolved: ResolvedFile, unusable: set[int]) -> bool:
@@ -95,15 +131,42 @@ def _followable(resolved: ResolvedFile, unusable: set[int]) -> bool:
     return resolved.kind is not FileKind.DATA or is_relative_path(resolved.path)
 
 
-def _followed_data_files(snap: Snapshot) -> Iterator[tuple[FragmentView, ResolvedFile, table_pb2.DataFile, str]]:
-    """``(fragment, resolved file, DataFile message, uri)`` of every data file the file checks follow
-    (``_followable``)."""
-    unusable = unusable_base_ids(snap)
-    for fragment in snap.fragments:
+def _followed_in(fragments: Iterable[FragmentView], unusable: set[int]
+                 ) -> Iterator[tuple[FragmentView, ResolvedFile, table_pb2.DataFile, str]]:
+    for fragment in fragments:
         for resolved, data_file in zip(fragment.files, fragment.proto.files, strict=True):
             if _followable(resolved, unusable):
                 assert resolved.uri is not None
                 yield fragment, resolved, data_file, resolved.uri
+
+
+def _followed_data_files(snap: Snapshot) -> Iterator[tuple[FragmentView, ResolvedFile, table_pb2.DataFile, str]]:
+    """``(fragment, resolved file, DataFile message, uri)`` of every data file the file checks follow
+    (``_followable``)."""
+    return _followed_in(snap.fragments, unusable_base_ids(snap))
+
+
+def _followed_uris(snap: Snapshot) -> list[str]:
+    """The URI of every data file the file checks follow: those of the plain fragments (every one followed:
+    no base id, a relative path) from the columns, the others' as ``_followed_data_files`` finds them."""
+    plain = plain_fragments(snap)
+    if plain is None:
+        return [uri for _, _, _, uri in _followed_data_files(snap)]
+    others = [snap.fragments[i] for i in plain.others.tolist()]
+    return plain.uris + [uri for _, _, _, uri in _followed_in(others, unusable_base_ids(snap))]
+
+
+def _judged_one_by_one(snap: Snapshot, flagged: Callable[[PlainFragments], Iterable[int]]
+                       ) -> Iterator[tuple[FragmentView, ResolvedFile, table_pb2.DataFile, str]]:
+    """What a data-file rule must judge file by file: every followed data file of the fragments that are not
+    plain, and of the plain fragments ``flagged`` picks (positions in ``plain.fragments``' sequence: those in
+    which the rule could find something). Without columns, every followed data file."""
+    plain = plain_fragments(snap)
+    if plain is None:
+        yield from _followed_data_files(snap)
+        return
+    chosen = sorted({*flagged(plain), *plain.others.tolist()})
+    yield from _followed_in((snap.fragments[i] for i in chosen), unusable_base_ids(snap))
 
 
 def _inherited(ctx: VersionContext) -> frozenset[tuple[str, int | None]]:
@@ -127,10 +190,39 @@ def _expected_footer_versions(major: int, minor: int) -> set[tuple[int, int]] | 
     return None if mapped is None else {mapped, (major, minor)}
 
 
+#: Data files read by one job of the prefetch on local disk (where the reads run on one thread anyway); on an
+#: object store each file is a job of its own, so that the run's threads share them.
+_LOCAL_BATCH = 4096
+
+
 def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
-    """The suffix read of every data file the file checks will follow."""
-    for _, _, _, uri in _followed_data_files(ctx.snap):
-        yield ("data-file", uri), functools.partial(_data_file_state, ctx.storage, uri)
+    """The suffix read of every data file the file checks will follow, not found before in this run."""
+    storage, states = ctx.storage, _states(ctx.storage)
+    uris = [uri for uri in _followed_uris(ctx.snap) if uri not in states]
+    if scheme_of(ctx.snap.root) != "file":
+        for uri in uris:
+            yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
+        return
+    for at in range(0, len(uris), _LOCAL_BATCH):
+        batch = uris[at:at + _LOCAL_BATCH]
+        yield ("data-files", batch[0], batch[-1], str(len(batch))), functools.partial(_read_all, storage, batch)
+
+
+def _read_all(storage: Storage, uris: list[str]) -> None:
+    """Find every data file of ``uris`` (the prefetch's job on local disk; a file that cannot be read is a
+    state saying so, never an exception)."""
+    for uri in uris:
+        _data_file_state(storage, uri)
+
+
+def _plain_flagged(plain: PlainFragments, storage: Storage, wrong: Callable[[_DataFileState, int], bool]
+                   ) -> list[int]:
+    """The positions (in the snapshot's fragment sequence) of the plain fragments with a data file whose state
+    ``wrong(state, file)`` flags (``file``: its index in the columns' per-file arrays)."""
+    states = _states(storage)
+    flagged = {owner for uri, file, owner in zip(plain.uris, plain.files.tolist(), plain.owners.tolist(), strict=True)
+               if wrong(states.get(uri) or _data_file_state(storage, uri), file)}
+    return sorted(flagged)
 
 
 @version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads, fragment_local=True)
@@ -140,16 +232,30 @@ def data_files_exist(ctx: VersionContext) -> None:
     recorded), ending in a valid Lance footer (40-byte v2 footer with consistent offset tables, or the
     16-byte legacy one) of the version the DataFile records (BASE-004). A file a shallow clone or branch
     inherited from its source that fails this is reported as CLONE-001 instead: every inherited file
-    resolves through a base and exists."""
+    resolves through a base and exists. (A plain fragment's files are screened from the columns first: one
+    that is found, of the size recorded, with a footer of the version recorded, draws nothing.)"""
+
+    def flagged(plain: PlainFragments) -> list[int]:
+        columns = plain.columns
+        sizes, majors, minors = columns.file_size.tolist(), columns.major.tolist(), columns.minor.tolist()
+
+        def wrong(state: _DataFileState, file: int) -> bool:
+            if state.problem is not None or (sizes[file] and state.size != sizes[file]):
+                return True
+            allowed = _expected_footer_versions(majors[file], minors[file])
+            return state.version is not None and allowed is not None and state.version not in allowed
+
+        return _plain_flagged(plain, ctx.storage, wrong)
+
     inherited: frozenset[tuple[str, int | None]] | None = None
-    for fragment, resolved, data_file, uri in _followed_data_files(ctx.snap):
+    for fragment, resolved, data_file, uri in _judged_one_by_one(ctx.snap, flagged):
         state = _data_file_state(ctx.storage, uri)
         problem, code = state.problem, state.code
         if problem is None and resolved.size is not None and state.size != resolved.size:
             problem, code = f"is {state.size} bytes, but the manifest records {resolved.size}", "size_mismatch"
-        if problem is None and state.footer is not None:
+        if problem is None and state.version is not None:
             allowed = _expected_footer_versions(data_file.file_major_version, data_file.file_minor_version)
-            found = (state.footer.major, state.footer.minor)
+            found = state.version
             if allowed is not None and found not in allowed:
                 problem = (f"has a footer of file version {found[0]}.{found[1]}, but the manifest records "
                            f"{data_file.file_major_version}.{data_file.file_minor_version}")
@@ -171,8 +277,20 @@ def physical_rows(ctx: VersionContext) -> None:
     """A fragment's physical_rows equals the row count of each of its data files, deleted rows included
     (MAN-004). The count is the ``length`` of the file's FileDescriptor (global buffer 0), read without
     decoding columns. Legacy (0.x) files keep it elsewhere and are skipped, as are files that are missing
-    or have a bad footer (BASE-004's)."""
-    for fragment, _, _, uri in _followed_data_files(ctx.snap):
+    or have a bad footer (BASE-004's). (A plain fragment's files are screened from the columns first.)"""
+
+    def flagged(plain: PlainFragments) -> list[int]:
+        columns = plain.columns
+        rows_of = columns.physical_rows.tolist()
+        fragment_of = columns.file_fragment.tolist()
+
+        def wrong(state: _DataFileState, file: int) -> bool:
+            rows = state.rows
+            return rows is not None and (isinstance(rows, str) or rows != rows_of[fragment_of[file]])
+
+        return _plain_flagged(plain, ctx.storage, wrong)
+
+    for fragment, _, _, uri in _judged_one_by_one(ctx.snap, flagged):
         rows = _data_file_state(ctx.storage, uri).rows
         where = f"fragment {fragment.id}"
         if isinstance(rows, str):
@@ -274,11 +392,16 @@ def _deletions(storage: Storage, uri: str, file_type: int, physical_rows: int) -
 DELETION_ARROW_SCHEMA = "row_id: uint32 not null"
 
 
+def _with_deletion(columns: FragmentColumns) -> Bools:
+    """Screen: the fragments that record a deletion file (no other has one to judge)."""
+    return columns.has_deletion
+
+
 def _followed_deletions(snap: Snapshot) -> Iterator[tuple[FragmentView, DeletionView, str]]:
     """``(fragment, deletion, uri)`` of every deletion file of a known type the file checks follow
     (``_followable``)."""
     unusable = unusable_base_ids(snap)
-    for fragment in snap.fragments:
+    for fragment in suspects(snap, _with_deletion):
         deletion = fragment.deletion
         if (deletion is not None and deletion.file_type in (DELETION_ARROW, DELETION_BITMAP)
                 and _followable(deletion.file, unusable)):
@@ -303,7 +426,7 @@ def deletion_files(ctx: VersionContext) -> None:
     roaring bitmap (DEL-002); it holds exactly num_deleted_rows distinct offsets (DEL-003), each below
     physical_rows (DEL-004); the ``.arrow`` column is ``row_id: uint32 not null``, the only schema the
     Lance readers accept, though the Table Format text says Int32 (DEL-005, spec/findings.md F-002)."""
-    for fragment in ctx.snap.fragments:
+    for fragment in suspects(ctx.snap, _with_deletion):
         deletion = fragment.deletion
         if deletion is not None and deletion.file_type not in (DELETION_ARROW, DELETION_BITMAP):
             ctx.finding("DEL-002", ctx.snap.manifest_uri, f"deletion file type {deletion.file_type} is neither "

@@ -27,6 +27,7 @@ from reference.store.uri import join, relative_to
 
 from . import DatasetContext, Prefetch, VersionContext, dataset_check, version_check
 from .portability import is_relative_path
+from .screen import nonstandard_names, suspects
 
 #: Top-level directories a dataset root may hold: the standard ones and blob v2's managed ``_blobs/``.
 ROOT_DIRECTORIES = frozenset((*STANDARD_DIRS, "_blobs"))
@@ -80,7 +81,7 @@ def data_file_names(ctx: VersionContext) -> None:
     """SHOULD: a data file is named ``{stem}.lance`` with a 50-character stem, 24 binary digits then 26
     lowercase hex digits (LAYOUT-003), and DataFile.path is that bare name. A path that is not relative
     is PORT-001's; only its last component is judged here."""
-    for fragment in ctx.snap.fragments:
+    for fragment in suspects(ctx.snap, nonstandard_names):
         for data_file in fragment.proto.files:
             path = data_file.path
             name = path if is_relative_path(path) else path.rsplit("/", 1)[-1]
@@ -161,8 +162,9 @@ def standard_directories(ctx: DatasetContext) -> None:
     root = ctx.dataset.uri
     stray_files: list[str] = []
     stray_dirs: Counter[str] = Counter()
+    prefix = root.rstrip("/") + "/"  # relative_to's, worked out once: a root holds a million files
     for info in ctx.storage.list(root, recursive=True):
-        below = relative_to(info.uri, root)
+        below = info.uri[len(prefix):] if info.uri.startswith(prefix) else None
         if not below:
             continue
         top, _, rest = below.partition("/")

@@ -16,6 +16,7 @@ from reference.table import Dataset, bases_of
 
 from . import DatasetContext, VersionContext, dataset_check, version_check
 from .bases import branch_family, dataset_root_locations, relation
+from .screen import nonstandard_names, suspects
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -40,8 +41,8 @@ def relative_paths(ctx: VersionContext) -> None:
     separator) (PORT-001). Deletion file paths are derived from numbers, so they are
     relative by construction."""
     where = ctx.snap.manifest_uri
-    for fragment in ctx.snap.manifest.fragments:
-        for data_file in fragment.files:
+    for fragment in suspects(ctx.snap, nonstandard_names):
+        for data_file in fragment.proto.files:
             if not is_relative_path(data_file.path):
                 ctx.finding("PORT-001", where, f"data file path {data_file.path!r} is not relative to its data "
                             f"directory{_escape_note(data_file.path)}", f"fragment {fragment.id} file {data_file.path}",

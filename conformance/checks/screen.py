@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reference.codec import FragmentColumns
+from reference.plain_fragments import standard_names
 from reference.proto import table_pb2
 from reference.table import FragmentView, FragmentViews, Snapshot
 
@@ -72,6 +73,18 @@ def decreasing_within(owner: npt.NDArray[np.int64], values: npt.NDArray[np.int64
     return owners
 
 
+def nonstandard_names(columns: FragmentColumns) -> Bools:
+    """The fragments with a data file whose path is not a standard data file name, as its bytes read
+    (``reference.plain_fragments.standard_names``): a standard name is relative, stays in its directory and is
+    well formed, so only the others can draw a finding about a path."""
+    return fragments_of_files(columns, ~standard_names(columns, np.arange(columns.file_count, dtype=np.int64)))
+
+
+def with_base_ids(columns: FragmentColumns) -> Bools:
+    """The fragments with a data file or a deletion file that records a base_id."""
+    return fragments_of_files(columns, columns.has_base) | columns.deletion_has_base
+
+
 def exact_ids(columns: FragmentColumns, manifest: table_pb2.Manifest) -> npt.NDArray[np.uint64]:
     """Every fragment's id, as protobuf reads it: the column, with irregular fragments' ids from the message."""
     ids = columns.id
@@ -91,4 +104,4 @@ def any_fragment(columns: FragmentColumns, manifest: table_pb2.Manifest, column:
 
 
 __all__ = ["Screen", "any_fragment", "columns_of", "decreasing_within", "exact_ids", "files_with",
-           "fragments_of_files", "repeated_within", "suspects"]
+           "fragments_of_files", "nonstandard_names", "repeated_within", "suspects", "with_base_ids"]

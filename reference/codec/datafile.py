@@ -139,6 +139,12 @@ def file_descriptor(obj: TailedObject, footer: DataFileFooter) -> file_pb2.FileD
     entry or the descriptor is damaged, and UnsupportedFeatureError for a legacy (0.x) file, which keeps
     its metadata elsewhere.
     """
+    return decode_descriptor(descriptor_bytes(obj, footer), obj.uri)
+
+
+def descriptor_bytes(obj: TailedObject, footer: DataFileFooter) -> bytes:
+    """Global buffer 0 of a v2 data file, the bytes ``file_descriptor`` decodes (files written alike share
+    them, so a reader of many files may decode each distinct one once). Raises as ``file_descriptor``."""
     uri = obj.uri
     if footer.is_legacy:
         raise UnsupportedFeatureError(f"legacy ({footer.major}.{footer.minor}) data file: no FileDescriptor", uri)
@@ -158,6 +164,11 @@ def file_descriptor(obj: TailedObject, footer: DataFileFooter) -> file_pb2.FileD
     data = obj.read(position, length)
     if len(data) != length:
         raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", uri)
+    return bytes(data)
+
+
+def decode_descriptor(data: bytes, uri: str) -> file_pb2.FileDescriptor:
+    """Global buffer 0 (``descriptor_bytes``) decoded as a FileDescriptor. Raises FormatError when it is none."""
     descriptor = decode(file_pb2.FileDescriptor, data, uri, "global buffer 0")
     if not descriptor.HasField("schema"):
         raise FormatError("global buffer 0 is no lance.file.FileDescriptor (no schema)", uri)

@@ -21,7 +21,7 @@ MAX_IO_PARALLELISM = 1024
 """The most requests in flight (and connections kept) a run accepts: pools and threads are sized by it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectInfo:
     """One stored object: its absolute URI, size in bytes, last-modified time (UTC) and, where the store gives
     one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since)."""

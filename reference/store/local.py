@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import operator
 import os
 import platform
 import shutil
@@ -24,7 +25,7 @@ from typing import BinaryIO
 from ..errors import AccessDenied, NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
-from .uri import join, local_path
+from .uri import local_path
 
 
 def _info(uri: str, st: os.stat_result) -> ObjectInfo:
@@ -71,7 +72,9 @@ def _path(uri: str, directory: bool = False) -> str:
     path = local_path(uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
-    _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
+    # a file directly in a directory found before (only normalized ones are kept, so this is its dirname)
+    if directory or path[:path.rfind("/")] not in _REAL_DIRECTORIES:
+        _no_link_on_the_way(os.path.normpath(path if directory else os.path.dirname(path) or "."), uri)
     return path
 
 
@@ -112,6 +115,12 @@ _libc = ctypes.CDLL(None, use_errno=True) if _SYS_OPENAT2 is not None else None
 _openat2_works = _libc is not None
 
 
+#: The ``open_how`` of each set of flags asked for (the kernel only reads it), and what ``os.fsencode`` encodes with.
+_HOW: dict[int, _OpenHow] = {}
+_HOW_SIZE = ctypes.sizeof(_OpenHow)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+
 def open_no_links(path: str, flags: int) -> int:
     """``os.open(path, flags)`` with no symbolic link followed at any component of ``path``, by the kernel
     (Linux ``openat2`` with ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS``, Linux 5.6 and later): a link
@@ -120,8 +129,11 @@ def open_no_links(path: str, flags: int) -> int:
     global _openat2_works
     if _openat2_works and _libc is not None:
         sys.audit("open", path, None, flags)  # what os.open announces: audit hooks (the fuzzer's) see every open
-        how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-        fd = _libc.syscall(_SYS_OPENAT2, _AT_FDCWD, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+        how = _HOW.get(flags)
+        if how is None:
+            how = _HOW[flags] = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+        fd = _libc.syscall(_SYS_OPENAT2, _AT_FDCWD, path.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(how),
+                           _HOW_SIZE)
         if fd >= 0:
             return int(fd)
         code = ctypes.get_errno()
@@ -142,22 +154,28 @@ class LocalStore(ObjectStore):
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    @contextlib.contextmanager
-    def _open(self, uri: str) -> Iterator[tuple[BinaryIO, int]]:
-        """The regular file at ``uri``, opened without following a final symbolic link and without
-        blocking, with its size."""
+    @staticmethod
+    def _open_fd(uri: str) -> tuple[int, int]:
+        """A descriptor of the regular file at ``uri``, opened without following a symbolic link at any
+        component and without blocking, and its size; the caller closes it."""
         try:
             fd = open_no_links(_path(uri), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except (OSError, ValueError) as exc:
             raise _storage_error(exc, uri) from exc
-        try:  # checked before fdopen, which refuses a directory with its own error
+        try:  # checked before any read (fdopen refuses a directory with its own error)
             st = os.fstat(fd)
             _refuse_unless_regular(st.st_mode, uri)
         except BaseException:
             os.close(fd)
             raise
+        return fd, st.st_size
+
+    @contextlib.contextmanager
+    def _open(self, uri: str) -> Iterator[tuple[BinaryIO, int]]:
+        """The regular file at ``uri`` (``_open_fd``) as a file object, with its size."""
+        fd, size = self._open_fd(uri)
         with os.fdopen(fd, "rb") as fh:
-            yield fh, st.st_size
+            yield fh, size
 
     def get(self, uri: str) -> bytes:
         with self._open(uri) as (fh, size):
@@ -179,9 +197,15 @@ class LocalStore(ObjectStore):
             raise _storage_error(exc, uri) from exc
 
     def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
-        with self._open(uri) as (fh, size):  # the size an open file has, whatever the caller knew
-            fh.seek(max(0, size - length))
-            return Tail(self._read(fh, min(length, size), uri), size)
+        """One ``pread`` of the file's last ``length`` bytes, at the size the open file has, whatever the
+        caller knew (a million data files' tails are read this way: no file object per read)."""
+        fd, size = self._open_fd(uri)
+        try:
+            return Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
+        except OSError as exc:
+            raise _storage_error(exc, uri) from exc
+        finally:
+            os.close(fd)
 
     def head(self, uri: str) -> ObjectInfo:
         try:  # O_PATH: the name itself, opened for its status only (a FIFO does not block, a final link is seen)
@@ -203,7 +227,7 @@ class LocalStore(ObjectStore):
         root = _path(prefix, directory=True)
         if not os.path.isdir(root):
             return iter(())
-        return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=lambda i: i.uri))
+        return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=operator.attrgetter("uri")))
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
         """Every entry that is not a directory is listed (symbolic links, FIFOs and devices too, with their
@@ -221,25 +245,23 @@ class LocalStore(ObjectStore):
                 try:
                     with os.scandir(fd) as entries:
                         found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-                    stats = {}
+                    listed: list[ObjectInfo] = []  # each file's info made at once: no stat result kept per file
                     for name, is_dir in found:
                         if not is_dir:
                             with contextlib.suppress(FileNotFoundError):  # gone since the read: not listed
-                                stats[name] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                                # join's result: a name read from a directory holds no slash
+                                listed.append(_info(f"{directory_uri}/{name}", st))
                 finally:
                     os.close(fd)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 raise _storage_error(exc, directory_uri) from exc
-            for name, is_dir in found:
-                uri = join(directory_uri, name)
-                if is_dir:
-                    if recursive:
-                        pending.append((uri, os.path.join(directory, name)))
-                    continue
-                if name in stats:
-                    yield _info(uri, stats[name])
+            if recursive:
+                pending.extend((f"{directory_uri}/{name}", os.path.join(directory, name))
+                               for name, is_dir in found if is_dir)
+            yield from listed
 
     def _temp_beside(self, path: str, data: bytes) -> str:
         directory = os.path.dirname(path)
