@@ -11,7 +11,10 @@ bases, or answers differently when the case is run a second time. A worker serve
 replaced after any failure (docs/security.md).
 
     python -m lancespec.fuzz --cases 100000 --seed 0 --workdir /tmp/fuzz
+    python -m lancespec.fuzz --answers --cases 1000 --seed 0 --workdir /tmp/fuzz-answers
 
+With ``--answers`` the files stay whole and what an S3-compatible store answers is damaged instead
+(``lancespec.fuzz_answers``).
 Exit 0 when every case passed, 1 otherwise (the failing seeds are printed; rerun one with --seed S
 --cases 1).
 """
@@ -27,6 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .fuzz_answers import KINDS, fuzz_answers
 from .fuzz_structure import structured
 from .fuzz_worker import CASE_SECONDS, WORKER_MEMORY_BYTES, FuzzResult, Worker, problem, serve
 from .fuzz_world import build_pristine
@@ -208,15 +212,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--structured-share", type=float, default=STRUCTURED_SHARE, metavar="P",
                         help="the share of damage to manifests, transactions, deletion files and refs that is "
                         f"structure-aware (default {STRUCTURED_SHARE}; 0 replays the seeds of runs before it)")
+    parser.add_argument("--answers", action="store_true",
+                        help="damage what an S3-compatible store answers instead of the files: the world on the "
+                        "embedded S3 server, certify reading it through a damaging proxy (lancespec/fuzz_answers.py)")
+    parser.add_argument("--answer-kinds", metavar="K,K", help="with --answers: only these kinds of damage "
+                        f"(default all: {', '.join(KINDS)})")
     parser.add_argument("--serve", type=int, metavar="MEMORY", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.answer_kinds and not args.answers:
+        parser.error("--answer-kinds needs --answers")
+    kinds = [k.strip() for k in args.answer_kinds.split(",") if k.strip()] if args.answer_kinds else None
+    unknown = sorted(set(kinds or ()) - set(KINDS))
+    if unknown:
+        parser.error(f"unknown kinds of answer damage: {', '.join(unknown)}")
     if args.serve is not None:  # a worker process (Worker starts it)
         serve(args.serve)
         return EXIT_OK
     with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)
+        if args.answers:
+            answers = fuzz_answers(args.cases, args.seed, workdir, progress=True, kinds=kinds)
+            print("damage done: " + ", ".join(f"{k} {n}" for k, n in sorted(answers.damage.items())))
+            result: FuzzResult = answers
+        else:
+            result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)
     for seed, why in sorted(result.failures.items()):
         print(f"seed {seed}: {why}")
     print(result.summary())
