@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         if args.answers:
             answers = fuzz_answers(args.cases, args.seed, workdir, progress=True, kinds=kinds)
-            print("damage done: " + ", ".join(f"{k} {n}" for k, n in sorted(answers.damage.items())))
+            print(answers.damage_summary())
             result: FuzzResult = answers
         else:
             result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)

@@ -487,9 +487,15 @@ def _own_problem(hook: CaseDamage, first: dict[str, Any]) -> str | None:
 
 @dataclass
 class AnswersResult(FuzzResult):
-    """A store-answer run: the fuzzer's tally, and how often each kind of damage was done."""
+    """A store-answer run: the fuzzer's tally, in how many cases each kind of damage was done, and how many
+    of those ended CONFORMANT (the damage changed nothing certify relies on, or certify did not see it)."""
 
     damage: Counter[str] = field(default_factory=Counter)
+    conformant: Counter[str] = field(default_factory=Counter)
+
+    def damage_summary(self) -> str:
+        return "damage done (cases; of them CONFORMANT): " + ", ".join(
+            f"{k} {n}; {self.conformant[k]}" for k, n in sorted(self.damage.items()))
 
 
 def fuzz_answers(cases: int, seed: int, workdir: Path, progress: bool = False, kinds: Sequence[str] | None = None,
@@ -507,7 +513,10 @@ def fuzz_answers(cases: int, seed: int, workdir: Path, progress: bool = False, k
                 record = rig.run_case(s, kinds)
                 result.cases += 1
                 result.exit_codes[record.codes[0]] = result.exit_codes.get(record.codes[0], 0) + 1
-                result.damage.update(d.split(":")[0] for d in record.damaged)
+                kinds_done = {d.split(":")[0] for d in record.damaged}
+                result.damage.update(kinds_done)
+                if record.codes[0] == 0:
+                    result.conformant.update(kinds_done)
                 if record.problem is not None:
                     result.failures[s] = f"{', '.join(record.damaged[:4]) or 'no damage'}: {record.problem}"
                     if progress:

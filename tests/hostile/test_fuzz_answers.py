@@ -99,7 +99,7 @@ def test_the_command_line_runs_and_names_the_kinds(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 cases in" in done.stdout and "; 0 failed;" in done.stdout, done.stdout
-    assert "damage done:" in done.stdout, done.stdout
+    assert "damage done (cases; of them CONFORMANT): slow" in done.stdout, done.stdout
     wrong = subprocess.run([sys.executable, "-m", "lancespec.fuzz", "--answers", "--answer-kinds", "bogus"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "bogus" in wrong.stderr, wrong.stderr
