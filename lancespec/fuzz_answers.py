@@ -21,7 +21,8 @@ replay of the seed against the same world. The classes (``KINDS``):
 A case passes by the fuzzer's rule (``fuzz_worker.problem``: no signal, no hang past the case's seconds, no
 traceback, no exit 3, nothing local opened outside lancespec's own runtime, the same verdict the second
 time, memory within the worker's address space) and three of its own: no redirect is followed, no key
-outside the world is asked for, and a case whose answers all kept their bytes (none damaged, or only sent
+outside the world is asked for (unless a bit was flipped: a manifest may then name another base, where
+reading is the dataset's right), and a case whose answers all kept their bytes (none damaged, or only sent
 slowly) is CONFORMANT, as the world is. A damaged answer may end in any verdict: certify need not use every
 answer (a damaged ``ETag`` changes nothing it relies on), so no rule says which damage must be a finding.
 """
@@ -475,7 +476,9 @@ def _own_problem(hook: CaseDamage, first: dict[str, Any]) -> str | None:
     for, and CONFORMANT when every answer kept its bytes."""
     if hook.followed:
         return f"followed a redirect: {hook.followed[:3]}"
-    if hook.outside:
+    # a flipped bit in a manifest may name another base (reading there is the dataset's right): the rule
+    # holds where no bit was flipped, so that what certify asks for comes from the world or the listings
+    if hook.outside and not any(d.startswith("bit-flip:") for d in hook.done):
         return f"asked the store for keys outside the world: {sorted(set(hook.outside))[:3]}"
     if hook.bytes_kept() and first["code"] != 0:
         return f"answers that kept their bytes were not CONFORMANT: exit {first['code']}: {first['stderr'][-300:]}"
