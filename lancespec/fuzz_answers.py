@@ -524,8 +524,10 @@ def fuzz_answers(cases: int, seed: int, workdir: Path, progress: bool = False, k
                     result.failures[s] = f"{', '.join(record.damaged[:4]) or 'no damage'}: {record.problem}"
                     if progress:
                         print(f"seed {s}: {result.failures[s]}", file=sys.stderr, flush=True)
-                if progress and result.cases % 100 == 0:
-                    print(f"{result.cases} cases, {len(result.failures)} failed", file=sys.stderr, flush=True)
+                if progress and result.cases % 100 == 0:  # a long run stopped early still tells its tally
+                    codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(result.exit_codes.items()))
+                    print(f"{result.cases} cases, {len(result.failures)} failed ({codes}; "
+                          f"{time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
         finally:
             result.seconds = time.perf_counter() - started
             result.workers_started = rig.worker.started
