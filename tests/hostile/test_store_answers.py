@@ -300,7 +300,7 @@ def test_a_listing_holding_a_key_outside_its_prefix_is_refused() -> None:
         store = CloudStore("s3", {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
                                   "aws_access_key_id": "k", "aws_secret_access_key": "s"})
         for recursive in (True, False):
-            with pytest.raises(StorageError, match="'elsewhere/1.manifest', outside the prefix asked"):
+            with pytest.raises(StorageError, match=r"'elsewhere/1\.manifest', outside the prefix asked"):
                 list(store.list("s3://b/ds/_versions/", recursive=recursive))
         assert _ListsElsewhere.gets == []
     finally:
