@@ -29,6 +29,10 @@ With a ``scheduler`` (``schedule.Scheduler``, a deterministic run) the proxy als
 writer is held until the scheduler releases it, one at a time in an order drawn from the seed, and a delay
 fault (``latency``, ``pause``) holds its request for ``DELAY_STEP_S``-long steps of the schedule instead of
 sleeping.
+
+With an ``answer_hook`` (settable at any time) the proxy shows the hook every answer of the endpoint
+(``UpstreamAnswer``) before the client sees it; a ``RawAnswer`` the hook returns is written to the client in
+its place, byte for byte (the store-answer fuzzer, ``lancespec.fuzz_answers``, damages answers so).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -55,8 +59,11 @@ from .schedule import Scheduler
 
 __all__ = [
     "PERSONALITIES",
+    "AnswerHook",
     "FaultProxy",
     "InjectedFault",
+    "RawAnswer",
+    "UpstreamAnswer",
     "WireWrite",
     "classify",
 ]
@@ -135,6 +142,33 @@ class WireWrite:
                 "fault": self.fault, "conditional": self.conditional}
 
 
+@dataclass(frozen=True)
+class UpstreamAnswer:
+    """What the endpoint answered one request, shown to an answer hook before the client sees it."""
+
+    method: str
+    bucket: str
+    key: str
+    query: str
+    request_headers: dict[str, str]  # names in lower case
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]  # without hop-by-hop headers
+    body: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """Bytes written to the client in place of the endpoint's answer, status line and headers included:
+    ``pieces`` one after another with ``pause_s`` between them; then the connection is closed."""
+
+    pieces: tuple[bytes, ...]
+    pause_s: float = 0.0
+
+
+AnswerHook = Callable[[UpstreamAnswer], RawAnswer | None]
+
+
 def classify(method: str, key: str, query: str) -> str:
     """The request class of an S3 request (path-style ``/bucket/key``)."""
     method = method.upper()
@@ -196,7 +230,7 @@ class FaultProxy:
     def __init__(self, upstream: str, clients: int, *, seed: int = 0, faults: FaultProfile | None = None,
                  personality: str = "honest", list_lag_s: float = 2.0,
                  faulty_clients: Sequence[int] | None = None, account: str | None = None,
-                 scheduler: Scheduler | None = None) -> None:
+                 scheduler: Scheduler | None = None, answer_hook: AnswerHook | None = None) -> None:
         if personality not in PERSONALITIES:
             raise ValueError(f"unknown personality {personality!r}; choose from {', '.join(PERSONALITIES)}")
         parts = urlsplit(upstream)
@@ -222,6 +256,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._servers: list[_PortServer] = []
         self.scheduler = scheduler
+        self.answer_hook = answer_hook
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -379,6 +414,13 @@ class FaultProxy:
         if fault.kind == "lost-ack":
             self._reset(handler)
             return
+        hook = self.answer_hook
+        if hook is not None:
+            raw = hook(UpstreamAnswer(method, bucket, key, query, {k.lower(): v for k, v in handler.headers.items()},
+                                      status, reason, out_headers, out_body))
+            if raw is not None:
+                self._write_raw(handler, raw)
+                return
         self._respond(handler, method, status, out_headers, out_body, reason)
 
     def _batch_keys(self, container: str, body: bytes) -> list[str]:
@@ -454,6 +496,17 @@ class FaultProxy:
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         handler.wfile.write(payload if head else payload + body)
         handler.wfile.flush()
+
+    @staticmethod
+    def _write_raw(handler: _Handler, raw: RawAnswer) -> None:
+        """Write ``raw`` as it is, pausing between its pieces, and close the connection."""
+        handler.close_connection = True
+        with contextlib.suppress(OSError):  # the client gave up
+            for i, piece in enumerate(raw.pieces):
+                if i and raw.pause_s:
+                    time.sleep(raw.pause_s)
+                handler.wfile.write(piece)
+                handler.wfile.flush()
 
     @staticmethod
     def _reset(handler: _Handler) -> None:

@@ -55,6 +55,7 @@ from ..errors import (
     UnsupportedURI,
 )
 from ..limits import DEFAULT_LIMITS, Limits, check_limit
+from ..printable import printable
 from .base import ObjectInfo, ObjectStore, Tail
 from .cloud_options import CREDENTIAL_OPTIONS, CREDENTIALS_OPTIONS, ENDPOINT_OPTION, FAMILIES, CloudOptions
 
@@ -316,6 +317,11 @@ class CloudStore(ObjectStore):
             if listed > self.config.max_listed_objects:
                 raise LimitExceeded(f"the listing holds more than {self.config.max_listed_objects} objects (raise "
                                     "it with --storage-option lancespec_max_listed_objects=N)", prefix)
+            outside = next((m["path"] for m in batch if below and not m["path"].startswith(key_prefix + "/")
+                            and m["path"] != key_prefix), None)
+            if outside is not None:  # a store that lies about its listing: the key is no object of this prefix
+                raise StorageError(f"list: the store listed {printable(outside)!r}, outside the prefix asked; "
+                                   "refused", prefix)
             yield [ObjectInfo(base + m["path"], int(m["size"]), m["last_modified"], m.get("e_tag")) for m in batch
                    if m["path"] != key_prefix and (recursive or "/" not in m["path"][below:])]
 

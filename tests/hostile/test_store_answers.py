@@ -264,3 +264,45 @@ def test_a_store_that_never_finishes_is_refused_in_time(mode: str, options: tupl
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _ListsElsewhere(BaseHTTPRequestHandler):
+    """Lists ``ds/_versions/`` as one manifest under the prefix and one key outside it; counts the GETs of
+    objects."""
+
+    gets: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        if "list-type=2" not in self.path:
+            type(self).gets.append(self.path)
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = _PAGE.format(count=2, more="false", token="", contents=_ENTRY.format(name="1.manifest")
+                            + _ENTRY.format(name="1.manifest").replace("ds/_versions/", "elsewhere/")).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_listing_holding_a_key_outside_its_prefix_is_refused() -> None:
+    """A store that answers a listing of ``ds/_versions/`` with ``elsewhere/1.manifest`` lies about its
+    objects: the listing is refused, naming the key, and nothing outside is read (found by the store-answer
+    fuzzer: a branch's listing made certify read such a key as the branch's manifest)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ListsElsewhere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = CloudStore("s3", {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+                                  "aws_access_key_id": "k", "aws_secret_access_key": "s"})
+        for recursive in (True, False):
+            with pytest.raises(StorageError, match=r"'elsewhere/1\.manifest', outside the prefix asked"):
+                list(store.list("s3://b/ds/_versions/", recursive=recursive))
+        assert _ListsElsewhere.gets == []
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -210,3 +210,27 @@ def test_preflight_catches_an_endpoint_that_ignores_the_header(s3_server: Embedd
     result = preflight(proxy.endpoint(0), bucket, s3_server.storage_options(), rounds=5)
     assert not result.vouched and not result.sequential_ok
     assert "ignores If-None-Match" in result.reason
+
+
+def test_an_answer_hook_sees_each_answer_and_may_replace_it(bucket: str, s3_server: EmbeddedS3Server,
+                                                           proxy_for: Any) -> None:
+    """The hook is shown the endpoint's answer (status, headers, body, the request's Range); a RawAnswer it
+    returns reaches the client byte for byte, None leaves the answer as it was."""
+    from simulator.proxy import RawAnswer, UpstreamAnswer
+
+    s3_server.client().put_object(Bucket=bucket, Key="k", Body=b"0123456789")
+    seen: list[UpstreamAnswer] = []
+
+    def hook(answer: UpstreamAnswer) -> RawAnswer | None:
+        seen.append(answer)
+        if answer.request_headers.get("range") == "bytes=0-3":
+            return RawAnswer((b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n", b"ab", b"cd"),
+                             pause_s=0.01)
+        return None
+
+    proxy = proxy_for(answer_hook=hook)
+    via = client(proxy.endpoint(0))
+    for wanted, expected in (("bytes=0-3", b"abcd"), ("bytes=2-4", b"234")):
+        assert via.get_object(Bucket=bucket, Key="k", Range=wanted)["Body"].read() == expected
+    assert [(a.method, a.key, a.status, a.body) for a in seen] == [("GET", "k", 206, b"0123"),
+                                                                   ("GET", "k", 206, b"234")]
