@@ -8,7 +8,8 @@ with ``data/{stem}.lance``). Where those documents leave a detail open, the beha
 ``explain_cleanup_old_versions`` is followed and the rule is stated where it is implemented.
 
 ``plan_cleanup`` reads and deletes nothing; ``execute_cleanup`` deletes exactly the planned candidates,
-manifests last; ``cleanup`` does both.
+manifests first (a cleanup stopped part-way leaves garbage, never a listed version without its files; F-037);
+``cleanup`` does both.
 
 Bases (GC-002, GC-004): only the cleaned root is listed, never a registered base. A base may be reached by
 another dataset (a shallow clone inherits its source's storage-only bases, a branch its parent's), and
@@ -588,13 +589,16 @@ def _stats(candidates: Sequence[CleanupCandidate]) -> CleanupStats:
 
 
 def execute_cleanup(dataset: Dataset, plan: CleanupPlan) -> CleanupStats:
-    """Delete the plan's candidates and nothing else; manifests last, oldest first.
+    """Delete the plan's candidates and nothing else; manifests first, oldest first, then every other file.
 
-    Data, sidecar, deletion, index, transaction and staging files go first, as pylance orders them. A
-    failing delete raises and stops the run; when that happens before the manifests, the removed versions
-    stay listed while some of their files are gone (the state of F-037, which pylance does not report).
-    The plan is refused (CleanupError) if it was made for another root or if a version has been
-    committed since it was made (a new commit may reference files the plan thought unreferenced).
+    A removed version stops being listed before any file it alone references goes, so a delete that fails
+    part-way (it raises and stops the run) leaves garbage the next cleanup finds, never a listed version
+    whose files are gone. pylance orders them the other way, data files first (F-037); so did this writer
+    until the simulator's battery left it in that state under faults (an unmutated run of
+    tools/sim_mutation_check.py, seed 504: a data file's DELETE failed four times after others applied,
+    and version 26 stayed listed without its files). The plan is refused (CleanupError) if it was made for
+    another root or if a version has been committed since it was made (a new commit may reference files the
+    plan thought unreferenced).
     """
     if not same_location(plan.root, dataset.uri):
         raise CleanupError(f"the plan was made for {plan.root}, not for this dataset", dataset.uri)
@@ -604,8 +608,8 @@ def execute_cleanup(dataset: Dataset, plan: CleanupPlan) -> CleanupStats:
             f"the dataset moved from version {plan.read_version} to {latest} since the plan was made; "
             "plan again", dataset.uri
         )
-    # sorted() is stable: every other file in plan order, then the manifests by version
-    for candidate in sorted(plan.candidates, key=lambda c: (c.kind == "manifest", _manifest_version(c.path))):
+    # sorted() is stable: the manifests by version, then every other file in plan order
+    for candidate in sorted(plan.candidates, key=lambda c: (c.kind != "manifest", _manifest_version(c.path))):
         dataset.storage.delete(candidate.uri)
     return plan.stats
 

@@ -520,7 +520,9 @@ class RecordingStorage(Storage):
         return super().list(prefix, recursive)
 
 
-def test_manifests_are_deleted_last(root: Root) -> None:
+def test_manifests_are_deleted_first(root: Root) -> None:
+    """A removed version is unlisted before its files go: a cleanup stopped part-way leaves garbage, never a
+    listed version whose files are gone (the state of F-037)."""
     root.commit(1, 30 * DAY, [Frag(1, [lance(1)], deletion=(1, 1))], indices=[1])
     root.commit(2, 20 * DAY, [Frag(2, [lance(2)])], indices=[2])
     root.commit(3, 10 * DAY, [Frag(3, [lance(3)])])
@@ -530,9 +532,33 @@ def test_manifests_are_deleted_last(root: Root) -> None:
     assert storage.deleted == []
     execute_cleanup(root.dataset(storage), plan)
     kinds = ["manifest" if uri.endswith(".manifest") else "other" for uri in storage.deleted]
-    assert kinds == ["other"] * 8 + ["manifest"] * 2
-    assert storage.deleted[-2:] == [f"{root.uri}/{m(1)}", f"{root.uri}/{m(2)}"]
+    assert kinds == ["manifest"] * 2 + ["other"] * 8
+    assert storage.deleted[:2] == [f"{root.uri}/{m(1)}", f"{root.uri}/{m(2)}"]
     assert sorted(storage.deleted) == sorted(c.uri for c in plan.candidates)
+
+
+class FileDeletesFail(RecordingStorage):
+    """Every delete of a file that is no manifest fails, as a store that resets them would."""
+
+    def delete(self, uri: str) -> None:
+        if not uri.endswith(".manifest"):
+            raise LanceSpecError("the store reset the delete", uri)
+        super().delete(uri)
+
+
+def test_a_cleanup_stopped_part_way_leaves_no_listed_version_without_its_files(root: Root) -> None:
+    """The delete of a data file fails after the manifests went: versions 1 and 2 are no longer listed, version
+    3 is, and every data file is still there (garbage for the next cleanup, not a broken version)."""
+    root.commit(1, 30 * DAY, [Frag(1, [lance(1)])])
+    root.commit(2, 20 * DAY, [Frag(2, [lance(2)])])
+    root.commit(3, 10 * DAY, [Frag(3, [lance(3)])])
+    storage = FileDeletesFail()
+    plan = plan_cleanup(root.dataset(storage), policy(older_than=ZERO))
+    with pytest.raises(LanceSpecError, match="reset the delete"):
+        execute_cleanup(root.dataset(storage), plan)
+    assert storage.deleted == [f"{root.uri}/{m(1)}", f"{root.uri}/{m(2)}"]
+    assert [e.version for e in root.dataset().version_entries()] == [3]
+    assert all((root.path / "data" / lance(n)).exists() for n in (1, 2, 3))
 
 
 def test_execute_refuses_a_stale_plan(root: Root) -> None:
