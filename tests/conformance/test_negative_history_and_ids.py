@@ -33,12 +33,11 @@ from conformance_kit import (
 
 from conformance.corpus.breach_history import (
     CASES,
-    HistoryBreach,
     breach_field_id_in_data_files,
     breach_field_readded,
     breach_fragment_id_below_max,
-    register,
 )
+from conformance.corpus.breaches import BREACHES, Breach, Site
 from conformance.traceability import load_matrix
 from reference import clone as clone_ops
 from reference import ops
@@ -339,31 +338,21 @@ def test_clone007_deep_copy_differs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_history_breach_cases(case: HistoryBreach, tmp_path: Path) -> None:
+def test_history_breach_cases(case: Breach, tmp_path: Path) -> None:
     """Each case, applied to the clean dataset it names, gives its requirement at MUST and no other MUST;
     its statements are in the matrix and list that requirement."""
-    uri = build_reference_dataset(tmp_path, deletions=case.deletions)
+    uri = build_reference_dataset(tmp_path, deletions=case.clean.deletions)
     assert_clean(certify_findings(uri))
-    case.build(uri)
+    case.edit(Site(tmp_path, uri, uri))
     assert {f.severity for f in assert_only(certify_findings(uri), case.requirement)} == {"MUST"}
     statements = load_matrix().statements
     for sid in case.statements:
         assert case.requirement in statements[sid].requirements, sid
 
 
-def test_history_breaches_register_in_the_corpus_format(tmp_path: Path) -> None:
-    """``register`` hands each case to a registry shaped like the corpus's (``breach(id, requirement=,
-    statements=, how=, clean=)(edit)``, ``Clean(deletions=)``); the edit it registers builds on ``site.root``."""
-    registered: dict[str, tuple[dict[str, object], Callable[[object], None]]] = {}
-
-    def breach(id_: str, **kwargs: object) -> Callable[[Callable[[object], None]], None]:
-        return lambda edit: registered.__setitem__(id_, (kwargs, edit))
-
-    register(breach, lambda **kind: kind)
-    assert sorted(registered) == sorted(c.id for c in CASES)
-    assert all(registered[c.id][0]["requirement"] == c.requirement for c in CASES)
-    kwargs, edit = registered["breach-man-016-field-readded"]
-    assert kwargs["requirement"] == "MAN-016" and kwargs["clean"] == {"deletions": ("arrow",)}
-    uri = build_reference_dataset(tmp_path, deletions=("arrow",))
-    edit(type("Site", (), {"root": uri})())
-    assert [f.name for f in snapshot(uri, 2).manifest.fields] == ["id"]
+def test_history_breaches_are_in_the_corpus_registry() -> None:
+    """The three cases are the registry's own, on the clean dataset with an ``.arrow`` deletion."""
+    assert [c.id for c in CASES] == ["breach-man-016-field-readded", "breach-man-016-field-id-in-data-files",
+                                     "breach-man-017-fragment-id-below-max"]
+    assert all(BREACHES[c.id] is c and c.clean.deletions == ("arrow",) for c in CASES)
+    assert [c.requirement for c in CASES] == ["MAN-016", "MAN-016", "MAN-017"]
