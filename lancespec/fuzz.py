@@ -32,11 +32,10 @@ from pathlib import Path
 
 from .fuzz_answers import KINDS, fuzz_answers
 from .fuzz_structure import structured
-from .fuzz_worker import CASE_SECONDS, WORKER_MEMORY_BYTES, FuzzResult, Worker, problem, serve
+from .fuzz_worker import FuzzResult, Worker, problem, serve
 from .fuzz_world import build_pristine
 
-__all__ = ["CASE_SECONDS", "WORKER_MEMORY_BYTES", "FuzzResult", "Worker", "build_pristine", "copy_world", "damage",
-           "fuzz", "main", "mutate", "mutation_targets", "registered_bases"]
+__all__ = ["copy_world", "damage", "fuzz", "main", "mutate", "mutation_targets", "registered_bases"]
 
 
 # --- mutations ---------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from conformance_kit import build_reference_dataset
 
-from lancespec.fuzz import Worker, build_pristine, copy_world, damage, fuzz, mutate, mutation_targets
+from lancespec.fuzz import copy_world, damage, fuzz, mutate, mutation_targets
+from lancespec.fuzz_worker import Worker
+from lancespec.fuzz_world import build_pristine
 
 
 def test_a_bounded_fuzz_run_finds_nothing(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ the command line in a child process, with its expected verdict: a finding or a o
 its time limit, no signal, no traceback, nothing left behind (docs/security.md).
 
 A probe that would read outside the dataset is run under the fuzzer's audited worker
-(``lancespec.fuzz.Worker``), which records every path the process opens or lists."""
+(``lancespec.fuzz_worker.Worker``), which records every path the process opens or lists."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from conformance_kit import build_reference_dataset, latest_version, rewrite_man
 from process_kit import interruptible
 from pyroaring import BitMap
 
-from lancespec.fuzz import Worker, build_pristine
+from lancespec.fuzz_worker import Worker
+from lancespec.fuzz_world import build_pristine
 from reference import ops
 from reference.codec import encode_manifest_file
 from reference.proto import table_pb2
