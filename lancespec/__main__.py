@@ -1,10 +1,12 @@
 """``python -m lancespec`` is the ``lancespec`` command (a Ctrl-C while it loads: one line, exit 130)."""
 
+import signal
 import sys
 
 try:
     from .cli import main
 except KeyboardInterrupt:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second SIGINT on the way out must not turn 130 into -2
     sys.stderr.write("lancespec: interrupted\n")
     sys.exit(130)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -66,7 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         func: Callable[[argparse.Namespace], int] = args.func
         return _run_command(parser, func, args)
     except KeyboardInterrupt:
-        # Children (servers, writers, Spark) are stopped by the context managers the interrupt unwound.
+        # Children (servers, writers, Spark) are stopped by the context managers the interrupt unwound. When this
+        # process is the command (argv from its command line), a SIGINT still pending (one press can be seen
+        # twice while a library loads) must not end the exit by a signal; a caller's own process is left alone.
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("lancespec: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 

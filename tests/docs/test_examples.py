@@ -241,7 +241,7 @@ def _producer(pattern: str) -> Callable[[Example], Example | None]:
 PRODUCERS = (
     ("/tmp/quickstart", _producer("examples/quickstart.py /tmp/quickstart")),
     ("/tmp/ref/", _producer("ref.write_dataset(")),
-    ("--baseline lancespec-baseline.toml", _producer("--write-baseline lancespec-baseline.toml")),
+    ("lancespec-baseline.toml", _producer("--write-baseline lancespec-baseline.toml")),
     ("--since certified.json",
      lambda e: e if "--output certified.json" in e.text and "--since" not in e.text else None),
 )
