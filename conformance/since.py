@@ -19,7 +19,9 @@ version-check findings are taken from the earlier report and its version checks 
 version (new ones, and those judged before whose evidence changed: the report lists them) is judged. The
 carry is decided from the listing alone, before any manifest is read. The dataset checks (history, refs,
 layout, conflicts, orphans: every cross-version rule) always run on the whole history, every version
-decoded as in a full run; a carried version is not resolved (a ``Head``; ``DatasetContext.snapshot``
+decoded as in a full run (a rule about one version alone is a version check, so that it is carried: the
+transaction a version's manifest names, ``history.transaction``, is tied to that version like its files);
+a carried version is not resolved (a ``Head``; ``DatasetContext.snapshot``
 resolves it for the rule that needs its files), so they see exactly what a full run sees.
 
 Which checks are which: a version check (``Check.scope == "version"``) judges one version from its
@@ -52,10 +54,11 @@ from typing import Any
 
 from reference import __version__
 from reference.errors import LanceSpecError, ObjectNotFound
+from reference.layout import TRANSACTIONS_DIR, bare_name_escape
 from reference.limits import Limits
 from reference.plain_fragments import file_uris
 from reference.store import ObjectInfo, Storage
-from reference.store.uri import normalize
+from reference.store.uri import join, normalize
 from reference.table import Snapshot
 
 from .fetch import Observed
@@ -124,10 +127,14 @@ class RootEvidence:
     first: str | None = None
 
     def judged(self, v: int, snapshot: Snapshot) -> None:
-        """Record a version whose version checks ran: its manifest and the files it references."""
+        """Record a version whose version checks ran: its manifest, the files it references and the transaction
+        file it names (``history.transaction`` reads it)."""
         self.manifests[v] = snapshot.manifest_uri
         for uri in file_uris(snapshot):
             self._tie(uri, v, v)
+        name = snapshot.manifest.transaction_file
+        if name and bare_name_escape(name) is None:
+            self._tie(join(snapshot.root, TRANSACTIONS_DIR, name), v, v)
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from .apply import finalize
-from .codec import decode_transaction, encode_manifest_file, encode_transaction
+from .codec import ManifestFile, decode_transaction, encode_manifest_file, encode_transaction
 from .codec.refs import encode_version_hint
 from .codec.transaction import peek_transaction
 from .conflicts import Resolution, judge
@@ -91,12 +91,13 @@ def new_transaction(read_version: int) -> transaction_pb2.Transaction:
     return transaction_pb2.Transaction(read_version=read_version, uuid=str(uuidlib.uuid4()))
 
 
-def transaction_kind(dataset: Dataset, version: int, manifest_uri: str | None = None) -> tuple[str, int] | None:
+def transaction_kind(dataset: Dataset, version: int, manifest_uri: str | None = None,
+                     decoded: ManifestFile | None = None) -> tuple[str, int] | None:
     """``(operation name, read_version)`` of the transaction ``load_transaction`` would return (None where it
     returns None), its operation not decoded where it is read from its ``_transactions/`` file
     (``codec.transaction.peek_transaction``): what a reader asks before it needs the whole transaction. Raises
-    as ``load_transaction``."""
-    found = _transaction_source(dataset, version, manifest_uri)
+    as ``load_transaction``; ``decoded`` as there."""
+    found = _transaction_source(dataset, version, manifest_uri, decoded=decoded)
     if found is None or isinstance(found, transaction_pb2.Transaction):
         return None if found is None else (found.WhichOneof("operation") or "", found.read_version)
     data, uri = found
@@ -107,10 +108,13 @@ def transaction_kind(dataset: Dataset, version: int, manifest_uri: str | None = 
     return txn.WhichOneof("operation") or "", txn.read_version
 
 
-def _transaction_source(dataset: Dataset, version: int, manifest_uri: str | None = None, data: bytes | None = None
+def _transaction_source(dataset: Dataset, version: int, manifest_uri: str | None = None, data: bytes | None = None,
+                        decoded: ManifestFile | None = None
                         ) -> transaction_pb2.Transaction | tuple[bytes, str] | None:
     """The manifest's inline transaction (decoded with the manifest), else the bytes and URI of its
     ``_transactions/`` file, else None (``load_transaction``'s rules)."""
+    if decoded is not None:
+        return _named_transaction(dataset, decoded)
     if manifest_uri is None:
         found = dataset._find_manifest(version)
         if found is None:
@@ -120,6 +124,13 @@ def _transaction_source(dataset: Dataset, version: int, manifest_uri: str | None
         manifest_file = dataset.manifest_file(manifest_uri, data)
     except ObjectNotFound:
         return None
+    return _named_transaction(dataset, manifest_file)
+
+
+def _named_transaction(dataset: Dataset, manifest_file: ManifestFile
+                       ) -> transaction_pb2.Transaction | tuple[bytes, str] | None:
+    """``manifest_file``'s inline transaction, else the bytes and URI of the ``_transactions/`` file it names,
+    else None."""
     if manifest_file.transaction is not None:
         return manifest_file.transaction
     name = manifest_file.manifest.transaction_file
@@ -133,12 +144,14 @@ def _transaction_source(dataset: Dataset, version: int, manifest_uri: str | None
 
 
 def load_transaction(dataset: Dataset, version: int, manifest_uri: str | None = None,
-                     data: bytes | None = None) -> transaction_pb2.Transaction | None:
+                     data: bytes | None = None, decoded: ManifestFile | None = None
+                     ) -> transaction_pb2.Transaction | None:
     """The transaction that made ``version``: the manifest's inline copy, else its ``_transactions/`` file.
     ``manifest_uri``: where the listing found the version's manifest (else its name is probed); one gone
     since (a cleanup removed it) is no transaction, as one the probe does not find. ``data``: the
-    manifest's bytes, read already."""
-    found = _transaction_source(dataset, version, manifest_uri, data)
+    manifest's bytes, read already; ``decoded``: the manifest at ``manifest_uri``, decoded already (neither
+    read nor decoded again)."""
+    found = _transaction_source(dataset, version, manifest_uri, data, decoded)
     if found is None or isinstance(found, transaction_pb2.Transaction):
         return found
     return decode_transaction(*found)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reference.codec import ManifestFile
 from reference.errors import LanceSpecError
 from reference.proto import table_pb2
 from reference.store import Storage
@@ -76,11 +77,14 @@ again, so memory stays bounded by one manifest whatever the number of versions (
 
 @dataclass(frozen=True)
 class PastVersion:
-    """One attached version as the cross-version rules see it: its number, manifest file and manifest."""
+    """One attached version as the cross-version rules see it: its number, manifest file and manifest, and
+    for a certified version the decoded file certify holds (``decoded``: a transaction is then looked up in it
+    rather than in the manifest decoded again)."""
 
     version: int
     manifest_uri: str
     manifest: table_pb2.Manifest
+    decoded: ManifestFile | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -134,7 +138,7 @@ class DatasetContext(_Context):
                 break
             certified = self.snapshots.get(entry.version)
             if certified is not None:
-                yield PastVersion(entry.version, certified.manifest_uri, certified.manifest)
+                yield PastVersion(entry.version, certified.manifest_uri, certified.manifest, certified.manifest_file)
                 continue
             found = cache.kept.get(entry.version)
             if found is None and entry.version not in cache.unreadable:

@@ -29,7 +29,7 @@ from reference.errors import LanceSpecError
 from reference.proto import transaction_pb2
 
 from . import DatasetContext, dataset_check
-from .history import transaction_reads
+from .history import named_transaction_reads
 
 #: The most versions in between that one committed transaction is judged against (the nearest ones).
 MAX_IN_BETWEEN = 1000
@@ -54,20 +54,21 @@ def _unjudged(operation: str, read_version: int, version: int) -> bool:
             or read_version >= version)
 
 
-@dataset_check("history.conflicts", "COMMIT-002", prefetch=transaction_reads)
+@dataset_check("history.conflicts", "COMMIT-002", prefetch=named_transaction_reads)
 def committed_despite_conflict(ctx: DatasetContext) -> None:
     """MUST: no certified version was committed on top of a version its transaction is incompatible with or
     must be retried after, according to the conflict matrix (COMMIT-002; docs/lance-format.md §7.3).
 
     A transaction is read as the reference's commit loop reads it (``commit.load_transaction``: the manifest's
     inline copy, else its ``_transactions/`` file); only the versions in between are kept while judging."""
-    listed = {past.version: past.manifest_uri for past in ctx.history()}
+    listed = {past.version: past for past in ctx.history()}
     order = sorted(listed)
     concurrent_of: dict[int, transaction_pb2.Transaction | None] = {}
 
     def transaction_of(version: int) -> transaction_pb2.Transaction | None:
+        past = listed[version]
         try:
-            return load_transaction(ctx.dataset, version, listed[version])
+            return load_transaction(ctx.dataset, version, past.manifest_uri, decoded=past.decoded)
         except LanceSpecError:  # a transaction that does not decode: HIST-002 says so
             return None
 
@@ -75,17 +76,19 @@ def committed_despite_conflict(ctx: DatasetContext) -> None:
         if version not in listed:
             continue
         try:  # what cannot be judged is known without decoding the operation (a first commit can be huge)
-            kind = transaction_kind(ctx.dataset, version, listed[version])
+            kind = transaction_kind(ctx.dataset, version, listed[version].manifest_uri, listed[version].decoded)
         except LanceSpecError:
             continue
         if kind is None or _unjudged(*kind, version):
+            continue
+        start = bisect.bisect_right(order, kind[1])
+        end = bisect.bisect_left(order, version)
+        if start >= end:  # nothing attached lies between what it read and what it made: nothing to judge
             continue
         committing = transaction_of(version)
         read = None if committing is None else _judged_read_version(committing, version)
         if committing is None or read is None:
             continue
-        start = bisect.bisect_right(order, read)
-        end = bisect.bisect_left(order, version)
         for other in order[max(start, end - MAX_IN_BETWEEN):end]:
             if other not in concurrent_of:
                 concurrent_of[other] = transaction_of(other)

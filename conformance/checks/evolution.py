@@ -68,7 +68,7 @@ def _made(ctx: DatasetContext, snap: PastVersion, previous: int | None, seen: di
     since the attached version before it was made by commits no longer known: only a restore or an overwrite,
     which set the whole schema, still tell; any other operation counts as unknown. A restored version's
     manifest is read again only when a restore brings an id back (history is walked one manifest at a time)."""
-    txn = transaction_of(ctx, snap.version, snap.manifest_uri)
+    txn = transaction_of(ctx, snap)
     operation = txn.WhichOneof("operation") if txn is not None else None
     if operation not in ("restore", "overwrite") and previous != snap.version - 1:
         return _Made(None)
@@ -89,7 +89,7 @@ def _may_be_overwrite(ctx: DatasetContext, snap: PastVersion) -> bool:
     """Whether the transaction that made ``snap`` may be an Overwrite, known without decoding its operation
     (``commit.transaction_kind``); whether it is one, and decodes, is ``transaction_of``'s to say."""
     try:
-        kind = transaction_kind(ctx.dataset, snap.version, snap.manifest_uri)
+        kind = transaction_kind(ctx.dataset, snap.version, snap.manifest_uri, snap.decoded)
     except LanceSpecError:
         return False  # it does not decode: transaction_of finds no transaction either
     return kind is not None and kind[0] == "overwrite"
@@ -126,7 +126,7 @@ def field_ids(ctx: DatasetContext) -> None:
         elif current is None or not _may_be_overwrite(ctx, snap):
             made = _Made(None)  # only an overwrite matters here, and not on the first version (nothing to forget)
         else:
-            txn = transaction_of(ctx, snap.version, snap.manifest_uri)
+            txn = transaction_of(ctx, snap)
             made = _Made(txn.WhichOneof("operation") if txn is not None else None)
         if made.operation == "overwrite":
             appearances = {}

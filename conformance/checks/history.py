@@ -18,7 +18,7 @@ from reference.proto import transaction_pb2
 from reference.store.uri import join
 from reference.table import Head
 
-from . import DatasetContext, Prefetch, dataset_check
+from . import DatasetContext, PastVersion, Prefetch, VersionContext, dataset_check, version_check
 
 
 @dataset_check("history.manifests_readable", "HIST-001", "MAN-015")
@@ -47,7 +47,7 @@ def manifests_readable(ctx: DatasetContext) -> None:
             pass  # not there any more, or not readable: HIST-001 above says so
 
 
-def transaction_file(ctx: DatasetContext, snapshot: Head) -> tuple[str, bytes | None] | None:
+def transaction_file(ctx: VersionContext | DatasetContext, snapshot: Head) -> tuple[str, bytes | None] | None:
     """The URI and content (None when absent) of the transaction file the manifest names; None when it
     names none."""
     name = snapshot.manifest.transaction_file
@@ -62,75 +62,97 @@ def transaction_file(ctx: DatasetContext, snapshot: Head) -> tuple[str, bytes | 
         return uri, None
 
 
-def transaction_of(ctx: DatasetContext, version: int, manifest_uri: str) -> transaction_pb2.Transaction | None:
-    """The transaction that made ``version`` (its manifest at ``manifest_uri``), read as the reference's commit
-    loop reads it (``commit.load_transaction``: the manifest's inline copy, else its ``_transactions/`` file);
-    None when neither is there or it does not decode (HIST-002 reports that)."""
+def transaction_of(ctx: DatasetContext, past: PastVersion) -> transaction_pb2.Transaction | None:
+    """The transaction that made version ``past``, read as the reference's commit loop reads it
+    (``commit.load_transaction``: the manifest's inline copy, else its ``_transactions/`` file); None when
+    neither is there or it does not decode (HIST-002 reports that)."""
     try:
-        return load_transaction(ctx.dataset, version, manifest_uri)
+        return load_transaction(ctx.dataset, past.version, past.manifest_uri, decoded=past.decoded)
     except LanceSpecError:
         return None
 
 
-def transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
-    """The transaction file of every certified version."""
+def named_transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
+    """The transaction file of every certified version whose manifest carries no inline copy: the one a
+    reader of the version's transaction reads (``commit.load_transaction``)."""
     for snapshot in ctx.snapshots.values():
+        if snapshot.manifest_file.transaction is None:
+            yield ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
+
+
+def transaction_read(ctx: VersionContext) -> Iterator[Prefetch]:
+    """The transaction file the version's manifest names."""
+    yield ("transaction", ctx.snap.manifest_uri), functools.partial(transaction_file, ctx, ctx.snap)
+
+
+@version_check("history.transaction", "HIST-002", "HIST-003", prefetch=transaction_read)
+def transaction(ctx: VersionContext) -> None:
+    """The transaction file the manifest names, when it exists, decodes as a Transaction and equals the inline
+    copy byte for byte when the manifest carries one (HIST-002); the transaction's read_version is below the
+    version it made, or for a Clone equals the source version it was read from (HIST-003). What it finds on a
+    version depends on that version alone: an incremental run carries it (``conformance.since``)."""
+    snapshot = ctx.snap
+    inline = snapshot.manifest_file.transaction_bytes
+    txn = snapshot.manifest_file.transaction
+    found = transaction_file(ctx, snapshot)
+    if found is not None and found[1] is not None:
+        uri, content = found[0], found[1]
+        try:
+            from_file = decode_transaction(content, uri)
+        except FormatError as exc:
+            ctx.finding("HIST-002", uri, f"the transaction file does not decode: {exc.message}",
+                        code="transaction_undecodable")
+        else:
+            txn = txn if txn is not None else from_file
+            if inline is not None and inline != content:
+                ctx.finding("HIST-002", uri, f"the transaction file ({len(content)} bytes) differs from the "
+                            f"manifest's inline copy ({len(inline)} bytes)", code="transaction_differs_from_inline")
+    if txn is not None:
+        _read_version(ctx, snapshot, txn)
+
+
+def latest_transaction_read(ctx: DatasetContext) -> Iterator[Prefetch]:
+    """The transaction file of the latest version, when it is certified."""
+    latest = _latest(ctx)
+    if latest in ctx.snapshots:
+        snapshot = ctx.snapshots[latest]
         yield ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
 
 
-@dataset_check("history.transactions", "HIST-002", "HIST-003", "HIST-004", prefetch=transaction_reads)
-def transactions(ctx: DatasetContext) -> None:
-    """For every certified version: the transaction file the manifest names, when it exists, decodes as a
-    Transaction and equals the inline copy byte for byte when the manifest carries one (HIST-002); the
-    transaction's read_version is below the version it made, or for a Clone equals the source version
-    it was read from (HIST-003); SHOULD: the latest version's transaction file exists, unless the writer
-    disabled transaction files (flag 32) (HIST-004)."""
-    latest = max((e.version for e in ctx.dataset.version_entries(allow_mixed=True)), default=None)
-    for version in sorted(ctx.snapshots):
-        snapshot = ctx.snapshots[version]
-        inline = snapshot.manifest_file.transaction_bytes
-        txn = snapshot.manifest_file.transaction
-        found = transaction_file(ctx, snapshot)
-        uri, content = found if found is not None else ("", None)
-        if content is not None:
-            try:
-                from_file = decode_transaction(content, uri)
-            except FormatError as exc:
-                ctx.finding_at(version, "HIST-002", uri, f"the transaction file does not decode: {exc.message}",
-                               code="transaction_undecodable")
-            else:
-                txn = txn if txn is not None else from_file
-                if inline is not None and inline != content:
-                    ctx.finding_at(version, "HIST-002", uri,
-                                   f"the transaction file ({len(content)} bytes) differs from the manifest's inline "
-                                   f"copy ({len(inline)} bytes)", code="transaction_differs_from_inline")
-        if txn is not None:
-            _read_version(ctx, snapshot, txn)
-        if version == latest:
-            _latest_file(ctx, snapshot, found)
+@dataset_check("history.latest_transaction", "HIST-004", prefetch=latest_transaction_read)
+def latest_transaction(ctx: DatasetContext) -> None:
+    """SHOULD: when the latest version is certified, its transaction file exists, unless the writer disabled
+    transaction files (flag 32) (HIST-004). A dataset check: which version is the latest changes with every
+    commit."""
+    latest = _latest(ctx)
+    if latest not in ctx.snapshots:
+        return
+    snapshot = ctx.snapshots[latest]
+    found = transaction_file(ctx, snapshot)
+    if found is None:
+        if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
+            ctx.finding_at(latest, "HIST-004", snapshot.manifest_uri, "the latest version names no transaction file",
+                           code="transaction_not_named")
+    elif found[1] is None:
+        ctx.finding_at(latest, "HIST-004", found[0], "the latest version's transaction file is missing",
+                       code="transaction_missing")
 
 
-def _read_version(ctx: DatasetContext, snapshot: Head, txn: transaction_pb2.Transaction) -> None:
+def _latest(ctx: DatasetContext) -> int | None:
+    return max((e.version for e in ctx.dataset.version_entries(allow_mixed=True)), default=None)
+
+
+def _read_version(ctx: VersionContext, snapshot: Head, txn: transaction_pb2.Transaction) -> None:
     version, read = snapshot.version, txn.read_version
     if txn.WhichOneof("operation") == "clone":
         if read != txn.clone.ref_version:
-            ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
-                           f"the clone transaction has read_version {read}, not the source version "
-                           f"{txn.clone.ref_version} it was cloned from", code="clone_read_version")
+            ctx.finding("HIST-003", snapshot.manifest_uri,
+                        f"the clone transaction has read_version {read}, not the source version "
+                        f"{txn.clone.ref_version} it was cloned from", code="clone_read_version")
     elif read >= version:
-        ctx.finding_at(version, "HIST-003", snapshot.manifest_uri,
-                       f"the transaction that made version {version} has read_version {read}: not an earlier version",
-                       code="read_version_not_earlier")
-
-
-def _latest_file(ctx: DatasetContext, snapshot: Head, found: tuple[str, bytes | None] | None) -> None:
-    if found is None:
-        if not snapshot.manifest.writer_feature_flags & feature_flags.DISABLE_TRANSACTION_FILE:
-            ctx.finding_at(snapshot.version, "HIST-004", snapshot.manifest_uri,
-                           "the latest version names no transaction file", code="transaction_not_named")
-    elif found[1] is None:
-        ctx.finding_at(snapshot.version, "HIST-004", found[0], "the latest version's transaction file is missing",
-                       code="transaction_missing")
+        ctx.finding("HIST-003", snapshot.manifest_uri,
+                    f"the transaction that made version {version} has read_version {read}: not an earlier version",
+                    code="read_version_not_earlier")
 
 
 @dataset_check("history.timestamps", "HIST-005")

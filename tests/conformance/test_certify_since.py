@@ -14,11 +14,12 @@ import pyarrow as pa
 import pytest
 
 from conformance.certify import certify
-from conformance.corpus.clean import rewrite_manifest
+from conformance.corpus.clean import rewrite_manifest, snapshot
 from conformance.pytest_plugin import certify_or_fail
 from conformance.shapes import SHAPES
 from conformance.since import SinceRefused
 from lancespec.cli import main
+from reference.layout import TRANSACTIONS_DIR
 from reference.proto import table_pb2
 
 
@@ -122,6 +123,35 @@ def test_a_changed_old_manifest_is_judged_again_and_said_so(history: str, tmp_pa
     assert "v3" in carried["changed"]
     findings = json.loads((tmp_path / "rewritten-full.json").read_text())["findings"]
     assert any(f["version"] == 3 and f["severity"] == "MUST" for f in findings)
+
+
+def _transaction_file(root: str, version: int) -> Path:
+    return Path(root, TRANSACTIONS_DIR, snapshot(root, version).manifest.transaction_file)
+
+
+def test_a_damaged_transaction_file_rejudges_its_version_alone(history: str, tmp_path: Path) -> None:
+    """A version's transaction file is tied to that version (``history.transaction`` reads it): damaged, it
+    makes that version, and no other, judged again, and the full run finds HIST-002 there."""
+    _certify(history, tmp_path / "before.json")
+    _transaction_file(history, 2).write_bytes(b"not a transaction")
+    carried = _incremental_equals_full(history, tmp_path, tmp_path / "before.json", "damaged")
+    assert carried["changed"] == ["v2"] and carried["versions"] == 4
+    findings = json.loads((tmp_path / "damaged-full.json").read_text())["findings"]
+    assert {(f["requirement"], f["version"]) for f in findings if f["severity"] == "MUST"} == {("HIST-002", 2)}
+
+
+def test_the_latest_transaction_rule_moves_with_the_latest_version(history: str, tmp_path: Path) -> None:
+    """HIST-004 is about whichever version is the latest: the earlier run's finding on v5 is not carried once
+    v6 is committed (a dataset check, run on every run)."""
+    _transaction_file(history, 5).unlink()
+    _certify(history, tmp_path / "before.json")
+    before = json.loads((tmp_path / "before.json").read_text())["findings"]
+    assert [f["version"] for f in before if f["requirement"] == "HIST-004"] == [5]
+    lance.write_dataset(_rows(13), history, mode="append")
+    carried = _incremental_equals_full(history, tmp_path, tmp_path / "before.json", "moved-on")
+    assert carried["new"] == ["v6"]
+    after = json.loads((tmp_path / "moved-on-full.json").read_text())["findings"]
+    assert not any(f["requirement"] == "HIST-004" for f in after)
 
 
 def test_the_text_report_says_what_was_carried(history: str, tmp_path: Path,
