@@ -9,6 +9,7 @@ docs/lance-format.md (manifest naming V1/V2, detached versions, refs).
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
@@ -98,8 +99,10 @@ def manifest_name(version: int, naming: ManifestNaming = ManifestNaming.V2) -> s
     return f"{version}.manifest"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_manifest_name(name: str) -> ManifestName | None:
-    """The version a ``_versions/`` file name denotes, or None for anything that is not a manifest."""
+    """The version a ``_versions/`` file name denotes, or None for anything that is not a manifest. Kept for
+    the last 65,536 names: the checks of one run list the same ``_versions/`` many times."""
     match = _MANIFEST_RE.match(name)
     if not match:
         return None
