@@ -34,10 +34,10 @@ from reference.limits import DEFAULT_LIMITS, Limits
 from reference.proto import table_pb2, transaction_pb2
 from reference.store import ObjectStore
 from reference.store.uri import scheme_of
-from reference.table import Dataset, Snapshot, build_snapshot
+from reference.table import Dataset, ResolutionMemo, Snapshot, build_snapshot
 
 from ..baseline import settle
-from ..carry import Carry
+from ..carry import Additions, Carry
 from ..certify import CertifyError, _runner, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
@@ -96,9 +96,10 @@ class _VersionWork:
                    None if mf.index_section is None else mf.index_section.SerializeToString(), mf.size,
                    tuple(checks), len(snapshot.fragments))
 
-    def snapshot(self, fragments: bytes) -> Snapshot:
+    def snapshot(self, fragments: bytes, memo: ResolutionMemo | None = None) -> Snapshot:
         """The snapshot of this version restricted to ``fragments`` (``fragment_slice``'s bytes): built by
-        ``build_snapshot`` from the manifest with only those fragments."""
+        ``build_snapshot`` from the manifest with only those fragments (``memo``: what earlier snapshots of
+        the root resolved, as a ``Dataset`` keeps it, so a fragment several versions share is resolved once)."""
         manifest = table_pb2.Manifest.FromString(self.header)
         manifest.MergeFromString(fragments)  # appends the slice to the (empty) repeated field
         manifest_file = ManifestFile(
@@ -109,7 +110,7 @@ class _VersionWork:
             self.size,
             fragments,  # the slice is a Manifest section holding only fragments: its columns decode from it
         )
-        return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file)
+        return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file, memo)
 
 
 def fragment_slice(manifest: table_pb2.Manifest, start: int, stop: int) -> bytes:
@@ -183,18 +184,25 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     registry: dict[str, Check] = all_checks()
     parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
+    roots: dict[tuple[str, str, str | None], tuple[Dataset, ResolutionMemo]] = {}  # one per root, as certify's
+    added: dict[tuple[str, int, tuple[str, ...]], Additions] = {}
     for key, start, stop, fragments in tasks:  # first every slice's reads, made at once
         work = works[key]
         try:
-            part = work.snapshot(fragments)
+            if (work.root, work.main_root, work.branch) not in roots:
+                roots[work.root, work.main_root, work.branch] = (
+                    Dataset(work.root, storage, main_root=work.main_root, branch=work.branch), ResolutionMemo())
+            dataset, memo = roots[work.root, work.main_root, work.branch]
+            part = work.snapshot(fragments, memo)
             if len(part.fragments) != stop - start:
                 raise AssertionError(f"the slice holds {len(part.fragments)} fragments, not {stop - start}")
-            dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
-            for name in work.checks:
-                prefetch = registry[name].prefetch
-                if prefetch is not None:
-                    for read, job in prefetch(VersionContext(dataset, version=work.version, snapshot=part)):
-                        jobs.setdefault(read, job)
+            # the reads of what the slice held in the version before were declared for that version
+            new = added.setdefault((work.root, start, work.checks), Additions()).of(part)
+            for prefetch in dict.fromkeys(registry[name].prefetch for name in work.checks):  # may share one
+                if prefetch is None:
+                    continue
+                for read, job in prefetch(VersionContext(dataset, version=work.version, snapshot=new)):
+                    jobs.setdefault(read, job)
         except Exception as exc:
             parts.append((work, start, stop, f"{type(exc).__name__}: {exc}"))
             continue
@@ -202,6 +210,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     started, cpu = time.perf_counter(), time.process_time()
     storage.prefetch(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
     reads = (time.perf_counter() - started, time.process_time() - cpu)
+    sliced = max(1, sum(stop - start for _, start, stop, _ in parts))
     carries: dict[tuple[str, int, tuple[str, ...]], Carry] = {}
     for work, start, stop, piece in parts:  # then the checks, on what was read
         started, cpu = time.perf_counter(), time.process_time()
@@ -212,15 +221,15 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
             # the version before is carried, as certify carries it over whole versions (conformance.carry)
             slot = (work.root, start, work.checks)
             if slot not in carries:
-                dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
+                dataset = roots[work.root, work.main_root, work.branch][0]
                 carries[slot] = Carry({name: _runner(dataset, registry[name]) for name in work.checks})
             for found in carries[slot].judge(work.version, piece).values():
                 yield from (("finding", f) for f in found)
         except Exception as exc:
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
-        files = sum(len(f.files) + (f.deletion is not None) for f in piece.fragments)
-        share = (stop - start) / max(1, sum(b - a for _, a, b, _ in parts))  # this slice's share of the reads
+        files = sum(len(f.files) + f.HasField("deletion_file") for f in piece.manifest.fragments)  # none resolved
+        share = (stop - start) / sliced  # this slice's share of the reads
         yield ("done", len(piece.fragments), files, time.perf_counter() - started + share * reads[0],
                time.process_time() - cpu + share * reads[1])
     if storage.cannot_read is not None:  # the reader's setup, not the dataset: the driver stops (certify's rule)
