@@ -27,6 +27,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from reference.codec import ManifestFile
 from reference.errors import CannotRead, InvalidOption
 from reference.layout import ManifestNaming
@@ -34,7 +37,7 @@ from reference.limits import DEFAULT_LIMITS, Limits
 from reference.proto import table_pb2, transaction_pb2
 from reference.store import ObjectStore
 from reference.store.uri import scheme_of
-from reference.table import Dataset, ResolutionMemo, Snapshot, build_snapshot
+from reference.table import Dataset, FragmentViews, ResolutionMemo, Snapshot, build_snapshot
 
 from ..baseline import settle
 from ..carry import Additions, Carry
@@ -83,9 +86,11 @@ class _VersionWork:
     size: int
     checks: tuple[str, ...]
     fragments: int
+    run: int = 0
 
     @classmethod
-    def of(cls, root: Dataset, snapshot: Snapshot, checks: Iterable[str]) -> _VersionWork:
+    def of(cls, root: Dataset, snapshot: Snapshot, checks: Iterable[str], run: int = 0) -> _VersionWork:
+        """The work of ``snapshot``, a version of ``root``, for ``checks``; ``run``: its run (``_Runs``)."""
         mf = snapshot.manifest_file
         header = table_pb2.Manifest()
         header.CopyFrom(mf.manifest)
@@ -94,7 +99,7 @@ class _VersionWork:
                    snapshot.manifest_uri, header.SerializeToString(),
                    None if mf.transaction is None else mf.transaction.SerializeToString(), mf.transaction_bytes,
                    None if mf.index_section is None else mf.index_section.SerializeToString(), mf.size,
-                   tuple(checks), len(snapshot.fragments))
+                   tuple(checks), len(snapshot.fragments), run)
 
     def snapshot(self, fragments: bytes, memo: ResolutionMemo | None = None) -> Snapshot:
         """The snapshot of this version restricted to ``fragments`` (``fragment_slice``'s bytes): built by
@@ -244,36 +249,78 @@ def _executor(bc: Any, storage_options: dict[str, str] | None, limits: Limits,
 # --- driver side ------------------------------------------------------------------------------------
 
 
+class _Runs:
+    """Numbers the versions of each root into *runs*, given oldest first: a version that does not hold every
+    fragment id of the version before it (a compaction, an overwrite, a delete of whole fragments) starts a
+    new run. The carry (``conformance.carry``) never crosses into such a version, whose fragments are judged
+    whole anyway, so cutting a root's versions into tasks between runs costs no judgement twice."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, npt.NDArray[np.uint64]]] = {}
+
+    def of(self, root: str, snapshot: Snapshot) -> int:
+        """The run of ``snapshot``, the next version of ``root``."""
+        fragments = snapshot.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        ids = (columns.id if columns is not None and isinstance(fragments, FragmentViews)
+               and fragments.positions == range(len(columns.id))
+               else np.fromiter((f.id for f in snapshot.manifest.fragments), np.uint64))
+        run, before = self._last.get(root, (0, None))
+        if before is not None and not np.isin(before, ids).all():
+            run += 1
+        self._last[root] = (run, ids)
+        return run
+
+
 def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
           tasks_per_core: int) -> list[tuple[int, int, int]]:
-    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
-    default a version is cut into about ``parallelism * tasks_per_core`` slices (``_partitions`` then groups
-    the same slice of every version into one task)."""
+    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions, in
+    cell order (root, run, start, version: ``_partitions`` never cuts a cell). By default the versions are
+    cut into as few slices as make ``parallelism * tasks_per_core`` cells: a long history of many runs into
+    whole versions (a slice costs its task a snapshot, a carry step and reads declared, whatever its size),
+    one version (one run) into that many slices."""
     largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
-        fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
+        runs = len({(w.root, w.run) for w in works.values() if w.fragments})
+        pieces = max(1, -(-(parallelism * tasks_per_core) // max(1, runs)))  # slices of a version
+        fragments_per_task = max(1, -(-largest // pieces))
     if fragments_per_task < 1:
         raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
               for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
-    return sorted(slices, key=lambda s: (works[s[0]].root, s[1], s[0]))
+    return sorted(slices, key=lambda s: (works[s[0]].root, works[s[0]].run, s[1], s[0]))
 
 
 def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int, int]],
                 count: int) -> list[list[tuple[int, int, int]]]:
-    """The plan's slices in at most ``count`` tasks, cut only between positions: every slice at one position
-    (root, start) of every version lands in the same task, so a file the versions share (an append keeps
-    the fragments before it) is read once and its findings carried (``conformance.carry``). Positions are
-    spread evenly over the tasks, in order."""
-    positions: list[list[tuple[int, int, int]]] = []
-    for item in plan:  # sorted by position: equal positions are adjacent
-        if positions and (works[positions[-1][0][0]].root, positions[-1][0][1]) == (works[item[0]].root, item[1]):
-            positions[-1].append(item)
+    """The plan's slices in at most ``count`` tasks, cut only between cells: every slice at one position
+    (root, start) of every version of one run (``_Runs``) lands in the same task, so a file the run's
+    versions share (an append keeps the fragments before it) is read once and its findings carried
+    (``conformance.carry``). Cells go to the tasks in order, a task taking the cells whose middle slice
+    falls in its even share of all the slices (one cell each when there are no more cells than tasks)."""
+    cells: list[list[tuple[int, int, int]]] = []
+    for item in plan:  # sorted by cell: equal cells are adjacent
+        first = cells[-1][0] if cells else None
+        if first is not None and _cell(works, first) == _cell(works, item):
+            cells[-1].append(item)
         else:
-            positions.append([item])
-    count = min(max(1, count), len(positions))
-    return [[item for position in positions[i * len(positions) // count:(i + 1) * len(positions) // count]
-             for item in position] for i in range(count)]
+            cells.append([item])
+    count, total, done = min(max(1, count), len(cells)), len(plan), 0
+    groups: list[list[tuple[int, int, int]]] = [[]]
+    for i, cell in enumerate(cells):
+        # a new task once the cell's middle passes this task's share, or when each task left needs a cell
+        if groups[-1] and (len(cells) - i <= count - len(groups)
+                           or (2 * done + len(cell)) * count > 2 * total * len(groups)):
+            groups.append([])
+        groups[-1].extend(cell)
+        done += len(cell)
+    return groups if plan else []
+
+
+def _cell(works: Mapping[int, _VersionWork], item: tuple[int, int, int]) -> tuple[str, int, int]:
+    """The cell of a slice: its root, run and position."""
+    work = works[item[0]]
+    return work.root, work.run, item[1]
 
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
@@ -294,10 +341,12 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     manifests: dict[int, table_pb2.Manifest] = {}
     phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge"), 0.0)
 
+    runs = _Runs()
+
     def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
         at = time.perf_counter()
         manifests[len(works)] = snapshot.manifest
-        works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks))
+        works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks), runs.of(root.uri, snapshot))
         phases["offload"] += time.perf_counter() - at
 
     report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
