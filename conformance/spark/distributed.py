@@ -1,28 +1,35 @@
-"""Certify a dataset with Spark: the per-file checks as one job over fragments, the rest on the driver.
+"""Certify a dataset with Spark: the per-file checks as a job over fragments, the rest on the driver.
 
 The checks that follow every file a version references to storage take most of certify's time; they are
 registered *fragment-local* (``checks.Check``), so what they find in a version is the union of what they
 find in any partition of its fragments. Here:
 
-1. The driver runs ``certify`` itself with every check but the fragment-local ones (``fragment_checks()``),
-   collecting each readable version's snapshot on the way (certify's ``offload`` hook).
-2. One Spark job checks the fragments. Each task gets slices of versions' fragments (the rest of each
-   manifest is broadcast once), builds each version's snapshot *restricted to its slice* with
-   ``reference.table.build_snapshot`` and runs the very same check functions on it through certify's own
-   runner. Tasks return findings, not files.
-3. The driver merges both sets of findings in certify's order: the report equals ``certify``'s on the same
-   dataset (``tests/spark/test_equivalence.py``, every pylance shape and golden case, clean and damaged).
+1. The driver runs ``certify`` itself with every check but the fragment-local ones (``fragment_checks()``).
+   Once a root's snapshots are read, certify hands them over (its ``offload`` hook) before its own checks of
+   the root, and:
+2. a Spark job checks the root's fragments, in a thread of the driver, while certify goes on. Each task
+   gets slices of versions' fragments (the rest of each manifest is broadcast once), builds each
+   version's snapshot *restricted to its slice* with ``reference.table.build_snapshot`` and runs the very
+   same check functions on it through certify's own runner. Tasks return findings, not files.
+3. The driver waits for the jobs and merges both sets of findings in certify's order: the report equals
+   ``certify``'s on the same dataset (``tests/spark/test_equivalence.py``, every pylance shape and golden
+   case, clean and damaged, and a long history).
 
 Executors reach storage through lancespec's own store with the storage options passed down (S3 included;
 no s3a, no Hadoop file system), making every read their slices' checks declare at once
-(``conformance.fetch``). Partitions are cut only between positions, so a file several versions reference
-is read once per run, as certify reads it.
+(``conformance.fetch``). Tasks are cut only between *cells* (a root's run of versions at one position,
+``_partitions``), so a file the versions of a run share is read and judged once, as certify reads it; a
+long history is planned as whole versions, its runs spread over the tasks (``_plan``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -131,13 +138,15 @@ class SparkCertification:
 
     ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
     (``FINDINGS_SCHEMA``) of ``spark``, made when first asked for. ``tasks``, ``fragments`` and
-    ``files``: the distributed job's size (files = data and deletion files of the fragments checked,
+    ``files``: the distributed jobs' size (files = data and deletion files of the fragments checked,
     summed over versions). ``seconds``: the whole call;
-    ``job_seconds``: the Spark job alone; ``task_seconds`` and ``task_cpu_seconds``: each task's time in
-    the check code, wall clock and CPU. ``phases``: the driver's seconds per step, which do not shrink
-    with executors but ``job`` (``certify``: the driver's own checks, manifests and snapshots included;
-    ``offload``: the versions' headers for the executors, within ``certify``; ``slices``: the fragment
-    slices serialized; ``broadcast``; ``job``: the Spark job, collect included; ``merge``).
+    ``job_seconds``: the Spark jobs alone, from the first start to the last end (they run while the driver
+    runs ``certify``); ``task_seconds`` and ``task_cpu_seconds``: each task's time in
+    the check code, wall clock and CPU. ``phases``: seconds per step (``certify``: the driver's own checks,
+    manifests and snapshots included, and handing the versions over, which is ``offload``: the versions'
+    headers for the executors, ``slices``: the fragment slices serialized, and ``broadcast``; ``job``: the
+    Spark jobs, collect included, as ``job_seconds``; ``wait``: the driver waiting for them after ``certify``,
+    the part of ``job`` its own work did not hide; ``merge``).
     """
 
     report: Report
@@ -323,70 +332,131 @@ def _cell(works: Mapping[int, _VersionWork], item: tuple[int, int, int]) -> tupl
     return work.root, work.run, item[1]
 
 
+class _Jobs:
+    """The Spark jobs of one ``certify_with_spark`` call: one per root, started from certify's ``offload``
+    hook as soon as the root's snapshots are read, and run in a thread of their own while the driver goes on
+    with its own checks of the root (and with the next roots); ``rows`` waits for them all."""
+
+    def __init__(self, spark: SparkSession, options: dict[str, str] | None, limits: Limits,
+                 fragments_per_task: int | None, result: SparkCertification) -> None:
+        self._sc = spark.sparkContext
+        self._options, self._limits, self._fragments_per_task = options, limits, fragments_per_task
+        self._result = result
+        self._runs = _Runs()
+        self._threads: list[threading.Thread] = []
+        self._rows: list[tuple[Any, ...]] = []
+        self._failures: list[BaseException] = []
+        self._group = f"lancespec-{uuid.uuid4().hex}"
+        self._span = [math.inf, 0.0]  # when the first job started and the last one ended
+        self._lock = threading.Lock()  # around _span and _rows, which the jobs' threads update
+
+    def offload(self, root: Dataset, versions: list[tuple[int, Snapshot]], checks: list[Check]) -> None:
+        """Certify's ``Offload``: the root's versions planned into tasks, their job started in a thread."""
+        phases, at = self._result.phases, time.perf_counter()
+        names = [c.name for c in checks]
+        works = {key: _VersionWork.of(root, snapshot, names, self._runs.of(root.uri, snapshot))
+                 for key, (_, snapshot) in enumerate(versions)}
+        self._result.versions.extend((w.branch or "main", w.version) for w in works.values())
+        phases["offload"] += time.perf_counter() - at
+        plan = _plan(works, self._sc.defaultParallelism, self._fragments_per_task, TASKS_PER_CORE)
+        if not plan:
+            return
+        at = time.perf_counter()
+        groups = [[(key, start, stop, fragment_slice(versions[key][1].manifest, start, stop))
+                   for key, start, stop in group]
+                  for group in _partitions(works, plan, self._sc.defaultParallelism * TASKS_PER_CORE)]
+        self._result.tasks += len(groups)
+        phases["slices"] += time.perf_counter() - at
+        at = time.perf_counter()
+        bc = self._sc.broadcast(works)
+        phases["broadcast"] += time.perf_counter() - at
+        thread = threading.Thread(target=self._job, args=(groups, bc), name=f"lancespec-spark-{root.uri}",
+                                  daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _job(self, groups: list[list[tuple[int, int, int, bytes]]], bc: Any) -> None:
+        with self._lock:
+            self._span[0] = min(self._span[0], time.perf_counter())
+        try:
+            self._sc.setJobGroup(self._group, "lancespec spark-certify", interruptOnCancel=True)
+            rows = (self._sc.parallelize(groups, len(groups))  # one group per partition
+                    .mapPartitions(functools.partial(_executor, bc, self._options, self._limits))
+                    .collect())
+            with self._lock:
+                self._rows.extend(rows)
+        except BaseException as exc:  # handed to the driver's thread by rows()
+            self._failures.append(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                bc.destroy()
+            with self._lock:
+                self._span[1] = max(self._span[1], time.perf_counter())
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every job's rows, once all have ended; a job's failure raised here."""
+        for thread in self._threads:
+            thread.join()
+        if self._failures:
+            raise self._failures[0]
+        if self._threads:
+            self._result.job_seconds = self._result.phases["job"] = self._span[1] - self._span[0]
+        return self._rows
+
+    def cancel(self) -> None:
+        """Stop the jobs still running (certify failed: their findings would be thrown away) and wait for them."""
+        if self._threads:
+            with contextlib.suppress(Exception):
+                self._sc.cancelJobGroup(self._group)
+        for thread in self._threads:
+            thread.join()
+
+
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
                        areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
                        fragments_per_task: int | None = None, limits: Limits = DEFAULT_LIMITS,
                        set_aside: Mapping[str, str] | None = None, since: str | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
-    checks run as one Spark job over the fragments of every certified version.
+    checks run as a Spark job over the fragments of every certified version of each root, while the driver
+    runs the other checks.
 
-    ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
-    ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
+    ``fragments_per_task``: fragments per Spark task (default: ``_plan``'s, about ``TASKS_PER_CORE`` tasks
+    per core of ``spark``). ``storage_options`` go to the driver's and every
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials); ``limits`` and
     ``set_aside`` and ``since`` (an incremental run: the executors judge only the versions certify does not
     carry over): as certify's."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
-    works: dict[int, _VersionWork] = {}
-    manifests: dict[int, table_pb2.Manifest] = {}
-    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge"), 0.0)
-
-    runs = _Runs()
-
-    def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
-        at = time.perf_counter()
-        manifests[len(works)] = snapshot.manifest
-        works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks), runs.of(root.uri, snapshot))
-        phases["offload"] += time.perf_counter() - at
-
-    report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
-                     offload=offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside, since=since)
+    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "wait", "merge"), 0.0)
+    result = SparkCertification(Report(uri), spark, phases=phases)
+    jobs = _Jobs(spark, options, limits, fragments_per_task, result)
+    try:
+        report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
+                         offload=jobs.offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside,
+                         since=since)
+    except BaseException:
+        jobs.cancel()
+        raise
     phases["certify"] = time.perf_counter() - started
-    result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
-                                phases=phases)
-    sc = spark.sparkContext
-    plan = _plan(works, sc.defaultParallelism, fragments_per_task, TASKS_PER_CORE)
-    if plan:
-        at = time.perf_counter()
-        groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
-                  for group in _partitions(works, plan, sc.defaultParallelism * TASKS_PER_CORE)]
-        partitions = len(groups)
-        phases["slices"], at = time.perf_counter() - at, time.perf_counter()
-        bc = sc.broadcast(works)
-        phases["broadcast"], at = time.perf_counter() - at, time.perf_counter()
-        try:
-            rows = (sc.parallelize(groups, partitions)  # one group per partition
-                    .mapPartitions(functools.partial(_executor, bc, options, limits))
-                    .collect())
-        finally:
-            bc.destroy()
-        result.job_seconds = phases["job"] = time.perf_counter() - at
-        at = time.perf_counter()
-        errors = [r[1] for r in rows if r[0] == "error"]
-        if errors:
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
-        unread = [r for r in rows if r[0] == "cannot_read"]
-        if unread:
-            stop = CannotRead(unread[0][1], unread[0][2])
-            report.cannot_read, report.findings, stop.report = str(stop), [], report
-            raise stop
+    result.report = report
+    at = time.perf_counter()
+    rows = jobs.rows()
+    phases["wait"], at = time.perf_counter() - at, time.perf_counter()
+    errors = [r[1] for r in rows if r[0] == "error"]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
+    unread = [r for r in rows if r[0] == "cannot_read"]
+    if unread:
+        stop = CannotRead(unread[0][1], unread[0][2])
+        report.cannot_read, report.findings, stop.report = str(stop), [], report
+        raise stop
+    if rows:
         found = [r[1] for r in rows if r[0] == "finding"]
         if report.evidence is not None:
             report.evidence.add_version_findings(found)
         report.findings = order_findings([*report.findings, *found])
         settle(report)  # the executors' findings are marked as certify marks its own
-        result.tasks = partitions
         result.fragments = sum(r[1] for r in rows if r[0] == "done")
         result.files = sum(r[2] for r in rows if r[0] == "done")
         result.task_seconds = [r[3] for r in rows if r[0] == "done"]
