@@ -112,14 +112,17 @@ def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
 def side_spark(uri: str, options: dict[str, str], history: bool) -> str:
     from conformance.spark import certify_with_spark, spark_session
 
+    started = time.perf_counter()
     spark = spark_session("local[2]", app_name="lancespec-bench-scale")
+    session = time.perf_counter() - started
     result = certify_with_spark(spark, uri, all_versions=history, storage_options=options or None,
                                 limits=limits())
     spark.stop()
     report = result.report
     return (f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings, "
-            f"report {report_digest(report)}; {result.tasks} tasks, job {result.job_seconds:.1f} s, "
-            f"driver waited {result.phases['wait']:.1f} s")
+            f"report {report_digest(report)}; session start {session:.1f} s, certify_with_spark "
+            f"{result.seconds:.1f} s ({result.tasks} tasks, job {result.job_seconds:.1f} s, driver waited "
+            f"{result.phases['wait']:.1f} s)")
 
 
 def side_pylance(uri: str, options: dict[str, str], history: bool) -> str:
