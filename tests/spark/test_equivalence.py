@@ -233,3 +233,27 @@ def test_spark_certify_equals_certify_on_a_long_history(spark: Any, tmp_path: Pa
     damaged = certify(uri, all_versions=True)
     assert {(f.requirement, f.version) for f in damaged.findings} - {(f.requirement, f.version) for f in local.findings}
     same_report(damaged, certify_with_spark(spark, uri, all_versions=True).report)
+
+
+def test_a_bug_on_the_driver_while_the_job_runs_stops_the_job_and_is_reported(spark: Any, tmp_path: Path,
+                                                                              monkeypatch: Any) -> None:
+    """The job runs beside the driver's checks: a lancespec bug in a dataset-wide check (run after the job
+    started) is certify's CertifyError with the report attached, the job's thread is waited for, and the
+    session goes on working."""
+    import dataclasses
+    import threading
+
+    from conformance.certify import CertifyError
+    from conformance.checks import REGISTRY, all_checks
+
+    def broken(ctx: Any) -> None:
+        raise RuntimeError("a planted bug")
+
+    all_checks()
+    monkeypatch.setitem(REGISTRY, "blobs.orphans", dataclasses.replace(REGISTRY["blobs.orphans"], func=broken))
+    uri = _growing_history(tmp_path / "ds", 12, 5)
+    with pytest.raises(CertifyError, match="a planted bug") as raised:
+        certify_with_spark(spark, uri, all_versions=True)
+    assert raised.value.report is not None and raised.value.report.internal_error
+    assert not [t for t in threading.enumerate() if t.name.startswith("lancespec-spark-")]
+    assert spark.sparkContext.parallelize([1, 2], 2).sum() == 3
