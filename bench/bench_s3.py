@@ -272,7 +272,7 @@ def print_cpu(sides: list[Side]) -> None:
     for side in sides:
         if side.phases:
             phases = side.median_phases()
-            driver = sum(v for k, v in phases.items() if k not in ("job", "offload", "tasks", "task_cpu"))
+            driver = phases["certify"] + phases["merge"]  # the hand-over (offload, slices, broadcast) within
             print(f"{side.name}: driver {driver:.2f} s (" + ", ".join(
                 f"{k} {v:.2f}" for k, v in phases.items() if k not in ("tasks", "task_cpu")) +
                 f"), {phases['tasks']:.0f} tasks, task CPU {phases['task_cpu']:.2f} s (medians)")

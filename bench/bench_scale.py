@@ -21,7 +21,8 @@ the default entry limit. Sides:
 * ``certify``: ``certify(uri)`` (wide) or ``certify(uri, all_versions=True)`` (history), every check;
 * ``inspect``: the ``lancespec inspect --json`` document of the latest version (``inspect_report``);
 * ``spark-certify`` (``--spark``): ``certify_with_spark`` on local[2], as ``certify`` (session start-up
-  included in the seconds: one run per session);
+  included in the seconds: one run per session); where both ran, its report must equal ``certify``'s (a
+  digest of every compared field of the two reports, ``same_report_check``: a difference fails the run);
 * ``pylance open + walk``: ``lance.dataset`` then every fragment's data files, of the latest version (wide)
   or of every version (history).
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -78,11 +80,23 @@ def side_certify_manifest(uri: str, options: dict[str, str], history: bool) -> s
     return f"exit {report.exit_code}, {len(report.findings)} findings"
 
 
+def report_digest(report: Any) -> str:
+    """A digest of what ``report`` judged (every field that takes part in comparing reports, the findings
+    as their JSON), so that sides run in two processes can be shown to give the same report."""
+    import dataclasses
+    import hashlib
+
+    compared = {f.name: getattr(report, f.name) for f in dataclasses.fields(report) if f.compare}
+    compared["findings"] = [f.to_json() for f in report.findings]
+    return hashlib.sha256(json.dumps(compared, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def side_certify(uri: str, options: dict[str, str], history: bool) -> str:
     from conformance.certify import certify
 
     report = certify(uri, storage_options=options or None, all_versions=history, limits=limits())
-    return f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings"
+    return (f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings, "
+            f"report {report_digest(report)}")
 
 
 def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
@@ -98,11 +112,17 @@ def side_inspect(uri: str, options: dict[str, str], history: bool) -> str:
 def side_spark(uri: str, options: dict[str, str], history: bool) -> str:
     from conformance.spark import certify_with_spark, spark_session
 
+    started = time.perf_counter()
     spark = spark_session("local[2]", app_name="lancespec-bench-scale")
+    session = time.perf_counter() - started
     result = certify_with_spark(spark, uri, all_versions=history, storage_options=options or None,
                                 limits=limits())
     spark.stop()
-    return f"exit {result.report.exit_code}, {result.tasks} tasks"
+    report = result.report
+    return (f"exit {report.exit_code}, {len(report.versions)} versions, {len(report.findings)} findings, "
+            f"report {report_digest(report)}; session start {session:.1f} s, certify_with_spark "
+            f"{result.seconds:.1f} s ({result.tasks} tasks, job {result.job_seconds:.1f} s, driver waited "
+            f"{result.phases['wait']:.1f} s)")
 
 
 def side_pylance(uri: str, options: dict[str, str], history: bool) -> str:
@@ -213,6 +233,23 @@ def measure(runs: list[Run], input_name: str, store: str, uri: str, options: dic
         shown = (f"{min(run.seconds):8.2f} s {max(run.peak_mib):7.0f} MiB  {run.note}" if run.seconds
                  else f"FAILED {run.error}")
         print(f"  {input_name:8} {store:6} {name:22} {shown}  (load {os.getloadavg()[0]:.1f})", flush=True)
+    same_report_check(runs, input_name, store)
+
+
+def same_report_check(runs: list[Run], input_name: str, store: str) -> None:
+    """spark-certify must give certify's report on the same input: where both ran, their digests
+    (``report_digest``) are compared, and a difference is the spark-certify run's error."""
+    digests = {run.side: re.search(r"report ([0-9a-f]{16})", run.note) for run in runs
+               if (run.input, run.store) == (input_name, store) and run.seconds}
+    certified, distributed = digests.get("certify"), digests.get("spark-certify")
+    if certified is None or distributed is None:
+        return
+    if certified[1] == distributed[1]:
+        print(f"  {input_name:8} {store:6} spark-certify's report equals certify's ({certified[1]})", flush=True)
+        return
+    spark_run = next(r for r in runs if (r.input, r.store, r.side) == (input_name, store, "spark-certify"))
+    spark_run.error = f"its report ({distributed[1]}) differs from certify's ({certified[1]})"
+    print(f"  {input_name:8} {store:6} FAILED: spark-certify's {spark_run.error}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,21 +62,27 @@ Run = Callable[[int, Snapshot], tuple[list[Finding], bool]]
 fragments), naming ``version``, and whether the check ran to its end."""
 
 
+#: A version's ``context_key`` and its fragments' keys (``_keys``).
+_Identity = tuple[tuple[tuple[str, bytes], ...], list[bytes]]
+
+
 @dataclass
 class _Judged:
     """The version judged last, and each check's findings on it (None where they cannot be carried); its
-    context and fragment keys are worked out when the next version asks (a single version never does)."""
+    context and fragment keys (``identity``, when they were worked out for it already) are worked out when
+    the next version asks (a single version never does)."""
 
     snapshot: Snapshot
     findings: dict[str, list[Finding] | None]
+    identity: _Identity | None = None
 
     @functools.cached_property
     def context(self) -> tuple[tuple[str, bytes], ...]:
-        return context_key(self.snapshot.manifest)
+        return self.identity[0] if self.identity is not None else context_key(self.snapshot.manifest)
 
     @functools.cached_property
     def fragments(self) -> frozenset[bytes]:
-        return frozenset(_keys(self.snapshot))
+        return frozenset(self.identity[1] if self.identity is not None else _keys(self.snapshot))
 
 
 def _keys(snapshot: Snapshot) -> list[bytes]:
@@ -85,11 +91,45 @@ def _keys(snapshot: Snapshot) -> list[bytes]:
     deterministically. Two versions keyed differently only carry less: a fragment whose keys differ is
     judged again."""
     fragments = snapshot.fragments
-    columns = fragments.columns if isinstance(fragments, FragmentViews) else None
-    if columns is None or not isinstance(fragments, FragmentViews):  # (the second test for mypy)
+    if not isinstance(fragments, FragmentViews):
         return [f.proto.SerializeToString(deterministic=True) for f in fragments]
+    columns = fragments.columns
+    if columns is None:  # the messages, by position in the manifest: no fragment resolved to key it
+        messages = snapshot.manifest.fragments
+        return [messages[p].SerializeToString(deterministic=True) for p in fragments.positions]
     section, starts, lengths = columns.section, columns.record_start, columns.record_length
     return [section[starts[p]:starts[p] + lengths[p]] for p in fragments.positions]
+
+
+def _added(last: _Judged, snapshot: Snapshot) -> tuple[Sequence[FragmentView] | None, _Identity]:
+    """The fragments of ``snapshot`` that ``last``'s version does not hold, when ``last``'s version holds
+    every one of its fragments unchanged in the same context (None when it lost or changed one, or the
+    context differs); and ``snapshot``'s identity, worked out on the way."""
+    identity = context, keys = context_key(snapshot.manifest), _keys(snapshot)
+    if context != last.context or not last.fragments.issubset(keys):
+        return None, identity
+    fresh = [i for i, k in enumerate(keys) if k not in last.fragments]
+    fragments = snapshot.fragments
+    added = fragments.subset(fresh) if isinstance(fragments, FragmentViews) else tuple(fragments[i] for i in fresh)
+    return added, identity
+
+
+class Additions:
+    """What each version of one root adds to the version before it (``of`` is called once per version,
+    oldest first): the fragments a fragment-local check's prefetch must declare reads for. A fragment the
+    version before held unchanged, in the same context, names the same files, whose reads were declared for
+    that version; where the carry is refused (``Carry``), the whole version is handed over."""
+
+    def __init__(self) -> None:
+        self._last: _Judged | None = None
+
+    def of(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` restricted to the fragments the previous version did not hold (all of them for the
+        first version, or when the previous one lost or changed a fragment, or had another context)."""
+        last = self._last
+        added, identity = _added(last, snapshot) if last is not None else (None, None)
+        self._last = _Judged(snapshot, {}, identity)
+        return snapshot if added is None else replace(snapshot, fragments=added)
 
 
 class Carry:
@@ -104,13 +144,9 @@ class Carry:
         """Each check's findings on ``version``, carried from the previous version where that is exact."""
         last = self._last
         new: Sequence[FragmentView] | None = None
+        identity: _Identity | None = None
         if last is not None and any(found is not None for found in last.findings.values()):
-            keys = _keys(snapshot)
-            if context_key(snapshot.manifest) == last.context and last.fragments.issubset(keys):
-                fresh = [i for i, k in enumerate(keys) if k not in last.fragments]
-                fragments = snapshot.fragments
-                new = (fragments.subset(fresh) if isinstance(fragments, FragmentViews)
-                       else tuple(fragments[i] for i in fresh))
+            new, identity = _added(last, snapshot)
         out: dict[str, list[Finding]] = {}
         carried: dict[str, list[Finding] | None] = {}
         for name, run in self._runs.items():
@@ -126,8 +162,8 @@ class Carry:
             manifest = snapshot.manifest_uri  # a finding naming the manifest file is not carried
             named = any(manifest in (f.path, f.detail) or manifest in f.message for f in findings)
             carried[name] = findings if complete and not named else None
-        self._last = _Judged(snapshot, carried)
+        self._last = _Judged(snapshot, carried, identity)
         return out
 
 
-__all__ = ["VERSION_OWN_FIELDS", "Carry", "Run", "context_key"]
+__all__ = ["VERSION_OWN_FIELDS", "Additions", "Carry", "Run", "context_key"]

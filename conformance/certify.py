@@ -59,10 +59,11 @@ class CertifyError(Exception):
 #: Called as progress(done, total, description) while certifying.
 Progress = Callable[[int, int, str], None]
 
-#: Called as offload(root, version, snapshot, checks) once per readable version with the version checks
-#: named in ``certify(..., offloaded=...)``, which certify then does not run itself: the caller runs them
-#: (``conformance.spark`` as one distributed job) and adds their findings (``order_findings``).
-Offload = Callable[[Dataset, int, Snapshot, list[Check]], None]
+#: Called as offload(root, versions, checks) once per root, with its readable versions ((version, snapshot),
+#: oldest first) and the version checks named in ``certify(..., offloaded=...)``, which certify then does not
+#: run itself: the caller runs them (``conformance.spark`` as a distributed job, while certify goes on with
+#: the root's other checks) and adds their findings (``order_findings``).
+Offload = Callable[[Dataset, list[tuple[int, Snapshot]], list[Check]], None]
 
 UNREADABLE_REQUIREMENT = "HIST-001"
 
@@ -242,6 +243,8 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
         judged = {v: s for v, s in snapshots.items() if isinstance(s, Snapshot)}
         if since is not None:
             _carry_findings(report, label, set(snapshots) - set(judged), evidence, since)
+        if offload is not None and moved:
+            offload(root, sorted(judged.items()), moved)
         observed = _observe(main.storage, evidence is not None)
         _prefetch(main.storage, root, judged, local_checks, label, progress)
         stop_if_unread(main.storage)
@@ -256,8 +259,6 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 report.findings.extend(made)
                 if evidence is not None:
                     evidence.add_version_findings(made)
-            if offload is not None and moved:
-                offload(root, v, snapshot, moved)
         if isinstance(main.storage, RunStorage):
             main.storage.observed = None
         if evidence is not None and observed is not None:

@@ -1,31 +1,41 @@
-"""Certify a dataset with Spark: the per-file checks as one job over fragments, the rest on the driver.
+"""Certify a dataset with Spark: the per-file checks as a job over fragments, the rest on the driver.
 
 The checks that follow every file a version references to storage take most of certify's time; they are
 registered *fragment-local* (``checks.Check``), so what they find in a version is the union of what they
 find in any partition of its fragments. Here:
 
-1. The driver runs ``certify`` itself with every check but the fragment-local ones (``fragment_checks()``),
-   collecting each readable version's snapshot on the way (certify's ``offload`` hook).
-2. One Spark job checks the fragments. Each task gets slices of versions' fragments (the rest of each
-   manifest is broadcast once), builds each version's snapshot *restricted to its slice* with
-   ``reference.table.build_snapshot`` and runs the very same check functions on it through certify's own
-   runner. Tasks return findings, not files.
-3. The driver merges both sets of findings in certify's order: the report equals ``certify``'s on the same
-   dataset (``tests/spark/test_equivalence.py``, every pylance shape and golden case, clean and damaged).
+1. The driver runs ``certify`` itself with every check but the fragment-local ones (``fragment_checks()``).
+   Once a root's snapshots are read, certify hands them over (its ``offload`` hook) before its own checks of
+   the root, and:
+2. a Spark job checks the root's fragments, in a thread of the driver, while certify goes on. Each task
+   gets slices of versions' fragments (the rest of each manifest is broadcast once), builds each
+   version's snapshot *restricted to its slice* with ``reference.table.build_snapshot`` and runs the very
+   same check functions on it through certify's own runner. Tasks return findings, not files.
+3. The driver waits for the jobs and merges both sets of findings in certify's order: the report equals
+   ``certify``'s on the same dataset (``tests/spark/test_equivalence.py``, every pylance shape and golden
+   case, clean and damaged, and a long history).
 
 Executors reach storage through lancespec's own store with the storage options passed down (S3 included;
 no s3a, no Hadoop file system), making every read their slices' checks declare at once
-(``conformance.fetch``). Partitions are cut only between positions, so a file several versions reference
-is read once per run, as certify reads it.
+(``conformance.fetch``). Tasks are cut only between *cells* (a root's run of versions at one position,
+``_partitions``), so a file the versions of a run share is read and judged once, as certify reads it; a
+long history is planned as whole versions, its runs spread over the tasks (``_plan``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
 
 from reference.codec import ManifestFile
 from reference.errors import CannotRead, InvalidOption
@@ -34,10 +44,10 @@ from reference.limits import DEFAULT_LIMITS, Limits
 from reference.proto import table_pb2, transaction_pb2
 from reference.store import ObjectStore
 from reference.store.uri import scheme_of
-from reference.table import Dataset, Snapshot, build_snapshot
+from reference.table import Dataset, FragmentViews, ResolutionMemo, Snapshot, build_snapshot
 
 from ..baseline import settle
-from ..carry import Carry
+from ..carry import Additions, Carry
 from ..certify import CertifyError, _runner, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
@@ -83,9 +93,11 @@ class _VersionWork:
     size: int
     checks: tuple[str, ...]
     fragments: int
+    run: int = 0
 
     @classmethod
-    def of(cls, root: Dataset, snapshot: Snapshot, checks: Iterable[str]) -> _VersionWork:
+    def of(cls, root: Dataset, snapshot: Snapshot, checks: Iterable[str], run: int = 0) -> _VersionWork:
+        """The work of ``snapshot``, a version of ``root``, for ``checks``; ``run``: its run (``_Runs``)."""
         mf = snapshot.manifest_file
         header = table_pb2.Manifest()
         header.CopyFrom(mf.manifest)
@@ -94,11 +106,12 @@ class _VersionWork:
                    snapshot.manifest_uri, header.SerializeToString(),
                    None if mf.transaction is None else mf.transaction.SerializeToString(), mf.transaction_bytes,
                    None if mf.index_section is None else mf.index_section.SerializeToString(), mf.size,
-                   tuple(checks), len(snapshot.fragments))
+                   tuple(checks), len(snapshot.fragments), run)
 
-    def snapshot(self, fragments: bytes) -> Snapshot:
+    def snapshot(self, fragments: bytes, memo: ResolutionMemo | None = None) -> Snapshot:
         """The snapshot of this version restricted to ``fragments`` (``fragment_slice``'s bytes): built by
-        ``build_snapshot`` from the manifest with only those fragments."""
+        ``build_snapshot`` from the manifest with only those fragments (``memo``: what earlier snapshots of
+        the root resolved, as a ``Dataset`` keeps it, so a fragment several versions share is resolved once)."""
         manifest = table_pb2.Manifest.FromString(self.header)
         manifest.MergeFromString(fragments)  # appends the slice to the (empty) repeated field
         manifest_file = ManifestFile(
@@ -109,7 +122,7 @@ class _VersionWork:
             self.size,
             fragments,  # the slice is a Manifest section holding only fragments: its columns decode from it
         )
-        return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file)
+        return build_snapshot(self.root, self.version, self.naming, self.manifest_uri, manifest_file, memo)
 
 
 def fragment_slice(manifest: table_pb2.Manifest, start: int, stop: int) -> bytes:
@@ -125,13 +138,15 @@ class SparkCertification:
 
     ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
     (``FINDINGS_SCHEMA``) of ``spark``, made when first asked for. ``tasks``, ``fragments`` and
-    ``files``: the distributed job's size (files = data and deletion files of the fragments checked,
+    ``files``: the distributed jobs' size (files = data and deletion files of the fragments checked,
     summed over versions). ``seconds``: the whole call;
-    ``job_seconds``: the Spark job alone; ``task_seconds`` and ``task_cpu_seconds``: each task's time in
-    the check code, wall clock and CPU. ``phases``: the driver's seconds per step, which do not shrink
-    with executors but ``job`` (``certify``: the driver's own checks, manifests and snapshots included;
-    ``offload``: the versions' headers for the executors, within ``certify``; ``slices``: the fragment
-    slices serialized; ``broadcast``; ``job``: the Spark job, collect included; ``merge``).
+    ``job_seconds``: the Spark jobs alone, from the first start to the last end (they run while the driver
+    runs ``certify``); ``task_seconds`` and ``task_cpu_seconds``: each task's time in
+    the check code, wall clock and CPU. ``phases``: seconds per step (``certify``: the driver's own checks,
+    manifests and snapshots included, and handing the versions over, which is ``offload``: the versions'
+    headers for the executors, ``slices``: the fragment slices serialized, and ``broadcast``; ``job``: the
+    Spark jobs, collect included, as ``job_seconds``; ``wait``: the driver waiting for them after ``certify``,
+    the part of ``job`` its own work did not hide; ``merge``).
     """
 
     report: Report
@@ -183,18 +198,25 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     registry: dict[str, Check] = all_checks()
     parts: list[tuple[_VersionWork, int, int, Snapshot | str]] = []
     jobs: dict[tuple[str, ...], Callable[[], object]] = {}
+    roots: dict[tuple[str, str, str | None], tuple[Dataset, ResolutionMemo]] = {}  # one per root, as certify's
+    added: dict[tuple[str, int, tuple[str, ...]], Additions] = {}
     for key, start, stop, fragments in tasks:  # first every slice's reads, made at once
         work = works[key]
         try:
-            part = work.snapshot(fragments)
+            if (work.root, work.main_root, work.branch) not in roots:
+                roots[work.root, work.main_root, work.branch] = (
+                    Dataset(work.root, storage, main_root=work.main_root, branch=work.branch), ResolutionMemo())
+            dataset, memo = roots[work.root, work.main_root, work.branch]
+            part = work.snapshot(fragments, memo)
             if len(part.fragments) != stop - start:
                 raise AssertionError(f"the slice holds {len(part.fragments)} fragments, not {stop - start}")
-            dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
-            for name in work.checks:
-                prefetch = registry[name].prefetch
-                if prefetch is not None:
-                    for read, job in prefetch(VersionContext(dataset, version=work.version, snapshot=part)):
-                        jobs.setdefault(read, job)
+            # the reads of what the slice held in the version before were declared for that version
+            new = added.setdefault((work.root, start, work.checks), Additions()).of(part)
+            for prefetch in dict.fromkeys(registry[name].prefetch for name in work.checks):  # may share one
+                if prefetch is None:
+                    continue
+                for read, job in prefetch(VersionContext(dataset, version=work.version, snapshot=new)):
+                    jobs.setdefault(read, job)
         except Exception as exc:
             parts.append((work, start, stop, f"{type(exc).__name__}: {exc}"))
             continue
@@ -202,6 +224,7 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
     started, cpu = time.perf_counter(), time.process_time()
     storage.prefetch(list(jobs.values()), remote=any(scheme_of(w.root) != "file" for w, *_ in parts))
     reads = (time.perf_counter() - started, time.process_time() - cpu)
+    sliced = max(1, sum(stop - start for _, start, stop, _ in parts))
     carries: dict[tuple[str, int, tuple[str, ...]], Carry] = {}
     for work, start, stop, piece in parts:  # then the checks, on what was read
         started, cpu = time.perf_counter(), time.process_time()
@@ -212,15 +235,15 @@ def check_fragments(works: Mapping[int, _VersionWork], storage_options: Mapping[
             # the version before is carried, as certify carries it over whole versions (conformance.carry)
             slot = (work.root, start, work.checks)
             if slot not in carries:
-                dataset = Dataset(work.root, storage, main_root=work.main_root, branch=work.branch)
+                dataset = roots[work.root, work.main_root, work.branch][0]
                 carries[slot] = Carry({name: _runner(dataset, registry[name]) for name in work.checks})
             for found in carries[slot].judge(work.version, piece).values():
                 yield from (("finding", f) for f in found)
         except Exception as exc:
             yield ("error", f"{work.root} v{work.version} fragments [{start}, {stop}): {type(exc).__name__}: {exc}")
             continue
-        files = sum(len(f.files) + (f.deletion is not None) for f in piece.fragments)
-        share = (stop - start) / max(1, sum(b - a for _, a, b, _ in parts))  # this slice's share of the reads
+        files = sum(len(f.files) + f.HasField("deletion_file") for f in piece.manifest.fragments)  # none resolved
+        share = (stop - start) / sliced  # this slice's share of the reads
         yield ("done", len(piece.fragments), files, time.perf_counter() - started + share * reads[0],
                time.process_time() - cpu + share * reads[1])
     if storage.cannot_read is not None:  # the reader's setup, not the dataset: the driver stops (certify's rule)
@@ -235,36 +258,158 @@ def _executor(bc: Any, storage_options: dict[str, str] | None, limits: Limits,
 # --- driver side ------------------------------------------------------------------------------------
 
 
+class _Runs:
+    """Numbers the versions of each root into *runs*, given oldest first: a version that does not hold every
+    fragment id of the version before it (a compaction, an overwrite, a delete of whole fragments) starts a
+    new run. The carry (``conformance.carry``) never crosses into such a version, whose fragments are judged
+    whole anyway, so cutting a root's versions into tasks between runs costs no judgement twice."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, npt.NDArray[np.uint64]]] = {}
+
+    def of(self, root: str, snapshot: Snapshot) -> int:
+        """The run of ``snapshot``, the next version of ``root``."""
+        fragments = snapshot.fragments
+        columns = fragments.columns if isinstance(fragments, FragmentViews) else None
+        ids = (columns.id if columns is not None and isinstance(fragments, FragmentViews)
+               and fragments.positions == range(len(columns.id))
+               else np.fromiter((f.id for f in snapshot.manifest.fragments), np.uint64))
+        run, before = self._last.get(root, (0, None))
+        if before is not None and not np.isin(before, ids).all():
+            run += 1
+        self._last[root] = (run, ids)
+        return run
+
+
 def _plan(works: Mapping[int, _VersionWork], parallelism: int, fragments_per_task: int | None,
           tasks_per_core: int) -> list[tuple[int, int, int]]:
-    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions. By
-    default a version is cut into about ``parallelism * tasks_per_core`` slices (``_partitions`` then groups
-    the same slice of every version into one task)."""
+    """Slices ``(version key, start, stop)`` of every version's fragments, none spanning two versions, in
+    cell order (root, run, start, version: ``_partitions`` never cuts a cell). By default the versions are
+    cut into as few slices as make ``parallelism * tasks_per_core`` cells: a long history of many runs into
+    whole versions (a slice costs its task a snapshot, a carry step and reads declared, whatever its size),
+    one version (one run) into that many slices."""
     largest = max((w.fragments for w in works.values()), default=0)
     if fragments_per_task is None:
-        fragments_per_task = max(1, -(-largest // max(1, parallelism * tasks_per_core)))
+        runs = len({(w.root, w.run) for w in works.values() if w.fragments})
+        pieces = max(1, -(-(parallelism * tasks_per_core) // max(1, runs)))  # slices of a version
+        fragments_per_task = max(1, -(-largest // pieces))
     if fragments_per_task < 1:
         raise InvalidOption(f"fragments_per_task must be at least 1, got {fragments_per_task}")
     slices = [(key, start, min(start + fragments_per_task, work.fragments))
               for key, work in works.items() for start in range(0, work.fragments, fragments_per_task)]
-    return sorted(slices, key=lambda s: (works[s[0]].root, s[1], s[0]))
+    return sorted(slices, key=lambda s: (works[s[0]].root, works[s[0]].run, s[1], s[0]))
 
 
 def _partitions(works: Mapping[int, _VersionWork], plan: Sequence[tuple[int, int, int]],
                 count: int) -> list[list[tuple[int, int, int]]]:
-    """The plan's slices in at most ``count`` tasks, cut only between positions: every slice at one position
-    (root, start) of every version lands in the same task, so a file the versions share (an append keeps
-    the fragments before it) is read once and its findings carried (``conformance.carry``). Positions are
-    spread evenly over the tasks, in order."""
-    positions: list[list[tuple[int, int, int]]] = []
-    for item in plan:  # sorted by position: equal positions are adjacent
-        if positions and (works[positions[-1][0][0]].root, positions[-1][0][1]) == (works[item[0]].root, item[1]):
-            positions[-1].append(item)
+    """The plan's slices in at most ``count`` tasks, cut only between cells: every slice at one position
+    (root, start) of every version of one run (``_Runs``) lands in the same task, so a file the run's
+    versions share (an append keeps the fragments before it) is read once and its findings carried
+    (``conformance.carry``). Cells go to the tasks in order, a task taking the cells whose middle slice
+    falls in its even share of all the slices (one cell each when there are no more cells than tasks)."""
+    cells: list[list[tuple[int, int, int]]] = []
+    for item in plan:  # sorted by cell: equal cells are adjacent
+        first = cells[-1][0] if cells else None
+        if first is not None and _cell(works, first) == _cell(works, item):
+            cells[-1].append(item)
         else:
-            positions.append([item])
-    count = min(max(1, count), len(positions))
-    return [[item for position in positions[i * len(positions) // count:(i + 1) * len(positions) // count]
-             for item in position] for i in range(count)]
+            cells.append([item])
+    count, total, done = min(max(1, count), len(cells)), len(plan), 0
+    groups: list[list[tuple[int, int, int]]] = [[]]
+    for i, cell in enumerate(cells):
+        # a new task once the cell's middle passes this task's share, or when each task left needs a cell
+        if groups[-1] and (len(cells) - i <= count - len(groups)
+                           or (2 * done + len(cell)) * count > 2 * total * len(groups)):
+            groups.append([])
+        groups[-1].extend(cell)
+        done += len(cell)
+    return groups if plan else []
+
+
+def _cell(works: Mapping[int, _VersionWork], item: tuple[int, int, int]) -> tuple[str, int, int]:
+    """The cell of a slice: its root, run and position."""
+    work = works[item[0]]
+    return work.root, work.run, item[1]
+
+
+class _Jobs:
+    """The Spark jobs of one ``certify_with_spark`` call: one per root, started from certify's ``offload``
+    hook as soon as the root's snapshots are read, and run in a thread of their own while the driver goes on
+    with its own checks of the root (and with the next roots); ``rows`` waits for them all."""
+
+    def __init__(self, spark: SparkSession, options: dict[str, str] | None, limits: Limits,
+                 fragments_per_task: int | None, result: SparkCertification) -> None:
+        self._sc = spark.sparkContext
+        self._options, self._limits, self._fragments_per_task = options, limits, fragments_per_task
+        self._result = result
+        self._runs = _Runs()
+        self._threads: list[threading.Thread] = []
+        self._rows: list[tuple[Any, ...]] = []
+        self._failures: list[BaseException] = []
+        self._group = f"lancespec-{uuid.uuid4().hex}"
+        self._span = [math.inf, 0.0]  # when the first job started and the last one ended
+        self._lock = threading.Lock()  # around _span and _rows, which the jobs' threads update
+
+    def offload(self, root: Dataset, versions: list[tuple[int, Snapshot]], checks: list[Check]) -> None:
+        """Certify's ``Offload``: the root's versions planned into tasks, their job started in a thread."""
+        phases, at = self._result.phases, time.perf_counter()
+        names = [c.name for c in checks]
+        works = {key: _VersionWork.of(root, snapshot, names, self._runs.of(root.uri, snapshot))
+                 for key, (_, snapshot) in enumerate(versions)}
+        self._result.versions.extend((w.branch or "main", w.version) for w in works.values())
+        phases["offload"] += time.perf_counter() - at
+        plan = _plan(works, self._sc.defaultParallelism, self._fragments_per_task, TASKS_PER_CORE)
+        if not plan:
+            return
+        at = time.perf_counter()
+        groups = [[(key, start, stop, fragment_slice(versions[key][1].manifest, start, stop))
+                   for key, start, stop in group]
+                  for group in _partitions(works, plan, self._sc.defaultParallelism * TASKS_PER_CORE)]
+        self._result.tasks += len(groups)
+        phases["slices"] += time.perf_counter() - at
+        at = time.perf_counter()
+        bc = self._sc.broadcast(works)
+        phases["broadcast"] += time.perf_counter() - at
+        thread = threading.Thread(target=self._job, args=(groups, bc), name=f"lancespec-spark-{root.uri}",
+                                  daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _job(self, groups: list[list[tuple[int, int, int, bytes]]], bc: Any) -> None:
+        with self._lock:
+            self._span[0] = min(self._span[0], time.perf_counter())
+        try:
+            self._sc.setJobGroup(self._group, "lancespec spark-certify", interruptOnCancel=True)
+            rows = (self._sc.parallelize(groups, len(groups))  # one group per partition
+                    .mapPartitions(functools.partial(_executor, bc, self._options, self._limits))
+                    .collect())
+            with self._lock:
+                self._rows.extend(rows)
+        except BaseException as exc:  # handed to the driver's thread by rows()
+            self._failures.append(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                bc.destroy()
+            with self._lock:
+                self._span[1] = max(self._span[1], time.perf_counter())
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every job's rows, once all have ended; a job's failure raised here."""
+        for thread in self._threads:
+            thread.join()
+        if self._failures:
+            raise self._failures[0]
+        if self._threads:
+            self._result.job_seconds = self._result.phases["job"] = self._span[1] - self._span[0]
+        return self._rows
+
+    def cancel(self) -> None:
+        """Stop the jobs still running (certify failed: their findings would be thrown away) and wait for them."""
+        if self._threads:
+            with contextlib.suppress(Exception):
+                self._sc.cancelJobGroup(self._group)
+        for thread in self._threads:
+            thread.join()
 
 
 def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
@@ -272,63 +417,46 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
                        fragments_per_task: int | None = None, limits: Limits = DEFAULT_LIMITS,
                        set_aside: Mapping[str, str] | None = None, since: str | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
-    checks run as one Spark job over the fragments of every certified version.
+    checks run as a Spark job over the fragments of every certified version of each root, while the driver
+    runs the other checks.
 
-    ``fragments_per_task``: fragments per Spark task (default: the fragments spread over
-    ``TASKS_PER_CORE`` tasks per core of ``spark``). ``storage_options`` go to the driver's and every
+    ``fragments_per_task``: fragments per Spark task (default: ``_plan``'s, about ``TASKS_PER_CORE`` tasks
+    per core of ``spark``). ``storage_options`` go to the driver's and every
     executor's store (pylance-style keys: aws_endpoint, aws_region, allow_http, credentials); ``limits`` and
     ``set_aside`` and ``since`` (an incremental run: the executors judge only the versions certify does not
     carry over): as certify's."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
-    works: dict[int, _VersionWork] = {}
-    manifests: dict[int, table_pb2.Manifest] = {}
-    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "merge"), 0.0)
-
-    def offload(root: Dataset, v: int, snapshot: Snapshot, checks: list[Check]) -> None:
-        at = time.perf_counter()
-        manifests[len(works)] = snapshot.manifest
-        works[len(works)] = _VersionWork.of(root, snapshot, (c.name for c in checks))
-        phases["offload"] += time.perf_counter() - at
-
-    report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
-                     offload=offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside, since=since)
+    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "wait", "merge"), 0.0)
+    result = SparkCertification(Report(uri), spark, phases=phases)
+    jobs = _Jobs(spark, options, limits, fragments_per_task, result)
+    try:
+        report = certify(uri, version=version, all_versions=all_versions, areas=areas, storage_options=options,
+                         offload=jobs.offload, offloaded=fragment_checks(), limits=limits, set_aside=set_aside,
+                         since=since)
+    except BaseException:
+        jobs.cancel()
+        raise
     phases["certify"] = time.perf_counter() - started
-    result = SparkCertification(report, spark, versions=[(w.branch or "main", w.version) for w in works.values()],
-                                phases=phases)
-    sc = spark.sparkContext
-    plan = _plan(works, sc.defaultParallelism, fragments_per_task, TASKS_PER_CORE)
-    if plan:
-        at = time.perf_counter()
-        groups = [[(key, start, stop, fragment_slice(manifests[key], start, stop)) for key, start, stop in group]
-                  for group in _partitions(works, plan, sc.defaultParallelism * TASKS_PER_CORE)]
-        partitions = len(groups)
-        phases["slices"], at = time.perf_counter() - at, time.perf_counter()
-        bc = sc.broadcast(works)
-        phases["broadcast"], at = time.perf_counter() - at, time.perf_counter()
-        try:
-            rows = (sc.parallelize(groups, partitions)  # one group per partition
-                    .mapPartitions(functools.partial(_executor, bc, options, limits))
-                    .collect())
-        finally:
-            bc.destroy()
-        result.job_seconds = phases["job"] = time.perf_counter() - at
-        at = time.perf_counter()
-        errors = [r[1] for r in rows if r[0] == "error"]
-        if errors:
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
-        unread = [r for r in rows if r[0] == "cannot_read"]
-        if unread:
-            stop = CannotRead(unread[0][1], unread[0][2])
-            report.cannot_read, report.findings, stop.report = str(stop), [], report
-            raise stop
+    result.report = report
+    at = time.perf_counter()
+    rows = jobs.rows()
+    phases["wait"], at = time.perf_counter() - at, time.perf_counter()
+    errors = [r[1] for r in rows if r[0] == "error"]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise CertifyError(f"a fragment check failed in an executor: {errors[0]}{more}", report.uri)
+    unread = [r for r in rows if r[0] == "cannot_read"]
+    if unread:
+        stop = CannotRead(unread[0][1], unread[0][2])
+        report.cannot_read, report.findings, stop.report = str(stop), [], report
+        raise stop
+    if rows:
         found = [r[1] for r in rows if r[0] == "finding"]
         if report.evidence is not None:
             report.evidence.add_version_findings(found)
         report.findings = order_findings([*report.findings, *found])
         settle(report)  # the executors' findings are marked as certify marks its own
-        result.tasks = partitions
         result.fragments = sum(r[1] for r in rows if r[0] == "done")
         result.files = sum(r[2] for r in rows if r[0] == "done")
         result.task_seconds = [r[3] for r in rows if r[0] == "done"]

@@ -24,7 +24,7 @@ from conformance.checks.bases import unusable_base_ids
 from conformance.findings import Report
 from conformance.shapes import DIVERGENCE_SHAPES, SHAPES
 from conformance.spark import certify_with_spark, fragment_checks
-from conformance.spark.distributed import _partitions, _plan, _VersionWork
+from conformance.spark.distributed import _partitions, _plan, _Runs, _VersionWork
 from reference.layout import ManifestNaming
 from reference.table import Dataset
 
@@ -172,9 +172,88 @@ def test_partitions_never_split_a_position() -> None:
     assert [sorted({start for _, start, _ in g}) for g in groups] == [[0], [250], [500], [750]]
     assert [len(g) for g in groups] == [5, 4, 3, 2]  # Spark's even cut of the 14 slices would split position 0
     assert [item for g in groups for item in g] == plan
-    # fewer tasks than positions: whole positions, spread evenly and in order
+    # fewer tasks than positions: whole positions in order, each in the task whose even share of the 14
+    # slices holds its middle slice (5 + 4 | 3 + 2: the middles at 2.5, 7, 10.5 and 13)
     assert [sorted({start for _, start, _ in g}) for g in _partitions(works, plan, 2)] == [[0, 250], [500, 750]]
     # more tasks than positions: one position each; two roots never share a position
     two = {0: work(2, "a"), 1: work(2, "b")}
     assert _partitions(two, _plan(two, 1, 1, 4), 16) == [[(0, 0, 1)], [(0, 1, 2)], [(1, 0, 1)], [(1, 1, 2)]]
     assert _partitions({}, [], 4) == []
+
+
+def test_a_history_of_many_runs_is_cut_into_whole_versions_between_runs() -> None:
+    def work(fragments: int, run: int) -> _VersionWork:
+        return _VersionWork("r", "r", None, 1, ManifestNaming.V2, "m", b"", None, None, None, 0, (), fragments, run)
+
+    # 40 versions in 10 runs of 4 (appends of one fragment, each run started by a compaction to one fragment)
+    works = {v: work(1 + v % 4, v // 4) for v in range(40)}
+    plan = _plan(works, 2, None, 4)
+    assert plan == [(v, 0, 1 + v % 4) for v in range(40)]  # 10 runs fill 8 tasks: versions are not cut
+    groups = _partitions(works, plan, 8)
+    assert [item for g in groups for item in g] == plan
+    assert len(groups) == 8 and all(len(g) % 4 == 0 for g in groups)  # whole runs only: no carry is broken
+    # one run: a version is cut into slices as before, whatever the number of versions
+    assert len({start for _, start, _ in _plan({v: work(800, 0) for v in range(40)}, 2, None, 4)}) == 8
+
+
+def _growing_history(root: Path, versions: int, compact_every: int) -> str:
+    """``versions`` versions written by pylance: one-row appends, a ``compact_files`` every ``compact_every``
+    versions (which starts a new run: the fragments before it are gone)."""
+    import lance
+    import pyarrow as pa
+
+    uri = str(root)
+    lance.write_dataset(pa.table({"id": [0]}), uri)
+    for i in range(1, versions):
+        if i % compact_every == 0:
+            lance.dataset(uri).optimize.compact_files()
+        else:
+            lance.write_dataset(pa.table({"id": [i]}), uri, mode="append")
+    return uri
+
+
+def test_spark_certify_equals_certify_on_a_long_history(spark: Any, tmp_path: Path) -> None:
+    """A history of many runs is certified in whole versions cut between runs (the default plan): the
+    report equals certify's, clean and after a data file only old versions reference and one of the
+    latest version are deleted."""
+    uri = _growing_history(tmp_path / "ds", 48, 5)
+    local = certify(uri, all_versions=True)
+    runs = _Runs()
+    numbered = [runs.of(uri, Dataset(uri).snapshot(v)) for v in local.versions]
+    assert numbered == sorted(numbered) and numbered[-1] >= 8  # more runs than tasks: whole versions
+    result = certify_with_spark(spark, uri, all_versions=True)
+    same_report(local, result.report)
+    assert result.tasks > 1 and result.fragments == sum(len(Dataset(uri).snapshot(v).fragments)
+                                                        for v in local.versions)
+    first = Dataset(uri).snapshot(1).fragments[0].files[0].uri
+    latest = Dataset(uri).snapshot().fragments[-1].files[0].uri
+    assert first is not None and latest is not None and first != latest
+    Path(first).unlink()
+    Path(latest).unlink()
+    damaged = certify(uri, all_versions=True)
+    assert {(f.requirement, f.version) for f in damaged.findings} - {(f.requirement, f.version) for f in local.findings}
+    same_report(damaged, certify_with_spark(spark, uri, all_versions=True).report)
+
+
+def test_a_bug_on_the_driver_while_the_job_runs_stops_the_job_and_is_reported(spark: Any, tmp_path: Path,
+                                                                              monkeypatch: Any) -> None:
+    """The job runs beside the driver's checks: a lancespec bug in a dataset-wide check (run after the job
+    started) is certify's CertifyError with the report attached, the job's thread is waited for, and the
+    session goes on working."""
+    import dataclasses
+    import threading
+
+    from conformance.certify import CertifyError
+    from conformance.checks import REGISTRY, all_checks
+
+    def broken(ctx: Any) -> None:
+        raise RuntimeError("a planted bug")
+
+    all_checks()
+    monkeypatch.setitem(REGISTRY, "blobs.orphans", dataclasses.replace(REGISTRY["blobs.orphans"], func=broken))
+    uri = _growing_history(tmp_path / "ds", 12, 5)
+    with pytest.raises(CertifyError, match="a planted bug") as raised:
+        certify_with_spark(spark, uri, all_versions=True)
+    assert raised.value.report is not None and raised.value.report.internal_error
+    assert not [t for t in threading.enumerate() if t.name.startswith("lancespec-spark-")]
+    assert spark.sparkContext.parallelize([1, 2], 2).sum() == 3
