@@ -24,9 +24,10 @@ from .options import EXIT_INTERRUPTED, EXIT_UNREADABLE, emit_report, exits, limi
 def register(sub: Any) -> None:
     """Add ``spark-certify`` to the ``lancespec`` subcommands ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "spark-certify", help="certify with Spark: per-file checks as one job over fragments",
+        "spark-certify", help="certify with Spark: per-file checks as a job per root over fragments",
         description="Certify a dataset as `certify` does, with the per-file checks (data and deletion files, row "
-        "counts, blobs) run as a Spark job over fragments and the manifest-level checks on the driver. "
+        "counts, blobs) run as a Spark job per root over slices of its fragments (a long history in whole "
+        "versions), beside the manifest-level checks on the driver. "
         + exits("0 conformant, 1 a MUST requirement is breached (2 also when Spark cannot start)"))
     add_certify_options(parser)
     parser.add_argument("--master", default="local[*]",
