@@ -237,6 +237,16 @@ class RunStorage(Storage):
             size = known.size if known is not None else None
         return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length, size))
 
+    def get_tails(self, uris: Sequence[str], length: int) -> builtins.list[Tail | StorageError]:
+        """The tails of ``uris`` at once (``Storage.get_tails``), each noted as ``get_tail`` notes it; for local
+        files only (an object store's reads go one by one through ``get_tail``, sized from this run's listings
+        and remembered when they fail)."""
+        if any(scheme_of(uri) != "file" for uri in uris):
+            return ObjectStore.get_tails(self, uris, length)
+        if self.observed is not None:
+            self.observed.objects.update(uris)
+        return super().get_tails(uris, length)
+
     def _listed_in_directory(self, uri: str) -> ObjectInfo | None:
         """``uri`` as a listing of its directory (made once, whichever thread asks first) shows it."""
         directory = uri.rpartition("/")[0]

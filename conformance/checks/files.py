@@ -21,13 +21,20 @@ import numpy as np
 import pyarrow as pa
 
 from reference.codec import FragmentColumns
-from reference.codec.datafile import FOOTER_VERSION_FOR, TailedObject, decode_descriptor, descriptor_bytes, read_footer
+from reference.codec.datafile import (
+    FOOTER_VERSION_FOR,
+    TAIL_READ,
+    TailedObject,
+    decode_descriptor,
+    descriptor_bytes,
+    read_footer,
+)
 from reference.codec.deletion import arrow_batches, deserialize_bitmap
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from reference.plain_fragments import PlainFragments, plain_fragments
 from reference.proto import table_pb2
-from reference.store import Storage
+from reference.store import Storage, Tail
 from reference.store.uri import scheme_of
 from reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
@@ -82,11 +89,19 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
 
 def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
     try:
-        obj = TailedObject.fetch(storage, uri)
-    except ObjectNotFound:
-        return _DataFileState(None, None, "does not exist", code="missing")
+        tail: Tail | StorageError = storage.get_tail(uri, TAIL_READ)
     except StorageError as exc:
-        return _DataFileState(None, None, f"cannot be read: {exc.message}", code="unreadable")
+        tail = exc
+    return _found_data_file(storage, uri, tail)
+
+
+def _found_data_file(storage: Storage, uri: str, tail: Tail | StorageError) -> _DataFileState:
+    """The state of the data file ``uri`` from its suffix read (``TAIL_READ`` bytes), or from the error it met."""
+    if isinstance(tail, ObjectNotFound):
+        return _DataFileState(None, None, "does not exist", code="missing")
+    if isinstance(tail, StorageError):
+        return _DataFileState(None, None, f"cannot be read: {tail.message}", code="unreadable")
+    obj = TailedObject(storage, uri, tail)
     try:
         footer = read_footer(obj)
     except FormatError as exc:
@@ -209,10 +224,12 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
 
 
 def _read_all(storage: Storage, uris: list[str]) -> None:
-    """Find every data file of ``uris`` (the prefetch's job on local disk; a file that cannot be read is a
-    state saying so, never an exception)."""
-    for uri in uris:
-        _data_file_state(storage, uri)
+    """Find every data file of ``uris`` (the prefetch's job on local disk: their tails read at once,
+    ``Storage.get_tails``; a file that cannot be read is a state saying so, never an exception)."""
+    states = _states(storage)
+    wanted = [uri for uri in dict.fromkeys(uris) if uri not in states]
+    for uri, tail in zip(wanted, storage.get_tails(wanted, TAIL_READ), strict=True):
+        states[uri] = _found_data_file(storage, uri, tail)
 
 
 def _plain_flagged(plain: PlainFragments, storage: Storage, wrong: Callable[[_DataFileState, int], bool]

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..errors import StorageError
 from ..limits import DEFAULT_LIMITS, Limits
 
 DEFAULT_IO_PARALLELISM = 32
@@ -67,6 +68,18 @@ class ObjectStore(abc.ABC):
         HEAD. Raises ObjectNotFound."""
         size = self.head(uri).size if size is None else size
         return Tail(self.get_range(uri, max(0, size - length), min(size, length)), size)
+
+    def get_tails(self, uris: Sequence[str], length: int) -> list[Tail | StorageError]:
+        """``get_tail(uri, length)`` of each of ``uris``, in their order, a read that failed with a
+        StorageError as that error (any other exception is raised). This default reads them one by one; a
+        backend may share work between them (``LocalStore`` walks each directory's path once)."""
+        found: list[Tail | StorageError] = []
+        for uri in uris:
+            try:
+                found.append(self.get_tail(uri, length))
+            except StorageError as exc:
+                found.append(exc)
+        return found
 
     @abc.abstractmethod
     def head(self, uri: str) -> ObjectInfo:
