@@ -31,8 +31,10 @@ backoff are the backend's (``reference.store.cloud``: object_store's).
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import functools
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -112,6 +114,7 @@ class RunStorage(Storage):
             self._backends = backends
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
+        self._listing_uris: dict[str, builtins.list[str]] = {}  # a recursive listing's URIs, when in order
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
         self._listed_objects: dict[str, ObjectInfo] = {}
         self._headed: dict[str, ObjectInfo] = {}  # objects a HEAD found, by URI
@@ -150,11 +153,27 @@ class RunStorage(Storage):
             listing = self._listings.get((above, True))
             if listing is not None:
                 below = directory + "/"
-                return [i for i in listing if i.uri.startswith(below)
+                start, stop = self._span(above, listing, below)
+                return [i for i in listing[start:stop] if i.uri.startswith(below)
                         and (recursive or "/" not in i.uri[len(below):])]
             if "/" not in above:
                 return None
             above = above.rpartition("/")[0]
+
+    def _span(self, directory: str, listing: builtins.list[ObjectInfo], below: str) -> tuple[int, int]:
+        """The positions of the recursive ``listing`` of ``directory`` that can start with ``below``: found by
+        bisection where the listing is in URI order (as every backend lists; checked once per listing), else
+        all of them. (A root of a million files is cut into its sub-listings without a pass over each.)"""
+        uris = self._listing_uris.get(directory)
+        if uris is None:
+            uris = [i.uri for i in listing]
+            if any(a > b for a, b in itertools.pairwise(uris)):
+                uris = []  # not in order: every position is looked at
+            self._listing_uris[directory] = uris
+        if not uris:
+            return 0, len(listing)
+        # every URI that starts with "{d}/" lies in ["{d}/", "{d}0"): "0" is the character after "/"
+        return bisect.bisect_left(uris, below), bisect.bisect_left(uris, below[:-1] + "0")
 
     def _answered_by_listing(self, uri: str) -> bool:
         """Whether a listing already made covers ``uri``: its own directory listed, or an ancestor listed

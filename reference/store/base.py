@@ -11,6 +11,7 @@ import abc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from ..errors import StorageError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -22,10 +23,11 @@ MAX_IO_PARALLELISM = 1024
 """The most requests in flight (and connections kept) a run accepts: pools and threads are sized by it."""
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectInfo:
+class ObjectInfo(NamedTuple):
     """One stored object: its absolute URI, size in bytes, last-modified time (UTC) and, where the store gives
-    one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since)."""
+    one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since).
+    A named tuple: a listing of a million files makes a million of them, and a tuple is made in a fraction of
+    the time a frozen dataclass takes."""
 
     uri: str
     size: int

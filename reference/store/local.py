@@ -188,10 +188,10 @@ def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int) -> 
             _refuse_unless_regular(st.st_mode, uri)
         size = st.st_size
         return Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
+    except StorageError as exc:  # before OSError: ObjectNotFound is a FileNotFoundError too
+        return exc
     except OSError as exc:
         return _storage_error(exc, uri)
-    except StorageError as exc:
-        return exc
     finally:
         os.close(fd)
 
