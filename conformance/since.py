@@ -117,7 +117,7 @@ class RootEvidence:
     ``files.data_files_exist`` reads it for every version)."""
 
     manifests: dict[int, str] = field(default_factory=dict)
-    files: dict[str, list[int]] = field(default_factory=dict)
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
     objects: set[str] = field(default_factory=set)
     listings: set[tuple[str, bool]] = field(default_factory=set)
     findings: set[tuple[object, ...]] = field(default_factory=set)
@@ -126,20 +126,19 @@ class RootEvidence:
     def judged(self, v: int, snapshot: Snapshot) -> None:
         """Record a version whose version checks ran: its manifest and the files it references."""
         self.manifests[v] = snapshot.manifest_uri
+        files, only = self.files, (v, v)  # one tuple shared by the files first met here (a million of them)
         for uri in file_uris(snapshot):
-            self._tie(uri, v, v)
+            span = files.get(uri)
+            files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)
-        if span is None:
-            self.files[uri] = [first, last]
-        else:
-            span[0], span[1] = min(span[0], first), max(span[1], last)
+        self.files[uri] = (first, last) if span is None else (min(span[0], first), max(span[1], last))
 
     def observed(self, seen: Observed, versions_dir: str) -> None:
         """What the version checks read besides the manifests and referenced files, less the listing of the
         root's ``versions_dir`` (what a version check takes of it is the first version: ``first``)."""
-        self.objects.update(seen.objects)
+        self.objects.update(uri for uri in seen.objects if uri not in self.files)  # a referenced file is in files
         self.listings.update(key for key in seen.listings if key != (normalize(versions_dir), False))
 
     def carried(self, earlier: RootEvidence, versions: Iterable[int]) -> None:
@@ -216,7 +215,7 @@ class Evidence:
                 listings.add((directory, how == "recursive"))
             evidence.roots[label] = RootEvidence(
                 {int(v): uri for v, uri in r["manifests"].items()},
-                {uri: list(span) for uri, span in r["files"].items()}, set(r["objects"]), listings,
+                {uri: (span[0], span[1]) for uri, span in r["files"].items()}, set(r["objects"]), listings,
                 first=r["first"])
             indices[label] = list(r["findings"])
         return evidence, indices

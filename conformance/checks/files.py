@@ -70,6 +70,8 @@ _DESCRIPTORS_KEPT = 4096
 _DESCRIPTOR_BYTES_KEPT = 4096
 #: Footer versions kept as shared tuples (a dataset may give each file another).
 _VERSIONS_KEPT = 256
+#: States of files found alike (size, footer version, row count, schema) kept to be shared by the files after them.
+_SHARED_STATES_KEPT = 65536
 
 
 def _states(storage: Storage) -> dict[str, _DataFileState]:
@@ -129,7 +131,16 @@ def _found_data_file(storage: Storage, uri: str, tail: Tail | StorageError) -> _
         known = (int(descriptor.length), schemas.setdefault(fields, fields))
         if len(descriptors) < _DESCRIPTORS_KEPT and len(data) <= _DESCRIPTOR_BYTES_KEPT:
             descriptors[data] = known
-    return _DataFileState(obj.size, version, None, known[0], fields=known[1])
+    # files found alike share one state (a schema tuple is kept for the run by ``data-file-schemas``: its id holds)
+    shared: dict[tuple[int, tuple[int, int], int | str, int], _DataFileState] = run_cached(
+        storage, ("data-file-shared-states",), dict)
+    key = (obj.size, version, known[0], id(known[1]))
+    state = shared.get(key)
+    if state is None:
+        state = _DataFileState(obj.size, version, None, known[0], fields=known[1])
+        if len(shared) < _SHARED_STATES_KEPT:
+            shared[key] = state
+    return state
 
 
 #: One tuple per footer version met (a state per file shares it).

@@ -327,14 +327,17 @@ class LocalStore(ObjectStore):
         pending = [(prefix, root)]
         while pending:
             directory_uri, directory = pending.pop()
+            listed: list[ObjectInfo] = []  # each file's info made as its entry is read: nothing else kept per file
+            below: list[str] = []
             try:
                 fd = open_no_links(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
                 try:
                     with os.scandir(fd) as entries:
-                        found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-                    listed: list[ObjectInfo] = []  # each file's info made at once: no stat result kept per file
-                    for name, is_dir in found:
-                        if not is_dir:
+                        for entry in entries:
+                            name = entry.name
+                            if entry.is_dir(follow_symlinks=False):
+                                below.append(name)
+                                continue
                             with contextlib.suppress(FileNotFoundError):  # gone since the read: not listed
                                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                                 # join's result: a name read from a directory holds no slash
@@ -346,8 +349,7 @@ class LocalStore(ObjectStore):
             except OSError as exc:
                 raise _storage_error(exc, directory_uri) from exc
             if recursive:
-                pending.extend((f"{directory_uri}/{name}", os.path.join(directory, name))
-                               for name, is_dir in found if is_dir)
+                pending.extend((f"{directory_uri}/{name}", os.path.join(directory, name)) for name in below)
             yield from listed
 
     def _temp_beside(self, path: str, data: bytes) -> str:
