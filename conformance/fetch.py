@@ -154,6 +154,8 @@ class RunStorage(Storage):
             if listing is not None:
                 below = directory + "/"
                 start, stop = self._span(above, listing, below)
+                if recursive and self._listing_uris[above]:  # in order: every URI of the span starts with below
+                    return listing[start:stop]
                 return [i for i in listing[start:stop] if i.uri.startswith(below)
                         and (recursive or "/" not in i.uri[len(below):])]
             if "/" not in above:

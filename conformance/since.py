@@ -182,9 +182,8 @@ class Evidence:
         for evidence in self.roots.values():
             for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
                             [evidence.first] if evidence.first else []):
-                for uri in objects:
-                    if uri not in self.objects:
-                        self.objects[uri] = now.identity(uri)
+                fresh = [uri for uri in objects if uri not in self.objects]
+                self.objects.update(zip(fresh, now.identities(fresh), strict=True))
             for directory, recursive in evidence.listings:
                 self.listings[_listing_key(directory, recursive)] = now.listing(directory, recursive)
 
@@ -238,13 +237,31 @@ class Present:
         for uri, found in identities.items():
             self._known.setdefault(uri, found)
 
+    def _listing(self) -> dict[str, ObjectInfo]:
+        if self._listed is None:
+            self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
+        return self._listed
+
+    def identities(self, uris: Iterable[str]) -> list[Identity]:
+        """``identity`` of each of ``uris``, in order (the evidence of a large version names a million files)."""
+        known, below, listed = self._known, self._below, self._listed
+        found: list[Identity] = []
+        for uri in uris:
+            if uri in known:
+                found.append(known[uri])
+            elif uri.startswith(below):
+                if listed is None:
+                    listed = self._listing()
+                found.append(identity(listed.get(uri)))
+            else:
+                found.append(self.identity(uri))
+        return found
+
     def identity(self, uri: str) -> Identity:
         if uri in self._known:
             return self._known[uri]
         if uri.startswith(self._below):  # answered by the listing, kept already: not copied into _known
-            if self._listed is None:
-                self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            return identity(self._listed.get(uri))
+            return identity(self._listing().get(uri))
         else:
             try:
                 found = identity(self.storage.head(uri))
