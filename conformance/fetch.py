@@ -45,6 +45,7 @@ from reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, Stor
 from reference.limits import DEFAULT_LIMITS, Limits
 from reference.store import ObjectInfo, ObjectStore, Storage, Tail
 from reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
+from reference.store.local import LocalStore
 from reference.store.uri import normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "Observed", "RunStorage", "io_parallelism_of"]
@@ -112,6 +113,7 @@ class RunStorage(Storage):
         super().__init__(options, limits)
         if backends is not None:
             self._backends = backends
+        self._own_backends = backends is None
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
         self._listing_uris: dict[str, builtins.list[str]] = {}  # a recursive listing's URIs, when in order
@@ -127,6 +129,14 @@ class RunStorage(Storage):
     def backend(self, uri: str) -> ObjectStore:
         with self._lock:  # backends are created on first use, possibly by several fetching threads
             return super().backend(uri)
+
+    def _create(self, scheme: str, uri: str) -> ObjectStore:
+        """A backend; the run's own local store keeps what its tail reads found of each file for the run's
+        recursive listing (``LocalStore.remember_stats``; never a store shared between runs)."""
+        store = super()._create(scheme, uri)
+        if self._own_backends and isinstance(store, LocalStore):
+            store.remember_stats()
+        return store
 
     # --- listings ------------------------------------------------------------------------------------
 

@@ -170,11 +170,13 @@ def _directory_fd(directory: str, uri: str) -> int | None:
     return fd
 
 
-def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int) -> Tail | StorageError:
+def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int,
+             stats: dict[str, ObjectInfo] | None) -> Tail | StorageError:
     """``LocalStore.get_tail`` of the file ``name`` (one path component, neither ``.`` nor ``..``) in the
     directory ``directory_fd`` (``_directory_fd``) whose path is ``path``: ``openat2`` relative to it, with
     ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH`` (the kernel walks one component, and
-    follows no link), then ``fstat``, one ``pread`` and ``close``. A failure is returned, not raised."""
+    follows no link), then ``fstat``, one ``pread`` and ``close``. A failure is returned, not raised. ``stats``: where
+    to keep what the ``fstat`` found of the regular file read (``LocalStore.remember_stats``)."""
     assert _libc is not None
     sys.audit("open", path, None, _READ_FLAGS)  # as open_no_links announces every open
     fd = _libc.syscall(_SYS_OPENAT2, directory_fd, name.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(_READ_BENEATH),
@@ -187,13 +189,16 @@ def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int) -> 
         if not stat.S_ISREG(st.st_mode):
             _refuse_unless_regular(st.st_mode, uri)
         size = st.st_size
-        return Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
+        tail = Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
     except StorageError as exc:  # before OSError: ObjectNotFound is a FileNotFoundError too
         return exc
     except OSError as exc:
         return _storage_error(exc, uri)
     finally:
         os.close(fd)
+    if stats is not None:
+        stats[uri] = _info(uri, st)
+    return tail
 
 
 class LocalStore(ObjectStore):
@@ -206,6 +211,15 @@ class LocalStore(ObjectStore):
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
+        self._stats: dict[str, ObjectInfo] | None = None
+
+    def remember_stats(self) -> None:
+        """From now on, what ``get_tails`` found of each regular file it read (its size and time, from the
+        ``fstat`` of the open file) answers for that file in the next recursive listing that meets it as a
+        regular file, instead of a second ``fstatat`` (a million data files read, then listed with the root:
+        3 s). For one read-only run's own store only (``conformance.fetch.RunStorage``), which assumes nothing
+        changes under it: a store shared between runs, or one that writes, keeps nothing."""
+        self._stats = {}
 
     @staticmethod
     def _open_fd(uri: str) -> tuple[int, int]:
@@ -283,7 +297,7 @@ class LocalStore(ObjectStore):
                 continue
             try:
                 for at, name, path in files:
-                    found[at] = _tail_in(directory_fd, name, path, uris[at], length)
+                    found[at] = _tail_in(directory_fd, name, path, uris[at], length, self._stats)
             finally:
                 os.close(directory_fd)
         return cast("list[Tail | StorageError]", found)
@@ -314,7 +328,10 @@ class LocalStore(ObjectStore):
         root = _path(prefix, directory=True)
         if not os.path.isdir(root):
             return iter(())
-        return iter(sorted(self._walk(prefix.rstrip("/"), root, recursive), key=operator.attrgetter("uri")))
+        found = sorted(self._walk(prefix.rstrip("/"), root, recursive), key=operator.attrgetter("uri"))
+        if recursive and self._stats:
+            self._stats = {}  # taken by the walk (a later listing lists as any would)
+        return iter(found)
 
     def _walk(self, prefix: str, root: str, recursive: bool) -> Iterator[ObjectInfo]:
         """Every entry that is not a directory is listed (symbolic links, FIFOs and devices too, with their
@@ -325,6 +342,7 @@ class LocalStore(ObjectStore):
         a tree nested thousands deep costs no recursion (issue 32: 2,000 levels under ``data/`` were a
         RecursionError)."""
         pending = [(prefix, root)]
+        known = self._stats if recursive and self._stats else None
         while pending:
             directory_uri, directory = pending.pop()
             listed: list[ObjectInfo] = []  # each file's info made as its entry is read: nothing else kept per file
@@ -338,6 +356,11 @@ class LocalStore(ObjectStore):
                             if entry.is_dir(follow_symlinks=False):
                                 below.append(name)
                                 continue
+                            if known is not None and entry.is_file(follow_symlinks=False):  # the type read, no call
+                                info = known.get(f"{directory_uri}/{name}")
+                                if info is not None:  # read as a regular file by get_tails in this run
+                                    listed.append(info)
+                                    continue
                             with contextlib.suppress(FileNotFoundError):  # gone since the read: not listed
                                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                                 # join's result: a name read from a directory holds no slash; interned, so

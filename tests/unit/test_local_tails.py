@@ -130,3 +130,23 @@ def test_a_refusal_among_the_answers_stops_the_run(tmp_path: Path) -> None:
     assert found[0] == Tail(b"fine", 4)
     assert isinstance(found[1], AccessDenied)
     assert storage.cannot_read is found[1]
+
+
+def test_a_listing_after_the_tails_lists_what_a_fresh_listing_lists(tmp_path: Path) -> None:
+    """A store that remembers what its tail reads found (a run's own) lists the root exactly as a store that
+    reads nothing first: the same objects, sizes and times, the link, FIFO and grown file included; a name
+    replaced by a link after its tail was read is listed as the link it now is."""
+    data, uris = _hostile_directory(tmp_path)
+    (data / "later.lance").write_bytes(b"read, then replaced by a link")
+    remembering = LocalStore()
+    remembering.remember_stats()
+    remembering.get_tails([*uris, str(data / "later.lance")], 64)
+    (data / "later.lance").unlink()
+    (data / "later.lance").symlink_to(tmp_path / "outside" / "secret.lance")
+    root = str(tmp_path / "ds")
+    listed = list(remembering.list(root))
+    assert listed == list(LocalStore().list(root))
+    assert {info.uri.rsplit("/", 1)[1] for info in listed} >= {"small.lance", "fifo.lance", "link.lance", "later.lance"}
+    small = next(info for info in listed if info.uri == uris[0])
+    assert small.uri is uris[0]  # the tail read's answer was taken (a walk makes its own string)
+    assert list(remembering.list(root)) == listed  # what the tails found is taken once; a second walk is a walk
