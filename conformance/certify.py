@@ -266,6 +266,7 @@ def _certify_into(report: Report, main: Dataset, version: int | None, all_versio
                 evidence.root(label).judged(v, snapshot)
             evidence.root(label).observed(observed, join(root.uri, VERSIONS_DIR))
             evidence.answered.update((uri, identity(info)) for uri, info in observed.heads.items())
+        observed = None  # what it noted (every data file of a large version) is not kept through the dataset checks
         _prefetch(main.storage, root, snapshots, dataset_checks, label, progress)
         stop_if_unread(main.storage)
         if progress:

@@ -31,8 +31,10 @@ backoff are the backend's (``reference.store.cloud``: object_store's).
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import functools
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +45,7 @@ from reference.errors import InvalidOption, LanceSpecError, ObjectNotFound, Stor
 from reference.limits import DEFAULT_LIMITS, Limits
 from reference.store import ObjectInfo, ObjectStore, Storage, Tail
 from reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
+from reference.store.local import LocalStore
 from reference.store.uri import normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "Observed", "RunStorage", "io_parallelism_of"]
@@ -110,8 +113,10 @@ class RunStorage(Storage):
         super().__init__(options, limits)
         if backends is not None:
             self._backends = backends
+        self._own_backends = backends is None
         self._lock = threading.Lock()
         self._listings: dict[tuple[str, bool], builtins.list[ObjectInfo]] = {}
+        self._listing_uris: dict[str, builtins.list[str]] = {}  # a recursive listing's URIs, when in order
         self._listed_dirs: dict[str, bool] = {}  # directory -> listed recursively
         self._listed_objects: dict[str, ObjectInfo] = {}
         self._headed: dict[str, ObjectInfo] = {}  # objects a HEAD found, by URI
@@ -124,6 +129,14 @@ class RunStorage(Storage):
     def backend(self, uri: str) -> ObjectStore:
         with self._lock:  # backends are created on first use, possibly by several fetching threads
             return super().backend(uri)
+
+    def _create(self, scheme: str, uri: str) -> ObjectStore:
+        """A backend; the run's own local store keeps what its tail reads found of each file for the run's
+        recursive listing (``LocalStore.remember_stats``; never a store shared between runs)."""
+        store = super()._create(scheme, uri)
+        if self._own_backends and isinstance(store, LocalStore):
+            store.remember_stats()
+        return store
 
     # --- listings ------------------------------------------------------------------------------------
 
@@ -150,11 +163,29 @@ class RunStorage(Storage):
             listing = self._listings.get((above, True))
             if listing is not None:
                 below = directory + "/"
-                return [i for i in listing if i.uri.startswith(below)
+                start, stop = self._span(above, listing, below)
+                if recursive and self._listing_uris[above]:  # in order: every URI of the span starts with below
+                    return listing[start:stop]
+                return [i for i in listing[start:stop] if i.uri.startswith(below)
                         and (recursive or "/" not in i.uri[len(below):])]
             if "/" not in above:
                 return None
             above = above.rpartition("/")[0]
+
+    def _span(self, directory: str, listing: builtins.list[ObjectInfo], below: str) -> tuple[int, int]:
+        """The positions of the recursive ``listing`` of ``directory`` that can start with ``below``: found by
+        bisection where the listing is in URI order (as every backend lists; checked once per listing), else
+        all of them. (A root of a million files is cut into its sub-listings without a pass over each.)"""
+        uris = self._listing_uris.get(directory)
+        if uris is None:
+            uris = [i.uri for i in listing]
+            if any(a > b for a, b in itertools.pairwise(uris)):
+                uris = []  # not in order: every position is looked at
+            self._listing_uris[directory] = uris
+        if not uris:
+            return 0, len(listing)
+        # every URI that starts with "{d}/" lies in ["{d}/", "{d}0"): "0" is the character after "/"
+        return bisect.bisect_left(uris, below), bisect.bisect_left(uris, below[:-1] + "0")
 
     def _answered_by_listing(self, uri: str) -> bool:
         """Whether a listing already made covers ``uri``: its own directory listed, or an ancestor listed
@@ -236,6 +267,16 @@ class RunStorage(Storage):
                 known = self._listed_in_directory(uri)
             size = known.size if known is not None else None
         return self._once(uri, lambda: super(RunStorage, self).get_tail(uri, length, size))
+
+    def get_tails(self, uris: Sequence[str], length: int) -> builtins.list[Tail | StorageError]:
+        """The tails of ``uris`` at once (``Storage.get_tails``), each noted as ``get_tail`` notes it; for local
+        files only (an object store's reads go one by one through ``get_tail``, sized from this run's listings
+        and remembered when they fail)."""
+        if any(scheme_of(uri) != "file" for uri in uris):
+            return ObjectStore.get_tails(self, uris, length)
+        if self.observed is not None:
+            self.observed.objects.update(uris)
+        return super().get_tails(uris, length)
 
     def _listed_in_directory(self, uri: str) -> ObjectInfo | None:
         """``uri`` as a listing of its directory (made once, whichever thread asks first) shows it."""

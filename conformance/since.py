@@ -120,7 +120,7 @@ class RootEvidence:
     ``files.data_files_exist`` reads it for every version)."""
 
     manifests: dict[int, str] = field(default_factory=dict)
-    files: dict[str, list[int]] = field(default_factory=dict)
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
     objects: set[str] = field(default_factory=set)
     listings: set[tuple[str, bool]] = field(default_factory=set)
     findings: set[tuple[object, ...]] = field(default_factory=set)
@@ -130,23 +130,22 @@ class RootEvidence:
         """Record a version whose version checks ran: its manifest, the files it references and the transaction
         file it names (``history.transaction`` reads it)."""
         self.manifests[v] = snapshot.manifest_uri
+        files, only = self.files, (v, v)  # one tuple shared by the files first met here (a million of them)
         for uri in file_uris(snapshot):
-            self._tie(uri, v, v)
+            span = files.get(uri)
+            files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
         name = snapshot.manifest.transaction_file
         if name and bare_name_escape(name) is None:
             self._tie(join(snapshot.root, TRANSACTIONS_DIR, name), v, v)
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)
-        if span is None:
-            self.files[uri] = [first, last]
-        else:
-            span[0], span[1] = min(span[0], first), max(span[1], last)
+        self.files[uri] = (first, last) if span is None else (min(span[0], first), max(span[1], last))
 
     def observed(self, seen: Observed, versions_dir: str) -> None:
         """What the version checks read besides the manifests and referenced files, less the listing of the
         root's ``versions_dir`` (what a version check takes of it is the first version: ``first``)."""
-        self.objects.update(seen.objects)
+        self.objects.update(uri for uri in seen.objects if uri not in self.files)  # a referenced file is in files
         self.listings.update(key for key in seen.listings if key != (normalize(versions_dir), False))
 
     def carried(self, earlier: RootEvidence, versions: Iterable[int]) -> None:
@@ -190,9 +189,8 @@ class Evidence:
         for evidence in self.roots.values():
             for objects in (evidence.manifests.values(), evidence.files, evidence.objects,
                             [evidence.first] if evidence.first else []):
-                for uri in objects:
-                    if uri not in self.objects:
-                        self.objects[uri] = now.identity(uri)
+                fresh = [uri for uri in objects if uri not in self.objects]
+                self.objects.update(zip(fresh, now.identities(fresh), strict=True))
             for directory, recursive in evidence.listings:
                 self.listings[_listing_key(directory, recursive)] = now.listing(directory, recursive)
 
@@ -223,7 +221,7 @@ class Evidence:
                 listings.add((directory, how == "recursive"))
             evidence.roots[label] = RootEvidence(
                 {int(v): uri for v, uri in r["manifests"].items()},
-                {uri: list(span) for uri, span in r["files"].items()}, set(r["objects"]), listings,
+                {uri: (span[0], span[1]) for uri, span in r["files"].items()}, set(r["objects"]), listings,
                 first=r["first"])
             indices[label] = list(r["findings"])
         return evidence, indices
@@ -246,13 +244,31 @@ class Present:
         for uri, found in identities.items():
             self._known.setdefault(uri, found)
 
+    def _listing(self) -> dict[str, ObjectInfo]:
+        if self._listed is None:
+            self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
+        return self._listed
+
+    def identities(self, uris: Iterable[str]) -> list[Identity]:
+        """``identity`` of each of ``uris``, in order (the evidence of a large version names a million files)."""
+        known, below, listed = self._known, self._below, self._listed
+        found: list[Identity] = []
+        for uri in uris:
+            if uri in known:
+                found.append(known[uri])
+            elif uri.startswith(below):
+                if listed is None:
+                    listed = self._listing()
+                found.append(identity(listed.get(uri)))
+            else:
+                found.append(self.identity(uri))
+        return found
+
     def identity(self, uri: str) -> Identity:
         if uri in self._known:
             return self._known[uri]
         if uri.startswith(self._below):  # answered by the listing, kept already: not copied into _known
-            if self._listed is None:
-                self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
-            return identity(self._listed.get(uri))
+            return identity(self._listing().get(uri))
         else:
             try:
                 found = identity(self.storage.head(uri))

@@ -13,6 +13,7 @@ deletion file is involved (a deletion file does not make a fragment less plain: 
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,7 +107,8 @@ def plain_fragments(snapshot: Snapshot) -> PlainFragments | None:
     kept = ~not_plain[owners]
     files, owners = files[kept], owners[kept]
     directory = base_directory(snapshot.root, {}, None, FileKind.DATA)
-    uris = [f"{directory}/{name}" for name in _names(columns, files)]
+    # interned: a listing of the directory (``LocalStore``'s walk interns its URIs too) shares these strings
+    uris = [sys.intern(f"{directory}/{name}") for name in _names(columns, files)]
     found = PlainFragments(columns, np.flatnonzero(~not_plain), files, owners, uris, np.flatnonzero(not_plain))
     _FOUND[fragments] = found
     return found

@@ -37,7 +37,7 @@ from reference.plain_fragments import PlainFragments
 from reference.proto import file_pb2, table_pb2
 
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
-from .files import _data_file_reads, _data_file_state, _judged_one_by_one, _states
+from .files import _data_file_reads, _data_file_state, _judged_one_by_one, _plain_states
 from .history import transaction_of
 from .manifest import known_logical_type
 
@@ -219,44 +219,47 @@ def _field_suspects(ctx: VersionContext, schema: dict[int, file_pb2.Field], plai
     sequence): those with a data file whose own schema gives an id of the manifest's schema another logical
     type, those with two data files whose own schemas give one id two names or types, and every fragment whose
     id another fragment shares (the rule compares the files of one fragment id). Files of one schema share one
-    tuple of fields, so each distinct schema, and each pair of them, is looked at once."""
-    states = _states(ctx.storage)
+    tuple of fields, so each distinct schema is looked at once, and only the fragments whose files hold more
+    than one schema are compared file by file."""
     ids = plain.columns.id[plain.fragments]
     order = np.sort(ids)
     shared = order[1:][order[1:] == order[:-1]]
     flagged: set[int] = set(plain.fragments[np.isin(ids, shared)].tolist()) if shared.size else set()
-    mistyped: dict[int, bool] = {}  # id() of a fields tuple -> whether it types an id of the schema otherwise
-    clashing: dict[tuple[int, int], bool] = {}
-    kept: list[tuple[tuple[int, str, str], ...]] = []  # the tuples the dicts name by id(), kept alive
+    found = [state.fields for state in _plain_states(plain, ctx.storage)]
+    if not found:
+        return sorted(flagged)
+    code_of: dict[int, int] = {}  # id() of a fields tuple (None included) -> its code, in order of first sight
+    codes = np.fromiter((code_of.setdefault(id(fields), len(code_of)) for fields in found), np.int64, len(found))
+    _, first = np.unique(codes, return_index=True)
+    distinct = [found[at] for at in first.tolist()]  # by code
 
     def own(fields: tuple[tuple[int, str, str], ...]) -> dict[int, tuple[str, str]]:
         return {fid: (name, logical_type) for fid, name, logical_type in fields}
 
-    def clash(a: tuple[tuple[int, str, str], ...], b: tuple[tuple[int, str, str], ...]) -> bool:
-        pair = (id(a), id(b))
-        if pair not in clashing:
-            mine, theirs = own(a), own(b)
-            clashing[pair] = any(fid in theirs and theirs[fid] != held for fid, held in mine.items())
-        return clashing[pair]
-
+    mistyped = np.array([fields is not None and any(fid in schema and schema[fid].logical_type != held[1]
+                                                    for fid, held in own(fields).items()) for fields in distinct],
+                        np.bool_)
+    owners = plain.owners
+    flagged.update(owners[mistyped[codes]].tolist())
+    # a fragment whose files all hold one schema (one tuple) holds no clash; the others are compared as they were
+    mixed = np.unique(owners[1:][(owners[1:] == owners[:-1]) & (codes[1:] != codes[:-1])])
+    clashing: dict[tuple[int, int], bool] = {}
     group: list[tuple[tuple[int, str, str], ...]] = []  # the distinct schemas of the current fragment's files
     current = -1
-    for uri, owner in zip(plain.uris, plain.owners.tolist(), strict=True):
-        fields = (states.get(uri) or _data_file_state(ctx.storage, uri)).fields
+    for at in np.flatnonzero(np.isin(owners, mixed)).tolist():
+        owner, fields = int(owners[at]), found[at]
         if owner != current:
             current, group = owner, []
-        if fields is None:
+        if fields is None or any(fields is other for other in group):
             continue
-        if id(fields) not in mistyped:
-            kept.append(fields)
-            mistyped[id(fields)] = any(fid in schema and schema[fid].logical_type != held[1]
-                                       for fid, held in own(fields).items())
-        if mistyped[id(fields)]:
-            flagged.add(owner)
-        if all(fields is not other for other in group):
-            if any(clash(other, fields) for other in group):
+        for other in group:
+            pair = (id(other), id(fields))
+            if pair not in clashing:
+                mine, theirs = own(other), own(fields)
+                clashing[pair] = any(fid in theirs and theirs[fid] != held for fid, held in mine.items())
+            if clashing[pair]:
                 flagged.add(owner)
-            group.append(fields)
+        group.append(fields)
     return sorted(flagged)
 
 

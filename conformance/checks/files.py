@@ -21,13 +21,20 @@ import numpy as np
 import pyarrow as pa
 
 from reference.codec import FragmentColumns
-from reference.codec.datafile import FOOTER_VERSION_FOR, TailedObject, decode_descriptor, descriptor_bytes, read_footer
+from reference.codec.datafile import (
+    FOOTER_VERSION_FOR,
+    TAIL_READ,
+    TailedObject,
+    decode_descriptor,
+    descriptor_bytes,
+    read_footer,
+)
 from reference.codec.deletion import arrow_batches, deserialize_bitmap
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
 from reference.plain_fragments import PlainFragments, plain_fragments
 from reference.proto import table_pb2
-from reference.store import Storage
+from reference.store import Storage, Tail
 from reference.store.uri import scheme_of
 from reference.table import DeletionView, FragmentView, ResolvedFile, Snapshot
 
@@ -63,6 +70,8 @@ _DESCRIPTORS_KEPT = 4096
 _DESCRIPTOR_BYTES_KEPT = 4096
 #: Footer versions kept as shared tuples (a dataset may give each file another).
 _VERSIONS_KEPT = 256
+#: States of files found alike (size, footer version, row count, schema) kept to be shared by the files after them.
+_SHARED_STATES_KEPT = 65536
 
 
 def _states(storage: Storage) -> dict[str, _DataFileState]:
@@ -82,11 +91,19 @@ def _data_file_state(storage: Storage, uri: str) -> _DataFileState:
 
 def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
     try:
-        obj = TailedObject.fetch(storage, uri)
-    except ObjectNotFound:
-        return _DataFileState(None, None, "does not exist", code="missing")
+        tail: Tail | StorageError = storage.get_tail(uri, TAIL_READ)
     except StorageError as exc:
-        return _DataFileState(None, None, f"cannot be read: {exc.message}", code="unreadable")
+        tail = exc
+    return _found_data_file(storage, uri, tail)
+
+
+def _found_data_file(storage: Storage, uri: str, tail: Tail | StorageError) -> _DataFileState:
+    """The state of the data file ``uri`` from its suffix read (``TAIL_READ`` bytes), or from the error it met."""
+    if isinstance(tail, ObjectNotFound):
+        return _DataFileState(None, None, "does not exist", code="missing")
+    if isinstance(tail, StorageError):
+        return _DataFileState(None, None, f"cannot be read: {tail.message}", code="unreadable")
+    obj = TailedObject(storage, uri, tail)
     try:
         footer = read_footer(obj)
     except FormatError as exc:
@@ -114,7 +131,16 @@ def _read_data_file(storage: Storage, uri: str) -> _DataFileState:
         known = (int(descriptor.length), schemas.setdefault(fields, fields))
         if len(descriptors) < _DESCRIPTORS_KEPT and len(data) <= _DESCRIPTOR_BYTES_KEPT:
             descriptors[data] = known
-    return _DataFileState(obj.size, version, None, known[0], fields=known[1])
+    # files found alike share one state (a schema tuple is kept for the run by ``data-file-schemas``: its id holds)
+    shared: dict[tuple[int, tuple[int, int], int | str, int], _DataFileState] = run_cached(
+        storage, ("data-file-shared-states",), dict)
+    key = (obj.size, version, known[0], id(known[1]))
+    state = shared.get(key)
+    if state is None:
+        state = _DataFileState(obj.size, version, None, known[0], fields=known[1])
+        if len(shared) < _SHARED_STATES_KEPT:
+            shared[key] = state
+    return state
 
 
 #: One tuple per footer version met (a state per file shares it).
@@ -209,20 +235,41 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
 
 
 def _read_all(storage: Storage, uris: list[str]) -> None:
-    """Find every data file of ``uris`` (the prefetch's job on local disk; a file that cannot be read is a
-    state saying so, never an exception)."""
-    for uri in uris:
-        _data_file_state(storage, uri)
-
-
-def _plain_flagged(plain: PlainFragments, storage: Storage, wrong: Callable[[_DataFileState, int], bool]
-                   ) -> list[int]:
-    """The positions (in the snapshot's fragment sequence) of the plain fragments with a data file whose state
-    ``wrong(state, file)`` flags (``file``: its index in the columns' per-file arrays)."""
+    """Find every data file of ``uris`` (the prefetch's job on local disk: their tails read at once,
+    ``Storage.get_tails``; a file that cannot be read is a state saying so, never an exception)."""
     states = _states(storage)
-    flagged = {owner for uri, file, owner in zip(plain.uris, plain.files.tolist(), plain.owners.tolist(), strict=True)
-               if wrong(states.get(uri) or _data_file_state(storage, uri), file)}
-    return sorted(flagged)
+    wanted = [uri for uri in dict.fromkeys(uris) if uri not in states]
+    for uri, tail in zip(wanted, storage.get_tails(wanted, TAIL_READ), strict=True):
+        states[uri] = _found_data_file(storage, uri, tail)
+
+
+def _plain_states(plain: PlainFragments, storage: Storage) -> list[_DataFileState]:
+    """The state of each data file of the plain fragments, in ``plain.uris``' order."""
+    states = _states(storage)
+    return [states.get(uri) or _data_file_state(storage, uri) for uri in plain.uris]
+
+
+def _owners_of(plain: PlainFragments, flagged: Bools) -> list[int]:
+    """The positions (in the snapshot's fragment sequence) of the plain fragments owning a flagged data file
+    (``flagged``: per data file of ``plain``), ascending."""
+    return [int(owner) for owner in np.unique(plain.owners[flagged])]
+
+
+def _footer_version_suspects(plain: PlainFragments, found: list[_DataFileState]) -> Bools:
+    """Per data file of ``plain``: whether its footer's version could be one its DataFile's recorded version does
+    not allow (``_expected_footer_versions``): a superset, every file found with a footer of another version than
+    the recorded one and than the one ``FOOTER_VERSION_FOR`` maps it to."""
+    columns, files = plain.columns, plain.files
+    has = np.fromiter((s.version is not None for s in found), np.bool_, len(found))
+    major = np.fromiter((s.version[0] if s.version is not None else 0 for s in found), np.uint64, len(found))
+    minor = np.fromiter((s.version[1] if s.version is not None else 0 for s in found), np.uint64, len(found))
+    recorded_major, recorded_minor = columns.major[files], columns.minor[files]
+    fine = (major == recorded_major) & (minor == recorded_minor)
+    for (from_major, from_minor), (to_major, to_minor) in FOOTER_VERSION_FOR.items():
+        mapped = (recorded_major == from_major) & (recorded_minor == from_minor)
+        fine |= mapped & (major == to_major) & (minor == to_minor)
+    out: Bools = has & ~fine
+    return out
 
 
 @version_check("files.data_files_exist", "BASE-004", "CLONE-001", prefetch=_data_file_reads, fragment_local=True)
@@ -236,16 +283,12 @@ def data_files_exist(ctx: VersionContext) -> None:
     that is found, of the size recorded, with a footer of the version recorded, draws nothing.)"""
 
     def flagged(plain: PlainFragments) -> list[int]:
-        columns = plain.columns
-        sizes, majors, minors = columns.file_size.tolist(), columns.major.tolist(), columns.minor.tolist()
-
-        def wrong(state: _DataFileState, file: int) -> bool:
-            if state.problem is not None or (sizes[file] and state.size != sizes[file]):
-                return True
-            allowed = _expected_footer_versions(majors[file], minors[file])
-            return state.version is not None and allowed is not None and state.version not in allowed
-
-        return _plain_flagged(plain, ctx.storage, wrong)
+        found = _plain_states(plain, ctx.storage)
+        problem = np.fromiter((s.problem is not None for s in found), np.bool_, len(found))
+        size = np.fromiter((s.size or 0 for s in found), np.uint64, len(found))  # None: a problem, flagged already
+        recorded = plain.columns.file_size[plain.files]
+        wrong = problem | ((recorded != 0) & (size != recorded)) | _footer_version_suspects(plain, found)
+        return _owners_of(plain, wrong)
 
     inherited: frozenset[tuple[str, int | None]] | None = None
     for fragment, resolved, data_file, uri in _judged_one_by_one(ctx.snap, flagged):
@@ -280,15 +323,13 @@ def physical_rows(ctx: VersionContext) -> None:
     or have a bad footer (BASE-004's). (A plain fragment's files are screened from the columns first.)"""
 
     def flagged(plain: PlainFragments) -> list[int]:
+        found = _plain_states(plain, ctx.storage)
+        counted = np.fromiter((isinstance(s.rows, int) for s in found), np.bool_, len(found))
+        unreadable = np.fromiter((isinstance(s.rows, str) for s in found), np.bool_, len(found))
+        rows = np.fromiter((s.rows if isinstance(s.rows, int) else 0 for s in found), np.uint64, len(found))
         columns = plain.columns
-        rows_of = columns.physical_rows.tolist()
-        fragment_of = columns.file_fragment.tolist()
-
-        def wrong(state: _DataFileState, file: int) -> bool:
-            rows = state.rows
-            return rows is not None and (isinstance(rows, str) or rows != rows_of[fragment_of[file]])
-
-        return _plain_flagged(plain, ctx.storage, wrong)
+        recorded = columns.physical_rows[columns.file_fragment[plain.files]]
+        return _owners_of(plain, unreadable | (counted & (rows != recorded)))
 
     for fragment, _, _, uri in _judged_one_by_one(ctx.snap, flagged):
         rows = _data_file_state(ctx.storage, uri).rows

@@ -11,8 +11,7 @@ and end where the footer begins.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import FormatError, UnsupportedFeatureError
 from ..limits import check_limit
@@ -34,9 +33,9 @@ OFFSET_ENTRY = struct.Struct("<QQ")
 FOOTER_VERSION_FOR = {(2, 0): (0, 3), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (0, 2): (0, 2)}
 
 
-@dataclass(frozen=True)
-class DataFileFooter:
-    """The parsed footer. Legacy files have no column or buffer tables (their counts are None)."""
+class DataFileFooter(NamedTuple):
+    """The parsed footer. Legacy files have no column or buffer tables (their counts are None). A named tuple:
+    a million-fragment version's file checks parse a million of them."""
 
     major: int
     minor: int

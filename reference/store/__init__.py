@@ -9,10 +9,11 @@ that judges a dataset (certify) stops on it instead of judging what it could not
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from ..errors import CannotRead, UnsupportedURI
+from ..errors import CannotRead, StorageError, UnsupportedURI
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import ObjectInfo, ObjectStore, Tail
 from .local import LocalStore
@@ -92,6 +93,22 @@ class Storage(ObjectStore):
     def get_tail(self, uri: str, length: int, size: int | None = None) -> Tail:
         return self._on(uri, lambda b: b.get_tail(uri, length, size))
 
+    def get_tails(self, uris: Sequence[str], length: int) -> list[Tail | StorageError]:
+        """``ObjectStore.get_tails``, the URIs of each scheme handed to its backend at once; a ``CannotRead``
+        among the failures is noted as any operation's is."""
+        by_scheme: dict[str, list[int]] = {}
+        for at, uri in enumerate(uris):
+            by_scheme.setdefault(scheme_of(uri), []).append(at)
+        found: list[Tail | StorageError | None] = [None] * len(uris)
+        for positions in by_scheme.values():
+            chosen = [uris[at] for at in positions]
+            tails = self._on(chosen[0], functools.partial(_tails, chosen, length))
+            for at, tail in zip(positions, tails, strict=True):
+                if isinstance(tail, CannotRead):
+                    self.note(tail)
+                found[at] = tail
+        return cast("list[Tail | StorageError]", found)
+
     def head(self, uri: str) -> ObjectInfo:
         return self._on(uri, lambda b: b.head(uri))
 
@@ -115,6 +132,10 @@ class Storage(ObjectStore):
             self.backend(src).copy(src, dst)
         else:  # across stores there is no server-side copy
             self.backend(dst).put(dst, self.backend(src).get(src))
+
+
+def _tails(uris: Sequence[str], length: int, backend: ObjectStore) -> list[Tail | StorageError]:
+    return backend.get_tails(uris, length)
 
 
 def open_store(storage_options: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS) -> Storage:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
+from ..errors import StorageError
 from ..limits import DEFAULT_LIMITS, Limits
 
 DEFAULT_IO_PARALLELISM = 32
@@ -21,10 +22,11 @@ MAX_IO_PARALLELISM = 1024
 """The most requests in flight (and connections kept) a run accepts: pools and threads are sized by it."""
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectInfo:
+class ObjectInfo(NamedTuple):
     """One stored object: its absolute URI, size in bytes, last-modified time (UTC) and, where the store gives
-    one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since)."""
+    one (S3), its ETag (an incremental certification's proof that the object is unchanged: conformance.since).
+    A named tuple: a listing of a million files makes a million of them, and a tuple is made in a fraction of
+    the time a frozen dataclass takes."""
 
     uri: str
     size: int
@@ -32,9 +34,9 @@ class ObjectInfo:
     etag: str | None = None
 
 
-@dataclass(frozen=True)
-class Tail:
-    """The last bytes of an object and the object's whole size, as one suffix read returns them."""
+class Tail(NamedTuple):
+    """The last bytes of an object and the object's whole size, as one suffix read returns them (a named tuple:
+    a million-fragment version's file checks make a million)."""
 
     data: bytes
     size: int
@@ -67,6 +69,18 @@ class ObjectStore(abc.ABC):
         HEAD. Raises ObjectNotFound."""
         size = self.head(uri).size if size is None else size
         return Tail(self.get_range(uri, max(0, size - length), min(size, length)), size)
+
+    def get_tails(self, uris: Sequence[str], length: int) -> list[Tail | StorageError]:
+        """``get_tail(uri, length)`` of each of ``uris``, in their order, a read that failed with a
+        StorageError as that error (any other exception is raised). This default reads them one by one; a
+        backend may share work between them (``LocalStore`` walks each directory's path once)."""
+        found: list[Tail | StorageError] = []
+        for uri in uris:
+            try:
+                found.append(self.get_tail(uri, length))
+            except StorageError as exc:
+                found.append(exc)
+        return found
 
     @abc.abstractmethod
     def head(self, uri: str) -> ObjectInfo:
