@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from reference import __version__
-from reference.printable import json_text, printable
+from reference.printable import json_chunks, json_text, printable
 
 from .baseline import is_fingerprint, known_divergences_seen, set_aside_counts
 from .catalogue import load_catalogue
@@ -68,6 +68,11 @@ def to_json(report: Report) -> dict[str, Any]:
 
 def render_json(report: Report) -> str:
     return json_text(to_json(report))
+
+
+def stream_json(report: Report) -> Iterator[str]:
+    """``render_json`` in pieces, for writing as they are made (``json_chunks``)."""
+    return json_chunks(to_json(report))
 
 
 def where(places: Iterable[tuple[str | None, int | None]]) -> str:
@@ -234,4 +239,5 @@ def render_junit(report: Report) -> str:
     return text + "\n"
 
 
-RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
+RENDERERS: dict[str, Callable[[Report], str | Iterator[str]]] = {
+    "text": render_text, "json": stream_json, "junit": render_junit}

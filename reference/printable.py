@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 #: The longest value shown whole; longer ones are cut and their length is given.
@@ -60,6 +61,29 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a string of ``value`` (JSON-shaped), key or value, holds a lone surrogate: ``json_safe`` then has
+    something to rewrite (most reports hold none, and copying a million-entry report costs seconds)."""
+    if isinstance(value, str):
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(map(_holds_surrogate, value)) or any(map(_holds_surrogate, value.values()))
+    if isinstance(value, (list, tuple)):
+        return any(map(_holds_surrogate, value))
+    return False
+
+
+def _safe(value: Any) -> Any:
+    return json_safe(value) if _holds_surrogate(value) else value
+
+
 def json_text(value: Any, indent: int | None = 2) -> str:
     """A report as JSON text that every strict parser accepts (see ``json_safe``), ending in a newline."""
-    return json.dumps(json_safe(value), indent=indent) + "\n"
+    return json.dumps(_safe(value), indent=indent) + "\n"
+
+
+def json_chunks(value: Any, indent: int | None = 2) -> Iterator[str]:
+    """``json_text`` in pieces, made as they are written: a report of a million files is never whole in
+    memory as text (its JSON is several hundred megabytes)."""
+    yield from json.JSONEncoder(indent=indent).iterencode(_safe(value))
+    yield "\n"

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from conformance.findings import Report
 
 from .options import (
+    Rendered,
     add_area_option,
     add_limit_options,
     add_report_options,
@@ -27,6 +28,7 @@ from .options import (
     parse_storage_options,
     report_targets,
     version_number,
+    write_rendered,
     write_text,
 )
 
@@ -86,7 +88,8 @@ def run_storage(args: argparse.Namespace) -> RunStorage:
     return RunStorage(parse_storage_options(args.storage_option), args.io_parallelism, limits_of(args))
 
 
-def renderers(args: argparse.Namespace, storage: RunStorage | None = None) -> Mapping[str, Callable[[Report], str]]:
+def renderers(args: argparse.Namespace,
+              storage: RunStorage | None = None) -> Mapping[str, Callable[[Report], Rendered]]:
     """certify's renderers; ``html`` (lancespec.render) only when asked for, checking Graphviz first, drawn
     through ``storage``, the store the run read through (a new one when the run gave none)."""
     from conformance.report import RENDERERS
@@ -107,7 +110,7 @@ def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
         if fmt not in ("json", "junit"):
             continue
         if path is None:
-            sys.stdout.write(RENDERERS[fmt](report))
+            write_rendered(sys.stdout, RENDERERS[fmt](report))
         else:
             write_text(path, RENDERERS[fmt](report))
 

@@ -7,8 +7,8 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, NoReturn, TypeVar
 
 from reference.errors import InvalidOption, StorageError
 from reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
@@ -178,16 +178,28 @@ def check_report_options(args: argparse.Namespace) -> None:
         raise InvalidOption(f"--quiet prints only the verdict line: give --output FILE for the {args.format} report")
 
 
-def write_text(path: str, text: str) -> None:
+#: A rendered report: its text, or its text in pieces written as they are made (a large JSON report).
+Rendered = str | Iterable[str]
+
+
+def write_text(path: str, text: Rendered) -> None:
     """Write a report to ``path``; a file that cannot be written is a StorageError naming it."""
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            write_rendered(fh, text)
     except OSError as exc:
         raise StorageError(f"cannot write the report: {exc.strerror or exc}", path) from exc
 
 
-def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], args: argparse.Namespace) -> None:
+def write_rendered(stream: IO[str], text: Rendered) -> None:
+    """Write a rendered report to an open ``stream``."""
+    if isinstance(text, str):
+        stream.write(text)
+    else:
+        stream.writelines(text)
+
+
+def emit_report(report: R, renderers: Mapping[str, Callable[[R], Rendered]], args: argparse.Namespace) -> None:
     """Write ``report`` where ``report_targets`` say: each to its file, or to stdout. When nothing went to
     stdout in text, the text report goes to stderr (formats other than text) so the verdict is seen; with
     ``--quiet`` only the verdict line (the text report's first line) is printed, on stdout."""
@@ -196,11 +208,12 @@ def emit_report(report: R, renderers: Mapping[str, Callable[[R], str]], args: ar
         if path is not None:
             write_text(path, renderers[fmt](report))
     text = renderers["text"](report)
+    assert isinstance(text, str)
     if getattr(args, "quiet", False):
         sys.stdout.write(text.splitlines()[0] + "\n")
         return
     for fmt, path in targets:
         if path is None:
-            sys.stdout.write(text if fmt == "text" else renderers[fmt](report))
+            write_rendered(sys.stdout, text if fmt == "text" else renderers[fmt](report))
     if all(path is not None for _, path in targets) and any(fmt != "text" for fmt, _ in targets):
         sys.stderr.write(text)

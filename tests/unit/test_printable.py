@@ -10,7 +10,7 @@ import unicodedata
 
 import pytest
 
-from reference.printable import json_safe, json_text, printable
+from reference.printable import json_chunks, json_safe, json_text, printable
 
 ACTING_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
@@ -41,3 +41,16 @@ def test_json_has_no_lone_surrogate_and_strict_parsers_accept_it() -> None:
     assert strict["ok"] == "ü"
     text.encode("utf-8")  # no lone surrogate survives to the encoder
     assert json_safe({"n": 1.5, "l": (1, 2)}) == {"n": 1.5, "l": [1, 2]}
+
+
+@pytest.mark.parametrize("document", [
+    {"path": b"data/\xff.lance".decode("utf-8", "surrogateescape"), "n": [1, 2.5, None, True], "t": (1, "ü")},
+    {"plain": ["a", {"b": "c"}], "ok": "ü", "empty": {}},
+    [b"\xfe".decode("utf-8", "surrogateescape")],
+])
+def test_json_in_pieces_is_the_json_text(document: object) -> None:
+    """The streamed report (``json_chunks``) is the text ``json.dumps`` makes of the escaped document, whether
+    or not it holds a lone surrogate to escape."""
+    expected = json.dumps(json_safe(document), indent=2) + "\n"
+    assert "".join(json_chunks(document)) == expected
+    assert json_text(document) == expected
