@@ -8,11 +8,12 @@ import sys
 from typing import Any
 
 from reference.errors import InvalidOption
-from reference.printable import json_text, printable
+from reference.printable import json_chunks, printable
 
 from .options import (
     EXIT_OK,
     DeprecatedSpelling,
+    Rendered,
     add_limit_options,
     add_report_options,
     add_storage_options,
@@ -22,6 +23,7 @@ from .options import (
     parse_storage_options,
     report_targets,
     version_number,
+    write_rendered,
     write_text,
 )
 
@@ -74,14 +76,15 @@ def run(args: argparse.Namespace) -> int:
         if fmt == "text" and path is None:
             render_text(report, Console())
             continue
+        text: Rendered
         if fmt == "json":
-            text = json_text(report)
+            text = json_chunks(report)
         else:
             buffer = io.StringIO()
             render_text(report, Console(file=buffer, width=80))
             text = buffer.getvalue()
         if path is None:
-            sys.stdout.write(text)
+            write_rendered(sys.stdout, text)
         else:
             write_text(path, text)
     return EXIT_OK
