@@ -27,6 +27,7 @@ import functools
 import traceback
 from collections.abc import Callable, Collection, Iterable, Mapping
 
+from reference.collector import fewer_full_collections
 from reference.errors import CannotRead, InvalidOption, InvalidRefName, LanceSpecError, VersionNotFound
 from reference.layout import BRANCHES_DIR, VERSIONS_DIR, branch_root, ref_name_from_file
 from reference.limits import DEFAULT_LIMITS, Limits
@@ -114,6 +115,7 @@ def _roots(main: Dataset, all_versions: bool) -> list[Dataset]:
     return roots
 
 
+@fewer_full_collections()  # a long run keeps millions of objects alive (reference.collector)
 def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
             progress: Progress | None = None, offload: Offload | None = None,

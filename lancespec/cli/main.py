@@ -12,13 +12,12 @@ writes the report of what it checked before; set LANCESPEC_DEBUG=1 for the trace
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
+from reference.collector import fewer_full_collections
 from reference.errors import CannotRead, InvalidOption, LanceSpecError
 from reference.printable import printable
 
@@ -76,24 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("lancespec: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-#: The collector's third threshold while a command runs (Python's default: 10).
-FULL_COLLECTION_EVERY = 100
-
-
-@contextlib.contextmanager
-def fewer_full_collections() -> Iterator[None]:
-    """The collector's full passes made rarer while a command runs: a run keeps millions of objects alive (a
-    large version's file URIs, states and listing), and every full pass walks all of them (a 1,000,000-fragment
-    certify made 21 of them, 2.5 s of its time; 3 with this). Cycles are still collected, the young ones as
-    often as before; the thresholds are put back afterwards (the command may run inside a caller's process)."""
-    before = gc.get_threshold()
-    gc.set_threshold(before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int],
