@@ -112,7 +112,7 @@ def _start_context(master: str, app_name: str, settings: Mapping[str, str],
             gateway = None
             if jvm_log is not None and SparkContext._gateway is None:  # as SparkContext would, to jvm_log
                 with open(jvm_log, "ab") as log:
-                    gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+                    gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})  # type: ignore[no-untyped-call]
             context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel("ERROR")
     bound = context.getConf().get("spark.driver.bindAddress")
