@@ -52,8 +52,10 @@ from ..certify import CertifyError, _runner, certify, order_findings
 from ..checks import Check, VersionContext, all_checks
 from ..fetch import RunStorage
 from ..findings import Finding, Report
+from .session import BackgroundSession
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["FINDINGS_SCHEMA", "SparkCertification", "certify_with_spark", "findings_frame", "fragment_checks"]
@@ -137,16 +139,19 @@ class SparkCertification:
     """The outcome of ``certify_with_spark``.
 
     ``report``: the same Report ``certify`` returns. ``findings_df``: its findings as a Spark DataFrame
-    (``FINDINGS_SCHEMA``) of ``spark``, made when first asked for. ``tasks``, ``fragments`` and
+    (``FINDINGS_SCHEMA``) of ``spark`` (the session, or the ``BackgroundSession`` that makes one), made when
+    first asked for. ``tasks``, ``fragments`` and
     ``files``: the distributed jobs' size (files = data and deletion files of the fragments checked,
     summed over versions). ``seconds``: the whole call;
     ``job_seconds``: the Spark jobs alone, from the first start to the last end (they run while the driver
     runs ``certify``); ``task_seconds`` and ``task_cpu_seconds``: each task's time in
     the check code, wall clock and CPU. ``phases``: seconds per step (``certify``: the driver's own checks,
     manifests and snapshots included, and handing the versions over, which is ``offload``: the versions'
-    headers for the executors, ``slices``: the fragment slices serialized, and ``broadcast``; ``job``: the
+    headers for the executors; ``slices``: the fragment slices serialized, and ``broadcast``, both in the
+    jobs' threads; ``job``: the
     Spark jobs, collect included, as ``job_seconds``; ``wait``: the driver waiting for them after ``certify``,
-    the part of ``job`` its own work did not hide; ``merge``).
+    the part of ``job`` its own work did not hide; ``merge``), and ``session``: how long a job waited,
+    in its thread, for a session still starting (``background_session``; the driver worked meanwhile).
     """
 
     report: Report
@@ -169,7 +174,7 @@ class SparkCertification:
     def findings_df(self) -> DataFrame:
         """The findings as a DataFrame, built on first use (creating one costs the driver about 0.1 s, and
         the first of a session seconds, which a caller reading only the report does not pay)."""
-        return findings_frame(self.spark, self.report.findings)
+        return findings_frame(_session(self.spark), self.report.findings)
 
 
 def findings_frame(spark: SparkSession, findings: Iterable[Finding]) -> DataFrame:
@@ -332,14 +337,26 @@ def _cell(works: Mapping[int, _VersionWork], item: tuple[int, int, int]) -> tupl
     return work.root, work.run, item[1]
 
 
-class _Jobs:
-    """The Spark jobs of one ``certify_with_spark`` call: one per root, started from certify's ``offload``
-    hook as soon as the root's snapshots are read, and run in a thread of their own while the driver goes on
-    with its own checks of the root (and with the next roots); ``rows`` waits for them all."""
+def _session(spark: SparkSession | BackgroundSession) -> SparkSession:
+    """The session ``spark`` is, or makes once started (waits for a ``BackgroundSession``)."""
+    return spark.session() if isinstance(spark, BackgroundSession) else spark
 
-    def __init__(self, spark: SparkSession, options: dict[str, str] | None, limits: Limits,
+
+def _context(spark: SparkSession | BackgroundSession) -> SparkContext:
+    """The SparkContext of ``spark``, all a job needs (waits for a ``BackgroundSession``'s start)."""
+    return spark.context() if isinstance(spark, BackgroundSession) else spark.sparkContext
+
+
+class _Jobs:
+    """The Spark jobs of one ``certify_with_spark`` call: one per root, handed its versions by certify's
+    ``offload`` hook as soon as the root's snapshots are read, and run in a thread of their own while the
+    driver goes on with its own checks of the root (and with the next roots); ``rows`` waits for them all.
+    A session still starting (``BackgroundSession``) is waited for in the job's thread, so its start-up runs
+    beside the driver's reading and judging too."""
+
+    def __init__(self, spark: SparkSession | BackgroundSession, options: dict[str, str] | None, limits: Limits,
                  fragments_per_task: int | None, result: SparkCertification) -> None:
-        self._sc = spark.sparkContext
+        self._spark = spark
         self._options, self._limits, self._fragments_per_task = options, limits, fragments_per_task
         self._result = result
         self._runs = _Runs()
@@ -348,44 +365,63 @@ class _Jobs:
         self._failures: list[BaseException] = []
         self._group = f"lancespec-{uuid.uuid4().hex}"
         self._span = [math.inf, 0.0]  # when the first job started and the last one ended
-        self._lock = threading.Lock()  # around _span and _rows, which the jobs' threads update
+        self._cancelled = False
+        self._lock = threading.Lock()  # around _span, _rows and the result's phases and tasks: the threads update them
 
     def offload(self, root: Dataset, versions: list[tuple[int, Snapshot]], checks: list[Check]) -> None:
-        """Certify's ``Offload``: the root's versions planned into tasks, their job started in a thread."""
-        phases, at = self._result.phases, time.perf_counter()
+        """Certify's ``Offload``: the root's versions made into work for the executors (here, in the driver's
+        thread, which numbers the runs in order), then planned, sliced and run as a job in a thread. A session
+        whose start has failed already stops the driver here (raised), rather than after its checks."""
+        if isinstance(self._spark, BackgroundSession) and self._spark.ready():
+            self._spark.context()
+        at = time.perf_counter()
         names = [c.name for c in checks]
         works = {key: _VersionWork.of(root, snapshot, names, self._runs.of(root.uri, snapshot))
                  for key, (_, snapshot) in enumerate(versions)}
         self._result.versions.extend((w.branch or "main", w.version) for w in works.values())
-        phases["offload"] += time.perf_counter() - at
-        plan = _plan(works, self._sc.defaultParallelism, self._fragments_per_task, TASKS_PER_CORE)
-        if not plan:
+        with self._lock:
+            self._result.phases["offload"] += time.perf_counter() - at
+        if not any(w.fragments for w in works.values()):
             return
-        at = time.perf_counter()
-        groups = [[(key, start, stop, fragment_slice(versions[key][1].manifest, start, stop))
-                   for key, start, stop in group]
-                  for group in _partitions(works, plan, self._sc.defaultParallelism * TASKS_PER_CORE)]
-        self._result.tasks += len(groups)
-        phases["slices"] += time.perf_counter() - at
-        at = time.perf_counter()
-        bc = self._sc.broadcast(works)
-        phases["broadcast"] += time.perf_counter() - at
-        thread = threading.Thread(target=self._job, args=(groups, bc), name=f"lancespec-spark-{root.uri}",
+        thread = threading.Thread(target=self._job, args=(works, [versions]), name=f"lancespec-spark-{root.uri}",
                                   daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _job(self, groups: list[list[tuple[int, int, int, bytes]]], bc: Any) -> None:
-        with self._lock:
-            self._span[0] = min(self._span[0], time.perf_counter())
+    def _job(self, works: dict[int, _VersionWork], held: list[list[tuple[int, Snapshot]]]) -> None:
+        phases = self._result.phases
         try:
-            self._sc.setJobGroup(self._group, "lancespec spark-certify", interruptOnCancel=True)
-            rows = (self._sc.parallelize(groups, len(groups))  # one group per partition
+            at = time.perf_counter()
+            sc = _context(self._spark)
+            with self._lock:
+                phases["session"] = max(phases["session"], time.perf_counter() - at)
+            if self._cancelled:
+                return
+            plan = _plan(works, sc.defaultParallelism, self._fragments_per_task, TASKS_PER_CORE)
+            at = time.perf_counter()
+            versions = held.pop()  # the snapshots are kept no longer than the slices need them
+            groups = [[(key, start, stop, fragment_slice(versions[key][1].manifest, start, stop))
+                       for key, start, stop in group]
+                      for group in _partitions(works, plan, sc.defaultParallelism * TASKS_PER_CORE)]
+            del versions
+            sliced, at = time.perf_counter() - at, time.perf_counter()
+            bc = sc.broadcast(works)
+            with self._lock:
+                self._result.tasks += len(groups)
+                phases["slices"] += sliced
+                phases["broadcast"] += time.perf_counter() - at
+                self._span[0] = min(self._span[0], time.perf_counter())
+        except BaseException as exc:  # handed to the driver's thread by rows()
+            self._failures.append(exc)
+            return
+        try:
+            sc.setJobGroup(self._group, "lancespec spark-certify", interruptOnCancel=True)
+            rows = (sc.parallelize(groups, len(groups))  # one group per partition
                     .mapPartitions(functools.partial(_executor, bc, self._options, self._limits))
                     .collect())
             with self._lock:
                 self._rows.extend(rows)
-        except BaseException as exc:  # handed to the driver's thread by rows()
+        except BaseException as exc:
             self._failures.append(exc)
         finally:
             with contextlib.suppress(Exception):
@@ -394,31 +430,35 @@ class _Jobs:
                 self._span[1] = max(self._span[1], time.perf_counter())
 
     def rows(self) -> list[tuple[Any, ...]]:
-        """Every job's rows, once all have ended; a job's failure raised here."""
+        """Every job's rows, once all have ended; a job's failure (the session's start's included) raised here."""
         for thread in self._threads:
             thread.join()
         if self._failures:
             raise self._failures[0]
-        if self._threads:
+        if self._span[1]:
             self._result.job_seconds = self._result.phases["job"] = self._span[1] - self._span[0]
         return self._rows
 
     def cancel(self) -> None:
-        """Stop the jobs still running (certify failed: their findings would be thrown away) and wait for them."""
-        if self._threads:
+        """Stop the jobs still running (certify failed: their findings would be thrown away) and wait for them;
+        a job still waiting for its session does not start."""
+        self._cancelled = True
+        if self._threads and (not isinstance(self._spark, BackgroundSession) or self._spark.ready()):
             with contextlib.suppress(Exception):
-                self._sc.cancelJobGroup(self._group)
+                _context(self._spark).cancelJobGroup(self._group)
         for thread in self._threads:
             thread.join()
 
 
-def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = None, all_versions: bool = False,
-                       areas: Iterable[str] | None = None, storage_options: Mapping[str, str] | None = None,
+def certify_with_spark(spark: SparkSession | BackgroundSession, uri: str, *, version: int | None = None,
+                       all_versions: bool = False, areas: Iterable[str] | None = None,
+                       storage_options: Mapping[str, str] | None = None,
                        fragments_per_task: int | None = None, limits: Limits = DEFAULT_LIMITS,
                        set_aside: Mapping[str, str] | None = None, since: str | None = None) -> SparkCertification:
     """Certify ``uri`` as ``lancespec certify`` does (same arguments, same Report), with the per-file
     checks run as a Spark job over the fragments of every certified version of each root, while the driver
-    runs the other checks.
+    runs the other checks. ``spark``: a session, or one still starting (``background_session``), which the
+    jobs wait for in their threads while the driver reads and judges.
 
     ``fragments_per_task``: fragments per Spark task (default: ``_plan``'s, about ``TASKS_PER_CORE`` tasks
     per core of ``spark``). ``storage_options`` go to the driver's and every
@@ -427,7 +467,7 @@ def certify_with_spark(spark: SparkSession, uri: str, *, version: int | None = N
     carry over): as certify's."""
     started = time.perf_counter()
     options = dict(storage_options) if storage_options is not None else None
-    phases = dict.fromkeys(("certify", "offload", "slices", "broadcast", "job", "wait", "merge"), 0.0)
+    phases = dict.fromkeys(("certify", "offload", "session", "slices", "broadcast", "job", "wait", "merge"), 0.0)
     result = SparkCertification(Report(uri), spark, phases=phases)
     jobs = _Jobs(spark, options, limits, fragments_per_task, result)
     try:

@@ -14,7 +14,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from .certify import add_certify_options, renderers
@@ -49,17 +49,18 @@ def check_input(args: argparse.Namespace, options: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
+def interrupt_ends_the_process(jvm_log: str) -> Iterator[None]:
     """While Spark runs, Ctrl-C is one line and exit 130 at once (``os._exit``), as everywhere else.
 
     Unwinding would stop Spark with tasks in flight: pyspark's own handler cancels the jobs, and its Python
     workers, which take the terminal's SIGINT too, crash (what the JVM and they print goes to ``jvm_log``,
     removed then). The JVM ignores SIGINT (pyspark starts it so) and exits by itself when this process ends
-    (its standard input closes); it and its workers hold nothing lancespec must clean up. Yields ``rearm``, to
-    call once Spark started (a SparkContext installs a handler of its own). Outside the main thread, nothing
-    changes."""
+    (its standard input closes), started or still starting; it and its workers hold nothing lancespec must
+    clean up, and ``os._exit`` ends every thread (the session's start, the jobs). The session starts in a
+    thread of its own (``background_session``), where a SparkContext installs no handler of its own. Outside
+    the main thread, nothing changes."""
     if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
+        yield
         return
 
     def interrupted(signum: int, frame: object) -> None:
@@ -70,12 +71,9 @@ def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)
 
-    def rearm() -> None:
-        signal.signal(signal.SIGINT, interrupted)
-
     previous = signal.signal(signal.SIGINT, interrupted)
     try:
-        yield rearm
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -83,7 +81,7 @@ def interrupt_ends_the_process(jvm_log: str) -> Iterator[Callable[[], None]]:
 def run(args: argparse.Namespace) -> int:
     from conformance.baseline import set_aside_ids, write_baseline
     from conformance.spark.distributed import certify_with_spark
-    from conformance.spark.session import spark_session, spark_unavailable
+    from conformance.spark.session import background_session, spark_unavailable
     from reference import __version__
 
     options = parse_storage_options(args.storage_option)
@@ -96,23 +94,17 @@ def run(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"lancespec: error: Spark cannot start here: {why}", file=sys.stderr)
         return EXIT_UNREADABLE
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession.getActiveSession()
     log = tempfile.NamedTemporaryFile(prefix="lancespec-spark-", suffix=".log", delete=False)  # noqa: SIM115
     log.close()
-    with interrupt_ends_the_process(log.name) as rearm:
+    with interrupt_ends_the_process(log.name):
         try:
-            spark = spark_session(args.master, app_name="lancespec spark-certify", jvm_log=log.name)
-            rearm()
-            try:
+            # the JVM and its workers start beside the driver's listing, decoding and checks; the jobs wait
+            # for the session in their threads. A session this process had stays up; one started here stops.
+            with background_session(args.master, app_name="lancespec spark-certify", jvm_log=log.name) as spark:
                 result = certify_with_spark(spark, args.uri, version=args.version, all_versions=args.all_versions,
                                             areas=args.only, storage_options=options,
                                             fragments_per_task=args.fragments_per_task, limits=limits_of(args),
                                             set_aside=set_aside, since=args.since)
-            finally:
-                if existing is None:  # a session this command started; one the caller had stays up
-                    spark.stop()
         except Exception:
             print(f"lancespec: what Spark printed is in {log.name}", file=sys.stderr)
             raise
@@ -122,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.write_baseline:
         write_baseline(report, args.write_baseline, __version__)
     if not args.quiet:
+        started = "" if spark.started_in is None else f", the session started in {spark.started_in:.2f} s beside it"
         sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), "
                          f"{result.files} file(s) checked in {result.job_seconds:.2f} s; "
-                         f"{result.seconds:.2f} s in all\n")
+                         f"{result.seconds:.2f} s in all{started}\n")
     return report.exit_code

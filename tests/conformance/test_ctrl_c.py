@@ -138,13 +138,17 @@ def _spark_start_up(line: str) -> bool:
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("moment", ["jvm-starting", "job-running"])
-def test_ctrl_c_in_spark_certify_is_one_line_and_leaves_no_jvm(moment: str) -> None:
+def test_ctrl_c_in_spark_certify_is_one_line_and_leaves_no_jvm(moment: str, tmp_path: Path) -> None:
+    """The JVM starts beside the driver's reading and checks (spark-certify's ``background_session``): a Ctrl-C
+    while it starts or while the workers run is one line, and no JVM outlives the command."""
+    from conformance.corpus.portable import materialize
     from conformance.spark.session import spark_unavailable
 
     why = spark_unavailable()
     if why is not None:
         pytest.skip(f"Spark cannot start here: {why}")
-    with command("spark-certify", str(DATASET), "--all-versions") as proc:
+    dataset = materialize(DATASET.parent, tmp_path / "case") / "ds"  # the corpus keeps its roots portable
+    with command("spark-certify", str(dataset), "--all-versions") as proc:
         java = lambda: [p for p, cmd in descendants(proc.pid) if "java" in cmd.split(" ", 1)[0]]  # noqa: E731
         if moment == "jvm-starting":
             wait_for(lambda: bool(java()), proc)

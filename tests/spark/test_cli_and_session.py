@@ -138,3 +138,42 @@ def test_spark_certify_cannot_read_is_one_line(spark: Any, tmp_path: Path, capsy
     assert main(["spark-certify", str(tmp_path / "nothing"), "--master", "local[2]"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"lancespec: cannot read: {tmp_path / 'nothing'}: does not exist\n"
+
+
+def test_certify_with_a_session_still_starting(spark: Any, tmp_path: Path) -> None:
+    """``certify_with_spark`` on a ``background_session`` (as ``spark-certify`` starts it: the jobs wait for the
+    context in their threads) gives certify's report; in a process that has a SparkContext the start reuses it,
+    and leaves it up when the block ends."""
+    from conformance.spark import background_session, certify_with_spark
+
+    shape = SHAPES["deletions_bitmap"](tmp_path / "shape")
+    with background_session("local[2]") as starting:
+        result = certify_with_spark(starting, shape.uri, all_versions=True)
+        assert starting.context() is spark.sparkContext
+    expected = certify(shape.uri, all_versions=True)
+    assert result.tasks > 0
+    assert _judged(to_json(result.report)) == _judged(to_json(expected))
+    assert result.findings_df.count() == len(expected.findings)
+    assert not spark.sparkContext._jsc.sc().isStopped(), "a context the process had stays up"
+
+
+def test_spark_certify_without_java_is_one_line(tmp_path: Path) -> None:
+    """No Java runtime: exit 2 and one line, before any Spark starts."""
+    shape = SHAPES["single_base"](tmp_path / "shape")
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
+    done = subprocess.run([sys.executable, "-m", "lancespec", "spark-certify", shape.uri], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout) == (2, "")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lancespec: error: Spark cannot start here: no Java runtime")
+
+
+def test_spark_certify_says_when_spark_fails_to_start(tmp_path: Path) -> None:
+    """Spark failing in its own thread (a master URL spark-submit refuses) ends the command, as when it started
+    before the driver's checks: exit 3, the log's path and the error on stderr, no report."""
+    shape = SHAPES["single_base"](tmp_path / "shape")
+    done = subprocess.run([sys.executable, "-m", "lancespec", "spark-certify", shape.uri, "--master", "nonsense["],
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout) == (3, ""), done.stderr[-2000:]
+    assert "lancespec: what Spark printed is in " in done.stderr
+    assert "JAVA_GATEWAY_EXITED" in done.stderr
