@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
@@ -91,7 +93,7 @@ def decode_transaction_in_runs(data: bytes, where: str = "", run_bytes: int = RU
         if runs is None:
             return decode_transaction(data, where)
         key = data[key_start:_after_varint(data, key_start)]
-        for run_start, run_end in zip(runs, runs[1:]):
+        for run_start, run_end in itertools.pairwise(runs):
             wrapped = key + varint_bytes(run_end - run_start) + data[run_start:run_end]
             try:
                 _T().ParseFromString(wrapped)
