@@ -71,6 +71,11 @@ def peek_transaction(data: bytes) -> tuple[str, int] | None:
 #: An operation field longer than this is decoded a run of its fields at a time (``decode_transaction_in_runs``).
 RUN_BYTES = 1 << 22
 _CLONE = _T.DESCRIPTOR.fields_by_name["clone"].number
+#: The walks are Python, the decoder is not: past this many top-level fields of a Transaction, or fields of an
+#: operation averaging fewer bytes than this (a million-fragment Overwrite's average about 77), the whole is
+#: decoded instead, so that no transaction costs the walks much more time than the decoder.
+_TOP_FIELDS_WALKED = 1024
+_MIN_FIELD_BYTES = 32
 
 
 def decode_transaction_in_runs(data: bytes, where: str = "", run_bytes: int = RUN_BYTES) -> transaction_pb2.Transaction:
@@ -82,7 +87,8 @@ def decode_transaction_in_runs(data: bytes, where: str = "", run_bytes: int = RU
     whole fields does; each run is decoded wrapped in the same operation field of a Transaction, at the depth
     the whole decode meets it. But it holds one run decoded at a time, where the 77 MB Overwrite of a
     1,000,000-fragment version takes about 330 MB decoded whole. When a walk meets what it does not follow (a
-    group, a field cut short) or a run does not decode, the whole is decoded, so an error is the decoder's own."""
+    group, a field cut short, more fields than it walks: ``_TOP_FIELDS_WALKED``, ``_MIN_FIELD_BYTES``) or a run
+    does not decode, the whole is decoded, so an error is the decoder's own."""
     large = _large_operations(data, run_bytes)
     if not large:
         return decode_transaction(data, where)
@@ -114,9 +120,12 @@ def _large_operations(data: bytes, run_bytes: int) -> list[tuple[int, int, int]]
     """``(key start, content start, content end)`` of each operation field (not a clone) longer than
     ``run_bytes`` at the top level of ``data``; none when the walk meets what only the decoder may judge."""
     found: list[tuple[int, int, int]] = []
-    i, end = 0, len(data)
+    i, end, fields = 0, len(data), 0
     try:
         while i < end:
+            fields += 1
+            if fields > _TOP_FIELDS_WALKED:
+                return []
             start = i
             key, i = varint(data, i)
             number, wire = key >> 3, key & 7
@@ -138,11 +147,16 @@ def _large_operations(data: bytes, run_bytes: int) -> list[tuple[int, int, int]]
 
 def _runs(data: bytes, start: int, end: int, run_bytes: int) -> list[int] | None:
     """Offsets cutting ``data[start:end]`` into runs of whole top-level fields of about ``run_bytes`` each
-    (first ``start``, last ``end``); None when the walk meets a group or a field cut short."""
+    (first ``start``, last ``end``); None when the walk meets a group, a field cut short, or more fields than
+    one per ``_MIN_FIELD_BYTES``."""
     cuts = [start]
     i, cut_at = start, start + run_bytes
+    fields_left = (end - start) // _MIN_FIELD_BYTES
     try:
         while i < end:
+            fields_left -= 1
+            if fields_left < 0:
+                return None
             key = data[i]  # one-byte keys and lengths inline: one step per fragment of a huge Overwrite
             if key < 0x80:
                 i += 1

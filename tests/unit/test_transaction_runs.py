@@ -30,7 +30,7 @@ def _overwrite(rng: random.Random, fragments: int) -> bytes:
     txn = T(read_version=rng.randrange(0, 9), uuid="u", tag="t")
     for k in range(fragments):
         fragment = txn.overwrite.fragments.add(id=k, physical_rows=rng.randrange(1, 1000))
-        fragment.files.add(path=f"{k}-{rng.randrange(10**6)}.lance", fields=[0, 1], file_size_bytes=k)
+        fragment.files.add(path=f"{k}-{rng.randrange(10**6)}-{'p' * 30}.lance", fields=[0, 1], file_size_bytes=k)
     txn.overwrite.schema.add(name="a", id=0, logical_type="int64")
     txn.overwrite.config_upsert_values["k"] = "v"
     data = txn.SerializeToString()
@@ -116,4 +116,21 @@ def test_a_large_clone_is_decoded_whole() -> None:
     txn.clone.ref_path = "x" * (4 * RUN)
     data = txn.SerializeToString()
     assert _runs(data).clone.ref_version == 3
+    assert _outcome(_runs, data) == _outcome(decode_transaction, data)
+
+
+def test_an_operation_of_tiny_fields_is_decoded_whole() -> None:
+    # an Overwrite of two-byte unknown varints: walking them one by one would cost far more than the decoder
+    overwrite = T.DESCRIPTOR.fields_by_name["overwrite"].number
+    body = (_varint(900 << 3 | 0) + b"\x01") * 200
+    data = T(read_version=1).SerializeToString() + _varint(overwrite << 3 | 2) + _varint(len(body)) + body
+    assert len(data) > 2 * RUN
+    assert _runs(data).overwrite.ByteSize() == decode_transaction(data).overwrite.ByteSize() > 0  # not cut
+    assert _outcome(_runs, data) == _outcome(decode_transaction, data)
+
+
+def test_a_top_level_of_many_fields_is_decoded_whole() -> None:
+    data = T(read_version=1).SerializeToString() * 2000 + _overwrite(random.Random(3), 30)
+    assert len(decode_transaction(data).overwrite.fragments) == 30
+    assert len(_runs(data).overwrite.fragments) == 30  # not cut: the top level is not walked that far
     assert _outcome(_runs, data) == _outcome(decode_transaction, data)
