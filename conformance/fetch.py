@@ -157,6 +157,14 @@ class RunStorage(Storage):
                 self._listed_objects.update((info.uri, info) for info in found)
         return iter(found)
 
+    def listed_by_uri(self, directory: str) -> Mapping[str, ObjectInfo]:
+        """The objects of the recursive listing of ``directory`` (made now unless made before), by URI, for the
+        URIs below ``directory``: the run's own index of what its listings found, not a copy (a root of a
+        million files). A URI the listing lacks is absent from it, unless a listing of a subdirectory made before
+        found it and it vanished in between: the run takes the store as not changing under it."""
+        self.list(directory, recursive=True)  # made (and its objects indexed) when this returns
+        return self._listed_objects
+
     def _from_ancestor(self, directory: str, recursive: bool) -> builtins.list[ObjectInfo] | None:
         above = directory
         while True:

@@ -61,7 +61,7 @@ from reference.store import ObjectInfo, Storage
 from reference.store.uri import join, normalize
 from reference.table import Snapshot
 
-from .fetch import Observed
+from .fetch import Observed, RunStorage
 from .findings import Finding
 
 EVIDENCE_FORMAT = "lancespec.evidence/1"
@@ -235,7 +235,7 @@ class Present:
         self.storage = storage
         self.root = normalize(main_uri)
         self._below = self.root + "/"
-        self._listed: dict[str, ObjectInfo] | None = None
+        self._listed: Mapping[str, ObjectInfo] | None = None
         self._known: dict[str, Identity] = {}
 
     def knows(self, identities: Mapping[str, Identity]) -> None:
@@ -244,9 +244,12 @@ class Present:
         for uri, found in identities.items():
             self._known.setdefault(uri, found)
 
-    def _listing(self) -> dict[str, ObjectInfo]:
+    def _listing(self) -> Mapping[str, ObjectInfo]:
         if self._listed is None:
-            self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
+            if isinstance(self.storage, RunStorage):  # the run's index of its listings: no second one
+                self._listed = self.storage.listed_by_uri(self.root)
+            else:
+                self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
         return self._listed
 
     def identities(self, uris: Iterable[str]) -> list[Identity]:

@@ -23,10 +23,13 @@ import pyarrow as pa
 from reference.codec import FragmentColumns
 from reference.codec.datafile import (
     FOOTER_VERSION_FOR,
+    OFFSET_ENTRY,
     TAIL_READ,
+    V2_FOOTER_SIZE,
     TailedObject,
     decode_descriptor,
     descriptor_bytes,
+    descriptor_span,
     read_footer,
 )
 from reference.codec.deletion import arrow_batches, deserialize_bitmap
@@ -236,11 +239,71 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
 
 def _read_all(storage: Storage, uris: list[str]) -> None:
     """Find every data file of ``uris`` (the prefetch's job on local disk: their tails read at once,
-    ``Storage.get_tails``; a file that cannot be read is a state saying so, never an exception)."""
+    ``Storage.get_tails``; a file that cannot be read is a state saying so, never an exception). A file alike
+    one found before in the batch (``_Alike``) takes that one's state."""
     states = _states(storage)
     wanted = [uri for uri in dict.fromkeys(uris) if uri not in states]
+    alike = _Alike()
     for uri, tail in zip(wanted, storage.get_tails(wanted, TAIL_READ), strict=True):
-        states[uri] = _found_data_file(storage, uri, tail)
+        state = alike.state(tail)
+        if state is None:
+            state = _found_data_file(storage, uri, tail)
+            alike.learn(storage, uri, tail, state)
+        states[uri] = state
+
+
+class _Alike:
+    """The states of a batch's v2 data files found whole from their tails, by what decides them. A state is a
+    function of the file's size and of three pieces of it (``_found_data_file`` reads nothing else): its footer
+    (the last ``V2_FOOTER_SIZE`` bytes, where the offset tables lie), entry 0 of its global-buffer offset table
+    (where global buffer 0 lies) and global buffer 0 (the FileDescriptor). So a file of the same size and tail
+    length whose three pieces equal those of a file found before has that file's state: files written alike (a
+    million one-row fragments of one schema) are found by three slices and comparisons. Looked up by size and
+    footer bytes; at most ``_ALIKE_KEPT`` kinds a batch."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[tuple[int, bytes], tuple[int, int, bytes, int, bytes, _DataFileState]] = {}
+
+    def state(self, tail: Tail | StorageError) -> _DataFileState | None:
+        if not isinstance(tail, Tail) or len(tail.data) < V2_FOOTER_SIZE:
+            return None
+        data = tail.data
+        kind = self._kinds.get((tail.size, data[-V2_FOOTER_SIZE:]))
+        if kind is None:
+            return None
+        length, entry_at, entry, descriptor_at, descriptor, state = kind
+        if (len(data) == length and data[entry_at:entry_at + len(entry)] == entry
+                and data[descriptor_at:descriptor_at + len(descriptor)] == descriptor):
+            return state
+        return None
+
+    def learn(self, storage: Storage, uri: str, tail: Tail | StorageError, state: _DataFileState) -> None:
+        """Keep ``state``, found from ``tail``, for the files alike: a v2 file whose FileDescriptor and offset
+        table were read from its tail, the first of its size and footer bytes."""
+        if (not isinstance(tail, Tail) or state.problem is not None or state.code or not isinstance(state.rows, int)
+                or state.fields is None or len(tail.data) < V2_FOOTER_SIZE or len(self._kinds) >= _ALIKE_KEPT):
+            return
+        data = tail.data
+        key = (tail.size, data[-V2_FOOTER_SIZE:])
+        if key in self._kinds:
+            return
+        obj = TailedObject(storage, uri, tail)
+        try:
+            footer = read_footer(obj)
+            position, length = descriptor_span(obj, footer)
+        except LanceSpecError:
+            return
+        covered_from = tail.size - len(data)
+        assert footer.gbo_table_pos is not None  # a v2 footer: descriptor_span refuses a legacy one
+        entry_at, descriptor_at = footer.gbo_table_pos - covered_from, position - covered_from
+        if entry_at < 0 or descriptor_at < 0:  # read from storage, not from the tail
+            return
+        self._kinds[key] = (len(data), entry_at, data[entry_at:entry_at + OFFSET_ENTRY.size], descriptor_at,
+                            data[descriptor_at:descriptor_at + length], state)
+
+
+#: Kinds of files kept by ``_Alike`` for one batch of ``_LOCAL_BATCH`` files.
+_ALIKE_KEPT = 64
 
 
 def _plain_states(plain: PlainFragments, storage: Storage) -> list[_DataFileState]:

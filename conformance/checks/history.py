@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from reference import flags as feature_flags
-from reference.codec import decode_manifest_file, decode_transaction
+from reference.codec import decode_manifest_file, decode_transaction_in_runs
 from reference.commit import load_transaction
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound
 from reference.layout import TRANSACTIONS_DIR, bare_name_escape
@@ -90,7 +90,9 @@ def transaction(ctx: VersionContext) -> None:
     """The transaction file the manifest names, when it exists, decodes as a Transaction and equals the inline
     copy byte for byte when the manifest carries one (HIST-002); the transaction's read_version is below the
     version it made, or for a Clone equals the source version it was read from (HIST-003). What it finds on a
-    version depends on that version alone: an incremental run carries it (``conformance.since``)."""
+    version depends on that version alone: an incremental run carries it (``conformance.since``). A large
+    operation is decoded a run of its fields at a time (``decode_transaction_in_runs``: the same verdict, not
+    the whole Overwrite of a 1,000,000-fragment version held decoded at once)."""
     snapshot = ctx.snap
     inline = snapshot.manifest_file.transaction_bytes
     txn = snapshot.manifest_file.transaction
@@ -98,7 +100,7 @@ def transaction(ctx: VersionContext) -> None:
     if found is not None and found[1] is not None:
         uri, content = found[0], found[1]
         try:
-            from_file = decode_transaction(content, uri)
+            from_file = decode_transaction_in_runs(content, uri)
         except FormatError as exc:
             ctx.finding("HIST-002", uri, f"the transaction file does not decode: {exc.message}",
                         code="transaction_undecodable")

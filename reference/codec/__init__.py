@@ -5,7 +5,7 @@ from .deletion import decode_deletions, encode_deletions, file_type_for
 from .fragment_columns import FragmentColumns, decode_fragment_columns
 from .manifest import ManifestFile, decode_manifest_file, encode_manifest_file
 from .refs import BranchRecord, TagRecord, decode_branch, decode_tag, decode_version_hint, encode_version_hint
-from .transaction import decode_transaction, encode_transaction, operation_name
+from .transaction import decode_transaction, decode_transaction_in_runs, encode_transaction, operation_name
 
 __all__ = [
     "BranchRecord",
@@ -19,6 +19,7 @@ __all__ = [
     "decode_manifest_file",
     "decode_tag",
     "decode_transaction",
+    "decode_transaction_in_runs",
     "decode_version_hint",
     "encode_deletions",
     "encode_manifest_file",

@@ -144,6 +144,17 @@ def file_descriptor(obj: TailedObject, footer: DataFileFooter) -> file_pb2.FileD
 def descriptor_bytes(obj: TailedObject, footer: DataFileFooter) -> bytes:
     """Global buffer 0 of a v2 data file, the bytes ``file_descriptor`` decodes (files written alike share
     them, so a reader of many files may decode each distinct one once). Raises as ``file_descriptor``."""
+    position, length = descriptor_span(obj, footer)
+    data = obj.read(position, length)
+    if len(data) != length:
+        raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", obj.uri)
+    return bytes(data)
+
+
+def descriptor_span(obj: TailedObject, footer: DataFileFooter) -> tuple[int, int]:
+    """Where global buffer 0 lies, ``(position, length)``, from entry 0 of the global-buffer offset table: before
+    the offset tables, so the descriptor, the tables and the footer are the file's last ``size - position``
+    bytes. Raises as ``file_descriptor``."""
     uri = obj.uri
     if footer.is_legacy:
         raise UnsupportedFeatureError(f"legacy ({footer.major}.{footer.minor}) data file: no FileDescriptor", uri)
@@ -160,10 +171,7 @@ def descriptor_bytes(obj: TailedObject, footer: DataFileFooter) -> bytes:
             f"(at {footer.cmo_table_pos})",
             uri,
         )
-    data = obj.read(position, length)
-    if len(data) != length:
-        raise FormatError(f"global buffer 0 at {position} is cut short ({len(data)} of {length} bytes)", uri)
-    return bytes(data)
+    return position, length
 
 
 def decode_descriptor(data: bytes, uri: str) -> file_pb2.FileDescriptor:

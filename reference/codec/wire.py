@@ -40,6 +40,16 @@ def varint(buf: bytes, i: int) -> tuple[int, int]:
             return result, i
 
 
+def varint_bytes(value: int) -> bytes:
+    """``value`` (not negative) encoded as a varint, in the fewest bytes."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     """``(field number, wire type, value)`` of each top-level field of a protobuf message, in order."""
     i = 0
