@@ -46,7 +46,7 @@ from reference.limits import DEFAULT_LIMITS, Limits
 from reference.store import ObjectInfo, ObjectStore, Storage, Tail
 from reference.store.base import DEFAULT_IO_PARALLELISM, MAX_IO_PARALLELISM
 from reference.store.local import LocalStore
-from reference.store.uri import normalize, scheme_of
+from reference.store.uri import local_path, normalize, scheme_of
 
 __all__ = ["CACHE_BUDGET", "SMALL_OBJECT", "Observed", "RunStorage", "io_parallelism_of"]
 
@@ -142,7 +142,10 @@ class RunStorage(Storage):
 
     def list(self, prefix: str, recursive: bool = True) -> Iterator[ObjectInfo]:
         """A listing made once: from the store, or cut out of a recursive listing of the directory or of an
-        ancestor made before."""
+        ancestor made before. A local prefix with a ``..`` segment is refused, as the store refuses it, before
+        ``normalize`` would collapse it into another directory (a dataset-recorded path never climbs out)."""
+        if scheme_of(prefix) == "file" and ".." in local_path(prefix).split("/"):
+            raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", prefix)
         directory = normalize(prefix)
         if self.observed is not None:
             self.observed.listings.add((directory, recursive))

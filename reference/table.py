@@ -33,6 +33,7 @@ from .errors import (
     LimitExceeded,
     ObjectNotFound,
     RefNotFound,
+    UnresolvableFile,
     UnsupportedFeatureError,
     VersionNotFound,
 )
@@ -51,6 +52,7 @@ from .layout import (
     index_directory_name,
     manifest_name,
     parse_manifest_name,
+    path_escape,
     ref_name_from_file,
     tag_ref_path,
 )
@@ -227,6 +229,11 @@ class _Resolver:
             self.problems += 1
             problem = type(directory)(f"{detail}: {directory.message}", where or None)
             return ResolvedFile(kind, path, base_id, None, size, problem)
+        reason = path_escape(path)
+        if reason is not None:  # layout.resolve's rule: a path that could leave its directory resolves to nothing
+            self.problems += 1
+            escape = UnresolvableFile(f"{detail}: file path {path!r} {reason}; it is not followed", where or None)
+            return ResolvedFile(kind, path, base_id, None, size, escape)
         found = self.memo[key] = ResolvedFile(kind, path, base_id, join(directory, path), size)
         return found
 

@@ -123,11 +123,15 @@ def damage_again(world: Path, targets: list[Path], seed: int, tmp_path: Path) ->
     return damage(again, targets, seed, tmp_path / "outside.txt")
 
 
-@pytest.mark.parametrize("seed", [700829, 701443])
+@pytest.mark.parametrize("seed", [700829, 701443, 3006148])
 def test_structured_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
     """Found by structure-aware damage on its first run: 700829, a fragment's physical_rows set to 2^64 - 1
     made Arrow's comparison of deletion offsets raise TypeError (exit 3); 701443, a clone's ref_path set to
-    ``a/../../b`` was normalised to ``/b`` and listed (a read outside)."""
+    ``a/../../b`` was normalised to ``/b`` and listed (a read outside); 3006148 (the final code of 2026-11-28), a
+    branch's data file path set to ``../../outside`` through a base that is not a dataset root: the resolver
+    joined it unchecked, and the shallow-clone rule listed its directory, which the run's listing normalised to
+    the folder above the world (a read outside; the run then ended in exit 2 instead of PORT-001). Its read outside
+    needed the world it was found in (a fresh world draws other names); the two tests below hold each rule."""
     assert fuzz(1, seed=seed, workdir=tmp_path).failures == {}
 
 
@@ -155,3 +159,28 @@ def test_deletion_offsets_are_compared_whatever_physical_rows_says() -> None:
     assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 2**64 - 1).outside == 0
     assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 4).first_outside == (7,)
     assert _decode_arrow(arrow_file(pa.array([2**64 - 1, 3], pa.uint64())), 4).first_outside == (2**64 - 1,)
+
+
+def test_a_recorded_path_that_climbs_resolves_to_nothing_through_any_base(tmp_path: Path) -> None:
+    """``layout.resolve``'s rule holds in the resolver every snapshot uses: a data file path with a ``..``
+    segment, through a base that is not a dataset root, resolves to no URI and says why."""
+    from reference.layout import Base, FileKind
+    from reference.table import _Resolver
+
+    bases = (Base(1, None, str(tmp_path / "base"), False),)
+    resolver = _Resolver(str(tmp_path / "ds"), bases, None)
+    climbing = resolver.file(1, FileKind.DATA, "../../outside", None, "m", "fragment 0")
+    assert climbing.uri is None and climbing.problem is not None and "'..'" in climbing.problem.message
+    plain = resolver.file(1, FileKind.DATA, "x.lance", None, "m", "fragment 1")
+    assert plain.uri == f"{tmp_path}/base/x.lance" and plain.problem is None
+
+
+def test_the_run_s_listing_refuses_a_climbing_prefix_before_normalising_it(tmp_path: Path) -> None:
+    from conformance.fetch import RunStorage
+    from reference.errors import StorageError
+
+    (tmp_path / "inside").mkdir()
+    storage = RunStorage(None)
+    with pytest.raises(StorageError, match=r"'\.\.' segment"):
+        list(storage.list(f"{tmp_path}/inside/../..", recursive=False))
+    assert list(storage.list(f"{tmp_path}/inside", recursive=False)) == []
