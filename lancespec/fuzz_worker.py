@@ -106,20 +106,35 @@ def serve(memory_bytes: int) -> None:
         outside = sorted({p for p in seen if _outside(p, case["allowed"], runtime)})
         answer = {"code": code, "seconds": time.perf_counter() - started, "outside": outside[:5],
                   "traceback": _TRACEBACK in err.getvalue(), "stderr": err.getvalue()[-2000:],
-                  "verdict": _verdict(out.getvalue(), case["allowed"][0])}
+                  **_verdict(out.getvalue(), case["allowed"][0])}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 
 
-def _verdict(report_json: str, root: str) -> str:
-    """A digest of what a run concluded (exit code and findings), with the case's location taken out."""
+#: Findings an answer carries besides its verdict's digest, to say how two runs differ (``problem``).
+FINDINGS_KEPT = 200
+
+
+def _verdict(report_json: str, root: str) -> dict[str, Any]:
+    """What a run concluded: ``verdict``, a digest of its exit code and findings with the case's location taken
+    out, and ``findings``, the first ``FINDINGS_KEPT`` of those findings (to explain an unstable verdict)."""
     try:
         report = json.loads(report_json)
     except ValueError:
-        return "no report"
+        return {"verdict": "no report", "findings": []}
     findings = sorted((f["requirement"], f["version"] or 0, f["path"].replace(root, "ROOT"),
                        f["message"].replace(root, "ROOT")) for f in report.get("findings", []))
-    return hashlib.sha256(json.dumps([report.get("exit_code"), findings]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps([report.get("exit_code"), findings]).encode()).hexdigest()[:16]
+    return {"verdict": digest, "findings": [list(f) for f in findings[:FINDINGS_KEPT]]}
+
+
+def _differs(first: dict[str, Any], second: dict[str, Any]) -> str:
+    """The first finding each run of a case has that the other has not (the kept ones)."""
+    one = {json.dumps(f) for f in first.get("findings", [])}
+    two = {json.dumps(f) for f in second.get("findings", [])}
+    parts = [f"only in the {name}: {min(mine - other)[:300]}" for name, mine, other
+             in (("first", one, two), ("second", two, one)) if mine - other]
+    return "; ".join(parts) or "the kept findings agree (the difference lies past them)"
 
 
 @dataclass
@@ -202,7 +217,7 @@ def problem(first: dict[str, Any], second: dict[str, Any], seconds: int = CASE_S
         if answer["outside"]:
             return f"read outside the dataset: {answer['outside']}"
     if (first["code"], first["verdict"]) != (second["code"], second["verdict"]):
-        return f"unstable verdict: exit {first['code']} then {second['code']}"
+        return f"unstable verdict: exit {first['code']} then {second['code']}; {_differs(first, second)}"
     return None
 
 

@@ -184,3 +184,18 @@ def test_the_run_s_listing_refuses_a_climbing_prefix_before_normalising_it(tmp_p
     with pytest.raises(StorageError, match=r"'\.\.' segment"):
         list(storage.list(f"{tmp_path}/inside/../..", recursive=False))
     assert list(storage.list(f"{tmp_path}/inside", recursive=False)) == []
+
+
+def test_an_unstable_verdict_says_which_findings_differ() -> None:
+    from lancespec.fuzz_worker import problem
+
+    def answer(verdict: str, findings: list[list[object]]) -> dict[str, object]:
+        return {"code": 1, "outside": [], "traceback": False, "stderr": "", "verdict": verdict, "findings": findings}
+
+    shared = ["FILE-001", 2, "ROOT/data/a.lance", "missing"]
+    first = answer("aa", [shared, ["FILE-004", 2, "ROOT/data/b.lance", "unreadable: 412"]])
+    second = answer("bb", [shared, ["FILE-004", 2, "ROOT/data/b.lance", "unreadable: timed out"]])
+    said = problem(first, second)
+    assert said is not None and said.startswith("unstable verdict: exit 1 then 1; ")
+    assert "only in the first" in said and "412" in said and "only in the second" in said and "timed out" in said
+    assert problem(first, answer("aa", first["findings"])) is None  # type: ignore[arg-type]
