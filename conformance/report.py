@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from reference import __version__
-from reference.printable import json_chunks, json_text, printable
+from reference.printable import Rendered, json_chunks, json_text, printable
 
 from .baseline import is_fingerprint, known_divergences_seen, set_aside_counts
 from .catalogue import load_catalogue
@@ -239,5 +239,5 @@ def render_junit(report: Report) -> str:
     return text + "\n"
 
 
-RENDERERS: dict[str, Callable[[Report], str | Iterator[str]]] = {
+RENDERERS: dict[str, Callable[[Report], Rendered]] = {
     "text": render_text, "json": stream_json, "junit": render_junit}

@@ -54,11 +54,11 @@ from typing import Any
 
 from reference import __version__
 from reference.errors import LanceSpecError, ObjectNotFound
-from reference.layout import TRANSACTIONS_DIR, bare_name_escape
+from reference.layout import transaction_uri
 from reference.limits import Limits
 from reference.plain_fragments import file_uris
 from reference.store import ObjectInfo, Storage
-from reference.store.uri import join, normalize
+from reference.store.uri import normalize
 from reference.table import Snapshot
 
 from .fetch import Observed, RunStorage
@@ -134,9 +134,9 @@ class RootEvidence:
         for uri in file_uris(snapshot):
             span = files.get(uri)
             files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
-        name = snapshot.manifest.transaction_file
-        if name and bare_name_escape(name) is None:
-            self._tie(join(snapshot.root, TRANSACTIONS_DIR, name), v, v)
+        transaction = transaction_uri(snapshot.root, snapshot.manifest.transaction_file)
+        if transaction is not None:
+            self._tie(transaction, v, v)
 
     def _tie(self, uri: str, first: int, last: int) -> None:
         span = self.files.get(uri)

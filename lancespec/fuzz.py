@@ -190,6 +190,8 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False,
                     print(f"seed {s}: {result.failures[s]}", file=sys.stderr, flush=True)
             if progress and result.cases % 100 == 0:
                 print(f"{result.cases} cases, {len(result.failures)} failed", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: the cases done so far are the result (the case in flight is not)
+        result.interrupted = True
     finally:
         worker.stop()
         result.seconds = time.perf_counter() - started
@@ -201,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lancespec.fuzz``: exit 0 when every case passed, 1 otherwise, the failing seeds printed."""
     import argparse
 
-    from .cli.options import EXIT_FAILED, EXIT_OK
+    from .cli.options import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
     parser = argparse.ArgumentParser(prog="python -m lancespec.fuzz", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=200, help="how many cases (default 200)")
@@ -227,18 +229,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve is not None:  # a worker process (Worker starts it)
         serve(args.serve)
         return EXIT_OK
-    with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
-        workdir = Path(args.workdir) if args.workdir else Path(tmp)
-        workdir.mkdir(parents=True, exist_ok=True)
-        if args.answers:
-            answers = fuzz_answers(args.cases, args.seed, workdir, progress=True, kinds=kinds)
-            print(answers.damage_summary())
-            result: FuzzResult = answers
-        else:
-            result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)
+    try:
+        with tempfile.TemporaryDirectory(prefix="lancespec-fuzz-") as tmp:
+            workdir = Path(args.workdir) if args.workdir else Path(tmp)
+            workdir.mkdir(parents=True, exist_ok=True)
+            if args.answers:
+                answers = fuzz_answers(args.cases, args.seed, workdir, progress=True, kinds=kinds)
+                print(answers.damage_summary())
+                result: FuzzResult = answers
+            else:
+                result = fuzz(args.cases, args.seed, workdir, progress=True, structured_share=args.structured_share)
+    except KeyboardInterrupt:  # before the first case (the world being built) or while cleaning up
+        print("python -m lancespec.fuzz: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     for seed, why in sorted(result.failures.items()):
         print(f"seed {seed}: {why}")
     print(result.summary())
+    if result.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_FAILED if result.failures else EXIT_OK
 
 

@@ -528,6 +528,8 @@ def fuzz_answers(cases: int, seed: int, workdir: Path, progress: bool = False, k
                     codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(result.exit_codes.items()))
                     print(f"{result.cases} cases, {len(result.failures)} failed ({codes}; "
                           f"{time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:  # Ctrl-C: the cases done so far are the result (the case in flight is not)
+            result.interrupted = True
         finally:
             result.seconds = time.perf_counter() - started
             result.workers_started = rig.worker.started

@@ -71,7 +71,10 @@ def serve(memory_bytes: int) -> None:
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from .cli import main as run_command
+    from .cli.main import build_parser
+    from .cli.main import main as run_command
+
+    parser = build_parser()  # once: the worker runs the same command line for every case
 
     runtime = _runtime_prefixes()
     seen: list[str] = []
@@ -95,7 +98,7 @@ def serve(memory_bytes: int) -> None:
         signal.alarm(case["seconds"])
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = run_command(case["argv"])
+                code = run_command(case["argv"], parser=parser)
         except _CaseTimeout:
             code = -1
         except BaseException as exc:
@@ -196,12 +199,14 @@ class FuzzResult:
     failures: dict[int, str] = field(default_factory=dict)
     exit_codes: dict[int, int] = field(default_factory=dict)
     workers_started: int = 0
+    interrupted: bool = False  # stopped by Ctrl-C: the counts are of the cases finished before
 
     def summary(self) -> str:
         per_case = self.seconds / self.cases if self.cases else 0.0
         codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(self.exit_codes.items()))
+        stopped = "; interrupted (Ctrl-C)" if self.interrupted else ""
         return (f"{self.cases} cases in {self.seconds:.1f} s ({per_case * 1000:.0f} ms a case, each run twice; "
-                f"{codes}); {len(self.failures)} failed; {self.workers_started} worker(s) started")
+                f"{codes}); {len(self.failures)} failed; {self.workers_started} worker(s) started{stopped}")
 
 
 

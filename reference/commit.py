@@ -60,9 +60,9 @@ from .layout import (
     VERSION_HINT_NAME,
     VERSIONS_DIR,
     ManifestNaming,
-    bare_name_escape,
     manifest_name,
     transaction_file_name,
+    transaction_uri,
 )
 from .proto import table_pb2, transaction_pb2
 from .store import Storage
@@ -133,10 +133,9 @@ def _named_transaction(dataset: Dataset, manifest_file: ManifestFile
     else None."""
     if manifest_file.transaction is not None:
         return manifest_file.transaction
-    name = manifest_file.manifest.transaction_file
-    if not name or bare_name_escape(name) is not None:  # a name that could leave _transactions/ is not read
+    uri = transaction_uri(dataset.uri, manifest_file.manifest.transaction_file)
+    if uri is None:
         return None
-    uri = join(dataset.uri, TRANSACTIONS_DIR, name)
     try:
         return dataset.storage.get(uri), uri
     except ObjectNotFound:

@@ -62,6 +62,17 @@ VERSION_HINT_NAME = "latest_version_hint.json"
 
 STANDARD_DIRS = (DATA_DIR, VERSIONS_DIR, TRANSACTIONS_DIR, DELETIONS_DIR, INDICES_DIR, REFS_DIR, TREE_DIR)
 
+
+
+def transaction_uri(root: str, name: str) -> str | None:
+    """The URI of the transaction file ``name`` a manifest of ``root`` names (``transaction_file``, under
+    ``_transactions/``), or None when it names none or the name could leave ``_transactions/``: such a file is
+    never opened (LAYOUT-004 says why; docs/security.md)."""
+    if not name or bare_name_escape(name) is not None:
+        return None
+    return join(root, TRANSACTIONS_DIR, name)
+
+
 # --- manifest names ---------------------------------------------------------------------------------
 
 U64_MAX = 2**64 - 1

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+#: A rendered report or listing: its text, or its text in pieces written as they are made (a large JSON report).
+Rendered = str | Iterable[str]
 
 #: The longest value shown whole; longer ones are cut and their length is given.
 SHOWN_CHARACTERS = 1024

@@ -13,7 +13,7 @@ from reference import flags as feature_flags
 from reference.codec import decode_manifest_file, decode_transaction_in_runs
 from reference.commit import load_transaction
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound
-from reference.layout import TRANSACTIONS_DIR, bare_name_escape
+from reference.layout import TRANSACTIONS_DIR, transaction_uri
 from reference.proto import transaction_pb2
 from reference.store.uri import join
 from reference.table import Head
@@ -53,9 +53,9 @@ def transaction_file(ctx: VersionContext | DatasetContext, snapshot: Head) -> tu
     name = snapshot.manifest.transaction_file
     if not name:
         return None
-    uri = join(ctx.dataset.uri, TRANSACTIONS_DIR, name)
-    if bare_name_escape(name) is not None:  # LAYOUT-004's finding; never opened (docs/security.md)
-        return uri, None
+    uri = transaction_uri(ctx.dataset.uri, name)
+    if uri is None:  # a name that could leave _transactions/: LAYOUT-004's finding, and for HIST-004 missing
+        return join(ctx.dataset.uri, TRANSACTIONS_DIR, name), None
     try:
         return uri, ctx.storage.get(uri)
     except ObjectNotFound:
@@ -72,17 +72,23 @@ def transaction_of(ctx: DatasetContext, past: PastVersion) -> transaction_pb2.Tr
         return None
 
 
+def _transaction_prefetch(ctx: VersionContext | DatasetContext, snapshot: Head) -> Prefetch:
+    """The prefetch of the transaction file ``snapshot``'s manifest names (``transaction_file``), keyed so that
+    every check asking for it shares one read."""
+    return ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
+
+
 def named_transaction_reads(ctx: DatasetContext) -> Iterator[Prefetch]:
     """The transaction file of every certified version whose manifest carries no inline copy: the one a
     reader of the version's transaction reads (``commit.load_transaction``)."""
     for snapshot in ctx.snapshots.values():
         if snapshot.manifest_file.transaction is None:
-            yield ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
+            yield _transaction_prefetch(ctx, snapshot)
 
 
 def transaction_read(ctx: VersionContext) -> Iterator[Prefetch]:
     """The transaction file the version's manifest names."""
-    yield ("transaction", ctx.snap.manifest_uri), functools.partial(transaction_file, ctx, ctx.snap)
+    yield _transaction_prefetch(ctx, ctx.snap)
 
 
 @version_check("history.transaction", "HIST-002", "HIST-003", prefetch=transaction_read)
@@ -117,8 +123,7 @@ def latest_transaction_read(ctx: DatasetContext) -> Iterator[Prefetch]:
     """The transaction file of the latest version, when it is certified."""
     latest = _latest(ctx)
     if latest in ctx.snapshots:
-        snapshot = ctx.snapshots[latest]
-        yield ("transaction", snapshot.manifest_uri), functools.partial(transaction_file, ctx, snapshot)
+        yield _transaction_prefetch(ctx, ctx.snapshots[latest])
 
 
 @dataset_check("history.latest_transaction", "HIST-004", prefetch=latest_transaction_read)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from conformance.fetch import RunStorage
     from conformance.findings import Report
+    from reference.printable import Rendered
 
 from .options import (
-    Rendered,
     add_area_option,
     add_limit_options,
     add_report_options,

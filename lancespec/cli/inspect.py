@@ -8,12 +8,11 @@ import sys
 from typing import Any
 
 from reference.errors import InvalidOption
-from reference.printable import json_chunks, printable
+from reference.printable import Rendered, json_chunks, printable
 
 from .options import (
     EXIT_OK,
     DeprecatedSpelling,
-    Rendered,
     add_limit_options,
     add_report_options,
     add_storage_options,

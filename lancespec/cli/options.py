@@ -7,12 +7,12 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, NoReturn, TypeVar
 
 from reference.errors import InvalidOption, StorageError
 from reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
-from reference.printable import printable
+from reference.printable import Rendered, printable
 
 R = TypeVar("R")
 
@@ -176,10 +176,6 @@ def check_report_options(args: argparse.Namespace) -> None:
     format than text (the verdict line would be all there is of it)."""
     if getattr(args, "quiet", False) and getattr(args, "format", "text") != "text" and not getattr(args, "output", 1):
         raise InvalidOption(f"--quiet prints only the verdict line: give --output FILE for the {args.format} report")
-
-
-#: A rendered report: its text, or its text in pieces written as they are made (a large JSON report).
-Rendered = str | Iterable[str]
 
 
 def write_text(path: str, text: Rendered) -> None:

@@ -163,3 +163,26 @@ def test_ctrl_c_in_spark_certify_is_one_line_and_leaves_no_jvm(moment: str, tmp_
     while any(Path(f"/proc/{pid}").exists() for pid in jvms) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(Path(f"/proc/{pid}").exists() for pid in jvms), "the JVM outlived spark-certify"
+
+
+def test_ctrl_c_in_the_middle_of_a_fuzzing_run_ends_it_with_its_tally(tmp_path: Path) -> None:
+    """``python -m lancespec.fuzz`` stopped by Ctrl-C after its worker has served cases: exit 130, the summary of
+    the cases finished so far says it was interrupted, and no traceback (a long run is stopped this way)."""
+    proc = subprocess.Popen([sys.executable, "-m", "lancespec.fuzz", "--cases", "100000", "--seed", "0",
+                             "--workdir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint, cwd=tmp_path)
+    try:
+        wait_for(lambda: (tmp_path / "case" / "ds").exists()
+                 and any("--serve" in cmd for _, cmd in descendants(proc.pid)), proc)
+        time.sleep(2)  # cases are being served
+        press_ctrl_c(proc)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    summary = stdout.strip().splitlines()[-1]
+    assert summary.endswith("interrupted (Ctrl-C)") and " cases in " in summary, stdout
+    assert int(summary.split(" cases in ")[0]) > 0, stdout
