@@ -20,8 +20,16 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from reference.blob.columns import blob_field_ids
-from reference.blob.read import BlobDescriptor, BlobLocation, BlobReader, read_descriptor_columns
+from reference.blob.read import (
+    BlobDescriptor,
+    BlobLocation,
+    BlobReader,
+    DescriptorColumn,
+    read_descriptor_columns,
+)
 from reference.blob.routing import MANAGED_KINDS, BlobKind, Thresholds, route, sidecar_uri, thresholds_of
 from reference.codec import decode_manifest_file
 from reference.errors import LanceSpecError, ObjectNotFound
@@ -53,7 +61,7 @@ class _File:
     uri: str
     size: int | None
     field: file_pb2.Field
-    descriptors: list[BlobDescriptor | None]
+    descriptors: DescriptorColumn
 
 
 def _blob_locations(ctx: VersionContext) -> Iterator[tuple[file_pb2.Field, BlobLocation]]:
@@ -74,10 +82,10 @@ def _blob_locations(ctx: VersionContext) -> Iterator[tuple[file_pb2.Field, BlobL
                 yield field, where
 
 
-def _descriptors_of(storage: Storage, field: file_pb2.Field, where: BlobLocation) -> list[BlobDescriptor | None]:
+def _descriptors_of(storage: Storage, field: file_pb2.Field, where: BlobLocation) -> DescriptorColumn:
     """The descriptors of one blob column of one data file, read once per run (a partial read of the file)."""
 
-    def read() -> list[BlobDescriptor | None]:
+    def read() -> DescriptorColumn:
         return read_descriptor_columns(storage, where.data_file_uri, {field.name: where.column_index},
                                        where.file_size)[field.name]
 
@@ -157,14 +165,59 @@ def _external_reads(ctx: VersionContext) -> Iterator[Prefetch]:
     storage = ctx.storage
 
     def job(field: file_pb2.Field, where: BlobLocation) -> None:
-        for d in _descriptors_of(storage, field, where):
-            if d is not None and d.kind == BlobKind.EXTERNAL:
+        found = _descriptors_of(storage, field, where)
+        for _, d in found.rows(found.valid & (found.kind == BlobKind.EXTERNAL)):
+            if d is not None:
                 uri = external_uri(d, bases)
                 if uri is not None:
                     external_object_size(storage, uri)
 
     for field, where in _blob_locations(ctx):
         yield ("blob-externals", where.data_file_uri, str(where.column_index)), functools.partial(job, field, where)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _rows_to_judge(ctx: VersionContext, file: _File, data_size: int | None) -> np.ndarray | None:
+    """The rows of ``file`` that ``descriptors`` must look at one by one (a mask; None: every row): all but
+    those the column screen shows fine, an inline blob inside its data file or a packed or dedicated one
+    with a valid id inside its sidecar (each sidecar asked about once). A column whose values could overflow
+    a 64-bit sum (``DescriptorColumn.exact``) is judged row by row."""
+    column = file.descriptors
+    if not column.exact:
+        return None
+    end = column.position + column.size
+    fine = (column.kind == BlobKind.INLINE) & (True if data_size is None else end <= min(data_size, _INT64_MAX))
+    sided = (((column.kind == BlobKind.PACKED) | (column.kind == BlobKind.DEDICATED)) & column.valid
+             & (column.blob_id > 0) & (column.blob_id < 2**32))
+    ids = np.unique(column.blob_id[sided])
+    if len(ids):
+        sizes = np.array([_sidecar_size(ctx, file.uri, blob_id) for blob_id in ids.tolist()], np.int64)
+        at = np.searchsorted(ids, column.blob_id[sided])
+        fine[sided] = end[sided] <= sizes[at]  # an absent sidecar is -1: every row of it is looked at
+    judged: np.ndarray = column.valid & ~fine
+    return judged
+
+
+def _sidecar_size(ctx: VersionContext, data_file_uri: str, blob_id: int) -> int:
+    """The size of the sidecar ``blob_id`` of a data file, -1 when it does not exist."""
+    size = _object_size(ctx, sidecar_uri(data_file_uri, blob_id))
+    return -1 if size is None else min(size, _INT64_MAX)
+
+
+def _pack_members(column: DescriptorColumn) -> dict[int, tuple[int, int]]:
+    """``{sidecar id: (packed blobs in it, the end of the last one)}`` of an exact column's packed rows."""
+    packed = column.valid & (column.kind == BlobKind.PACKED)
+    ids, ends = column.blob_id[packed], (column.position + column.size)[packed]
+    if not len(ids):
+        return {}
+    order = np.argsort(ids, kind="stable")
+    ids, ends = ids[order], ends[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    counts = np.diff(np.r_[starts, len(ids)])
+    return {int(i): (int(c), int(e)) for i, c, e in
+            zip(ids[starts].tolist(), counts.tolist(), np.maximum.reduceat(ends, starts).tolist(), strict=True)}
 
 
 @version_check("blobs.descriptors", "BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004", prefetch=_external_reads,
@@ -182,7 +235,7 @@ def descriptors(ctx: VersionContext) -> None:
     for file in _blob_files(ctx, "BLOB-001"):
         problems: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
         data_size = file.size or _object_size(ctx, file.uri)
-        for row, d in enumerate(file.descriptors):
+        for row, d in file.descriptors.rows(_rows_to_judge(ctx, file, data_size)):
             if d is None:
                 continue
             if d.kind == BlobKind.INLINE:
@@ -258,29 +311,39 @@ def routing(ctx: VersionContext) -> None:
                         code="thresholds_invalid")
             thresholds = Thresholds()
         wrong: dict[tuple[int, BlobKind], list[int]] = defaultdict(list)
-        packs: dict[int, list[BlobDescriptor]] = defaultdict(list)
-        # plain ints, so that a row's test reaches no enum attribute (a column may hold millions of rows)
-        managed, packed = frozenset(map(int, MANAGED_KINDS)), int(BlobKind.PACKED)
-        for row, d in enumerate(file.descriptors):
-            if d is None or d.kind not in managed:
-                continue
-            expected = route(d.size, thresholds)
-            if d.kind != expected:
-                wrong[(d.kind, expected)].append(row)
-            if d.kind == packed:
-                packs[d.blob_id].append(d)
+        column = file.descriptors
+        if column.exact:  # the screen: only rows stored in another kind than their size calls for are looked at
+            managed = column.valid & np.isin(column.kind, [int(k) for k in MANAGED_KINDS])
+            dedicated, inline = min(thresholds.dedicated, _INT64_MAX), min(thresholds.inline, _INT64_MAX)
+            expected = np.where(column.size > dedicated, int(BlobKind.DEDICATED),
+                                np.where(column.size > inline, int(BlobKind.PACKED), int(BlobKind.INLINE)))
+            for row, d in column.rows(managed & (column.kind != expected)):
+                assert d is not None
+                wrong[(d.kind, route(d.size, thresholds))].append(row)
+            members = _pack_members(column)
+        else:  # values a 64-bit sum could not hold exactly: each row as it is
+            found: dict[int, list[BlobDescriptor]] = defaultdict(list)
+            for row, d in column.rows():
+                if d is None or d.kind not in MANAGED_KINDS:
+                    continue
+                expected_kind = route(d.size, thresholds)
+                if d.kind != expected_kind:
+                    wrong[(d.kind, expected_kind)].append(row)
+                if d.kind == BlobKind.PACKED:
+                    found[d.blob_id].append(d)
+            members = {blob_id: (len(ds), max(d.position + d.size for d in ds)) for blob_id, ds in found.items()}
         for (kind, should), rows in wrong.items():
             ctx.finding("BLOB-005", file.uri,
                         f"column {file.field.name!r} {_rows(rows)}: stored {BlobKind(kind).name.lower()}, but its "
                         f"size calls for {should.name.lower()} (inline <= {thresholds.inline} B, dedicated > "
                         f"{thresholds.dedicated} B)", code="blob_kind_for_size")
-        for blob_id, members in sorted(packs.items()):
-            if len(members) < 2:
+        for blob_id, (count, end) in sorted(members.items()):
+            if count < 2:
                 continue
             sidecar = sidecar_uri(file.uri, blob_id)
-            size = _object_size(ctx, sidecar) or max(d.position + d.size for d in members)
+            size = _object_size(ctx, sidecar) or end
             if size > thresholds.pack_file:
-                ctx.finding("BLOB-006", sidecar, f"pack sidecar of {len(members)} blobs is {size} bytes, above the "
+                ctx.finding("BLOB-006", sidecar, f"pack sidecar of {count} blobs is {size} bytes, above the "
                             f"pack threshold of {thresholds.pack_file} bytes")
 
 
@@ -328,14 +391,15 @@ def _referenced_ids(ctx: DatasetContext, data_file: str, columns: dict[str, int]
     ids: set[int] = set()
     for name, index in columns.items():
 
-        def read(column: str = name, at: int = index) -> list[BlobDescriptor | None]:
+        def read(column: str = name, at: int = index) -> DescriptorColumn:
             return read_descriptor_columns(ctx.storage, data_file, {column: at})[column]
 
         try:
-            rows = run_cached(ctx.storage, ("blob-descriptors", data_file, str(index)), read)
+            found = run_cached(ctx.storage, ("blob-descriptors", data_file, str(index)), read)
         except LanceSpecError:
             return None
-        ids |= {d.blob_id for d in rows if d is not None and d.kind in (BlobKind.PACKED, BlobKind.DEDICATED)}
+        sided = found.valid & ((found.kind == BlobKind.PACKED) | (found.kind == BlobKind.DEDICATED))
+        ids.update(int(i) for i in np.unique(found.blob_id[sided]).tolist())
     return ids
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 
 from ..codec.partial import copy_columns
@@ -97,31 +98,84 @@ def read_blob_data_file(storage: Storage, uri: str, file_size: int | None = None
         return decode_data_file(path, None if columns is None else list(columns), uri, limits=storage.limits)
 
 
-def _descriptors(column: pa.ChunkedArray) -> list[BlobDescriptor | None]:
-    """One descriptor per row of a blob v2 descriptor column (None where the struct is null), read child
-    column by child column (a dictionary per row would cost twice as much)."""
-    out: list[BlobDescriptor | None] = []
-    for chunk in column.chunks:
-        children = [child.to_pylist() for child in chunk.flatten()]  # flatten: the chunk's offset applied
-        out.extend(BlobDescriptor(int(kind), int(position), int(size), int(blob_id), str(blob_uri or ""))
-                   if valid else None
-                   for valid, kind, position, size, blob_id, blob_uri
-                   in zip(chunk.is_valid().to_pylist(), *children, strict=True))
-    return out
+#: Descriptor values below this are added and compared exactly as signed 64-bit integers (``DescriptorColumn``).
+EXACT_BELOW = 2**62
+
+
+class DescriptorColumn:
+    """The stored descriptors of one blob column of one data file, one per physical row, kept as columns:
+    validity, kind, position, size and blob id as numpy arrays, blob URIs as an Arrow array. ``column[row]``
+    is that row's ``BlobDescriptor`` (None for a null blob), ``len`` the rows. A check screens whole columns
+    (``exact``: every value lies in [0, ``EXACT_BELOW``), so sums of two are exact in int64) and looks at single
+    rows only where the screen finds something to say; a column with other values is judged row by row."""
+
+    def __init__(self, valid: np.ndarray, kind: np.ndarray, position: np.ndarray, size: np.ndarray,
+                 blob_id: np.ndarray, blob_uri: pa.Array) -> None:
+        self.valid, self.kind, self.position, self.size, self.blob_id = valid, kind, position, size, blob_id
+        self.blob_uri = blob_uri
+        numbers = (kind, position, size, blob_id)
+        self.exact = all(not len(a) or (int(a.min()) >= 0 and int(a.max()) < EXACT_BELOW) for a in numbers)
+        if self.exact:  # one dtype, so that sums and comparisons stay in int64
+            self.kind, self.position, self.size, self.blob_id = (a.astype(np.int64) for a in numbers)
+
+    @classmethod
+    def nulls(cls, rows: int) -> DescriptorColumn:
+        """A column of ``rows`` null blobs (a fragment with no data file for the column)."""
+        zeros = np.zeros(rows, np.int64)
+        return cls(np.zeros(rows, bool), zeros, zeros, zeros, zeros, pa.nulls(rows, pa.string()))
+
+    @classmethod
+    def from_arrow(cls, column: pa.ChunkedArray, where: str) -> DescriptorColumn:
+        """The descriptors of a decoded descriptor column (a struct of ``DESCRIPTOR_FIELDS``). Kind, position,
+        size and blob id must be integers, and none null in a row that is not null: otherwise a FormatError
+        naming the child and the first such row."""
+        struct = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        valid = struct.is_valid().to_numpy(zero_copy_only=False)
+        children = struct.flatten()  # the struct's offset applied, and its nulls carried into the children
+        numbers: list[np.ndarray] = []
+        for name, child in zip(DESCRIPTOR_FIELDS[:4], children[:4], strict=True):
+            if not pa.types.is_integer(child.type):
+                raise FormatError(f"blob descriptor child {name!r} is {child.type}, not an integer", where)
+            if child.null_count:
+                missing = np.flatnonzero(valid & ~child.is_valid().to_numpy(zero_copy_only=False))
+                if len(missing):
+                    raise FormatError(f"blob descriptor of row {int(missing[0])} has a null {name!r}", where)
+                child = child.fill_null(0)
+            numbers.append(child.to_numpy(zero_copy_only=False))
+        kind, position, size, blob_id = numbers
+        return cls(valid, kind, position, size, blob_id, children[4])
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    def __getitem__(self, row: int) -> BlobDescriptor | None:
+        if not self.valid[row]:
+            return None
+        uri = self.blob_uri[row].as_py()
+        return BlobDescriptor(int(self.kind[row]), int(self.position[row]), int(self.size[row]),
+                              int(self.blob_id[row]), str(uri or ""))
+
+    def __iter__(self) -> Iterator[BlobDescriptor | None]:
+        return (self[row] for row in range(len(self)))
+
+    def rows(self, which: np.ndarray | None = None) -> Iterator[tuple[int, BlobDescriptor | None]]:
+        """``(row, descriptor)`` of the rows ``which`` selects (a boolean mask; None: every row), in row order."""
+        indices = range(len(self)) if which is None else np.flatnonzero(which).tolist()
+        return ((row, self[row]) for row in indices)
 
 
 def read_descriptor_columns(storage: Storage, uri: str, columns: Mapping[str, int], file_size: int | None = None,
-                            counter: FetchCounter | None = None) -> dict[str, list[BlobDescriptor | None]]:
+                            counter: FetchCounter | None = None) -> dict[str, DescriptorColumn]:
     """The stored descriptors of the blob columns ``{name: column index in the file}`` of one data file,
     one entry per physical row (None for a null blob). Only the file's tail and those columns' pages are
     fetched."""
     table = read_blob_data_file(storage, uri, file_size, columns, counter)
-    out: dict[str, list[BlobDescriptor | None]] = {}
+    out: dict[str, DescriptorColumn] = {}
     for name in columns:
         column = table.column(name)
         if not pa.types.is_struct(column.type) or tuple(f.name for f in column.type) != DESCRIPTOR_FIELDS:
             raise FormatError(f"column {name!r} is {column.type}, not a blob v2 descriptor", uri)
-        out[name] = _descriptors(column)
+        out[name] = DescriptorColumn.from_arrow(column, uri)
     return out
 
 
@@ -238,7 +292,7 @@ class BlobReader:
         self._blob_fields = {f.name: f for f in blob_field_ids(snapshot.manifest.fields).values()}
         self._bases = {b.id: b for b in snapshot.bases}
         self._fragments = {f.id: f for f in snapshot.fragments}
-        self._descriptors: dict[tuple[int, str], list[BlobDescriptor | None]] = {}
+        self._descriptors: dict[tuple[int, str], DescriptorColumn] = {}
 
     def _blob_field(self, column: str) -> file_pb2.Field:
         found = self._blob_fields.get(column)
@@ -272,14 +326,14 @@ class BlobReader:
                 return BlobLocation(resolved.uri, index, proto.file_size_bytes or None)
         return None
 
-    def descriptors(self, fragment: FragmentView | int, column: str) -> list[BlobDescriptor | None]:
+    def descriptors(self, fragment: FragmentView | int, column: str) -> DescriptorColumn:
         """The descriptors of ``column`` for every physical row of ``fragment`` (deleted rows included)."""
         view = self._fragment(fragment)
         key = (view.id, column)
         if key not in self._descriptors:
             where = self.location(view, column)
             if where is None:
-                found: list[BlobDescriptor | None] = [None] * view.physical_rows
+                found = DescriptorColumn.nulls(view.physical_rows)
             else:
                 found = read_descriptor_columns(self.storage, where.data_file_uri, {column: where.column_index},
                                                 where.file_size, self.counter)[column]
