@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .fuzz_answers import KINDS, fuzz_answers
 from .fuzz_structure import structured
-from .fuzz_worker import FuzzResult, Worker, problem, serve
+from .fuzz_worker import FuzzResult, Worker, problem, serve, wait_while_paused
 from .fuzz_world import build_pristine
 
 __all__ = ["copy_world", "damage", "fuzz", "main", "mutate", "mutation_targets", "registered_bases"]
@@ -171,6 +171,7 @@ def fuzz(cases: int, seed: int, workdir: Path, progress: bool = False,
     started = time.perf_counter()
     try:
         for s in range(seed, seed + cases):
+            wait_while_paused(workdir)
             if case_dir.exists():
                 shutil.rmtree(case_dir)
             copy_world(pristine, case_dir)

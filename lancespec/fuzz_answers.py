@@ -48,7 +48,7 @@ from urllib.parse import parse_qs
 from simulator.proxy import FaultProxy, RawAnswer, UpstreamAnswer
 from simulator.s3 import EmbeddedS3Server
 
-from .fuzz_worker import CASE_SECONDS, FuzzResult, Worker, problem
+from .fuzz_worker import CASE_SECONDS, FuzzResult, Worker, problem, wait_while_paused
 from .fuzz_world import write_world
 
 BUCKET = "lancespec-fuzz"
@@ -513,6 +513,7 @@ def fuzz_answers(cases: int, seed: int, workdir: Path, progress: bool = False, k
     with AnswerRig(workdir, case_seconds) as rig:
         try:
             for s in range(seed, seed + cases):
+                wait_while_paused(workdir)
                 record = rig.run_case(s, kinds)
                 result.cases += 1
                 result.exit_codes[record.codes[0]] = result.exit_codes.get(record.codes[0], 0) + 1

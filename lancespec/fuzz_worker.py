@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: Address space of a worker, and the time one case may take inside it.
@@ -188,6 +189,17 @@ class Worker:
 
 
 # --- the run -------------------------------------------------------------------------------------------
+
+
+#: A file of this name in a run's ``--workdir`` holds the run between cases until it is removed: a long run
+#: yields the machine to a measurement without a case timing out (a stopped process's cases would).
+PAUSE_FILE = "pause"
+
+
+def wait_while_paused(workdir: Path) -> None:
+    """Return once ``workdir`` holds no ``PAUSE_FILE`` (at once when it holds none)."""
+    while (workdir / PAUSE_FILE).exists():
+        time.sleep(0.5)
 
 
 @dataclass

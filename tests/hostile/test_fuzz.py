@@ -14,7 +14,7 @@ import pytest
 from conformance_kit import build_reference_dataset
 
 from lancespec.fuzz import copy_world, damage, fuzz, mutate, mutation_targets
-from lancespec.fuzz_worker import Worker
+from lancespec.fuzz_worker import PAUSE_FILE, Worker
 from lancespec.fuzz_world import build_pristine
 
 
@@ -199,3 +199,27 @@ def test_an_unstable_verdict_says_which_findings_differ() -> None:
     assert said is not None and said.startswith("unstable verdict: exit 1 then 1; ")
     assert "only in the first" in said and "412" in said and "only in the second" in said and "timed out" in said
     assert problem(first, answer("aa", first["findings"])) is None  # type: ignore[arg-type]
+
+
+def test_a_pause_file_holds_the_run_between_cases(tmp_path: Path) -> None:
+    """``pause`` in the workdir: the run builds its world, then starts no case until the file is removed; then it
+    runs its cases as any run does (a long run yields the machine to a measurement this way)."""
+    import time
+
+    (tmp_path / PAUSE_FILE).touch()
+    proc = subprocess.Popen([sys.executable, "-m", "lancespec.fuzz", "--cases", "2", "--seed", "5",
+                             "--workdir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "pristine.complete").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        time.sleep(2)
+        assert proc.poll() is None and not (tmp_path / "case").exists()  # held before its first case
+        (tmp_path / PAUSE_FILE).unlink()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines()[-1].startswith("2 cases in "), out
