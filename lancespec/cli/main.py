@@ -85,9 +85,10 @@ def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser |
 
 def exit_interrupted() -> NoReturn:
     """End this process, the command, with exit 130 after a Ctrl-C was handled: the exit handlers run and the
-    streams are flushed, then the process ends at once. Python 3.11 ends a process by SIGINT at exit, whatever
-    its exit code, when a KeyboardInterrupt once left code an extension ran through ``PyRun_*`` while a library
-    loaded, though the interrupt was caught later (seen 2 times in 25 with the SIGINT sent as pyarrow loads)."""
+    streams are flushed, then the process ends at once. Seen under strace: with one SIGINT sent as pyarrow
+    loads, the interrupt caught and the line printed, the interpreter still set SIGINT to its default at exit
+    and killed itself with it (3 runs in 65), as Python 3.11 does when it believes a KeyboardInterrupt went
+    unhandled; ending here leaves it no exit of its own to do so (0 in 80)."""
     import atexit
 
     atexit._run_exitfuncs()
