@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from reference import plain_fragments as plain_fragments_module
 from reference.codec import manifest as manifest_codec
 from reference.codec.manifest import decode_manifest_file, encode_manifest_file
 from reference.layout import ManifestNaming
@@ -56,15 +57,22 @@ def _manifest(rng: random.Random, fragments: int) -> table_pb2.Manifest:
     return m
 
 
-def _snapshot(m: table_pb2.Manifest, monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+def _snapshot(m: table_pb2.Manifest, monkeypatch: pytest.MonkeyPatch, root: str = "/ds") -> Snapshot:
     monkeypatch.setattr(manifest_codec, "COLUMNS_FROM_FRAGMENTS", 0)
-    manifest_file = decode_manifest_file(encode_manifest_file(m, None), "/ds/_versions/9.manifest")
-    return build_snapshot("/ds", 9, ManifestNaming.V1, "/ds/_versions/9.manifest", manifest_file)
+    manifest_file = decode_manifest_file(encode_manifest_file(m, None), f"{root}/_versions/9.manifest")
+    return build_snapshot(root, 9, ManifestNaming.V1, f"{root}/_versions/9.manifest", manifest_file)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_plain_fragments_resolve_as_the_snapshot_resolves_them(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshot = _snapshot(_manifest(random.Random(seed), 400), monkeypatch)
+@pytest.mark.parametrize(("seed", "root", "chunk"), [
+    *((seed, "/ds", 1 << 16) for seed in range(6)),
+    (6, "/ds", 7),  # URIs made a few files at a time
+    (7, "/données/ds", 5),  # a directory whose bytes are not its characters
+    (8, "/d\udcff/ds", 1 << 16),  # a local name that is not UTF-8 (os.fsdecode's escape)
+])
+def test_plain_fragments_resolve_as_the_snapshot_resolves_them(seed: int, root: str, chunk: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plain_fragments_module, "_CHUNK", chunk)
+    snapshot = _snapshot(_manifest(random.Random(seed), 400), monkeypatch, root)
     plain = plain_fragments(snapshot)
     assert plain is not None
     expected_plain, uris, owners = [], [], []
