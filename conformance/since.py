@@ -162,9 +162,12 @@ class RootEvidence:
         file it names (``history.transaction`` reads it)."""
         self.manifests[v] = snapshot.manifest_uri
         files, only = self.files, (v, v)  # one tuple shared by the files first met here (a million of them)
-        for uri in file_uris(snapshot):
-            span = files.get(uri)
-            files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
+        if not files:  # the first version judged: each file's range is this version alone
+            files.update(dict.fromkeys(file_uris(snapshot), only))
+        else:
+            for uri in file_uris(snapshot):
+                span = files.get(uri)
+                files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
         name = snapshot.manifest.transaction_file
         if name and bare_name_escape(name) is None:
             self._tie(join(snapshot.root, TRANSACTIONS_DIR, name), v, v)
@@ -176,7 +179,7 @@ class RootEvidence:
     def observed(self, seen: Observed, versions_dir: str) -> None:
         """What the version checks read besides the manifests and referenced files, less the listing of the
         root's ``versions_dir`` (what a version check takes of it is the first version: ``first``)."""
-        self.objects.update(uri for uri in seen.objects if uri not in self.files)  # a referenced file is in files
+        self.objects.update(seen.objects.difference(self.files))  # a referenced file is in files
         self.listings.update(key for key in seen.listings if key != (normalize(versions_dir), False))
 
     def carried(self, earlier: RootEvidence, versions: Iterable[int]) -> None:

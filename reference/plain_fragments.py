@@ -71,6 +71,20 @@ def standard_names(columns: FragmentColumns, files: I64) -> Bools:
     return out
 
 
+_EVERY: dict[int, Bools] = {}  # id() of live FragmentColumns -> standard_names of every data file of theirs
+
+
+def every_standard_name(columns: FragmentColumns) -> Bools:
+    """``standard_names`` of every data file of ``columns`` (their per-file order), worked out once per columns:
+    the plain fragments and the path screens of the checks of a version share it."""
+    key = id(columns)
+    found = _EVERY.get(key)
+    if found is None:
+        found = _EVERY[key] = standard_names(columns, np.arange(columns.file_count, dtype=np.int64))
+        weakref.finalize(columns, _EVERY.pop, key, None)
+    return found
+
+
 def _uris(directory: str, columns: FragmentColumns, files: I64) -> list[str]:
     """``{directory}/{path}`` of each of ``files``, interned (a listing of the directory, whose walk interns its
     URIs too, shares these strings), a chunk at a time."""
@@ -116,7 +130,7 @@ def plain_fragments(snapshot: Snapshot) -> PlainFragments | None:
     total = int(counts.sum())
     owners = np.repeat(np.arange(chosen.size, dtype=np.int64), counts)
     files = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total, dtype=np.int64)
-    plain_file = ~columns.has_base[files] & standard_names(columns, files)
+    plain_file = ~columns.has_base[files] & every_standard_name(columns)[files]
     not_plain = columns.irregular[chosen].copy()
     not_plain[owners[~plain_file]] = True
     kept = ~not_plain[owners]
@@ -149,4 +163,4 @@ def _positions(snapshot: Snapshot) -> I64:
             else np.asarray(positions, np.int64))
 
 
-__all__ = ["PlainFragments", "file_uris", "plain_fragments", "standard_names"]
+__all__ = ["PlainFragments", "every_standard_name", "file_uris", "plain_fragments", "standard_names"]

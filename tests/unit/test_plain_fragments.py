@@ -4,6 +4,7 @@ standard and other data file names, base ids, deletion files and irregular encod
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 
@@ -14,7 +15,7 @@ from reference import plain_fragments as plain_fragments_module
 from reference.codec import manifest as manifest_codec
 from reference.codec.manifest import decode_manifest_file, encode_manifest_file
 from reference.layout import ManifestNaming
-from reference.plain_fragments import file_uris, plain_fragments, standard_names
+from reference.plain_fragments import every_standard_name, file_uris, plain_fragments, standard_names
 from reference.proto import table_pb2
 from reference.table import FragmentViews, Snapshot, build_snapshot
 
@@ -132,3 +133,18 @@ def test_without_columns_there_are_no_plain_fragments(monkeypatch: pytest.Monkey
     snapshot = build_snapshot("/ds", 9, ManifestNaming.V1, "u", manifest_file)
     assert plain_fragments(snapshot) is None
     assert list(file_uris(snapshot)) == [f.uri for f in snapshot.files() if f.uri is not None]
+
+
+def test_every_standard_name_is_worked_out_once_per_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = _snapshot(_manifest(random.Random(12), 300), monkeypatch)
+    fragments = snapshot.fragments
+    assert isinstance(fragments, FragmentViews) and fragments.columns is not None
+    columns = fragments.columns
+    every = every_standard_name(columns)
+    paths = [d.path for f in snapshot.manifest.fragments for d in f.files]
+    assert every.tolist() == [bool(STANDARD.fullmatch(p)) for p in paths]
+    assert every_standard_name(columns) is every
+    key = id(columns)
+    del snapshot, fragments, columns
+    gc.collect()
+    assert key not in plain_fragments_module._EVERY  # kept no longer than its columns
