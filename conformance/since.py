@@ -95,7 +95,7 @@ def identity(info: ObjectInfo | None) -> Identity:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 #: Objects given to ``identities`` at once (its arrays then stay a few MB).
-IDENTITIES_AT_ONCE = 1 << 16
+IDENTITIES_AT_ONCE = 1 << 13
 
 
 def identities(infos: list[ObjectInfo | None]) -> list[Identity]:
@@ -163,7 +163,7 @@ class RootEvidence:
         self.manifests[v] = snapshot.manifest_uri
         files, only = self.files, (v, v)  # one tuple shared by the files first met here (a million of them)
         if not files:  # the first version judged: each file's range is this version alone
-            files.update(dict.fromkeys(file_uris(snapshot), only))
+            self.files = dict.fromkeys(file_uris(snapshot), only)
         else:
             for uri in file_uris(snapshot):
                 span = files.get(uri)

@@ -37,7 +37,7 @@ from reference.codec.datafile import (
 from reference.codec.deletion import arrow_batches, deserialize_bitmap
 from reference.errors import FormatError, LanceSpecError, ObjectNotFound, StorageError
 from reference.layout import DELETION_ARROW, DELETION_BITMAP, FileKind
-from reference.plain_fragments import I64, PlainFragments, plain_fragments
+from reference.plain_fragments import PlainFragments, plain_fragments
 from reference.proto import table_pb2
 from reference.store import Storage, Tail
 from reference.store.uri import scheme_of
@@ -314,7 +314,7 @@ class PlainStates:
     object per file: ``codes`` gives each file's state as an index into ``distinct``, the distinct state tuples
     (files found alike share one, ``_Alike``: a million one-row files have a few hundred)."""
 
-    codes: I64
+    codes: npt.NDArray[np.unsignedinteger[Any]]
     distinct: list[_DataFileState]
 
     def column(self, value: Callable[[_DataFileState], object], dtype: type[np.generic]) -> npt.NDArray[Any]:
@@ -330,10 +330,11 @@ def plain_states(plain: PlainFragments, storage: Storage) -> PlainStates:
     if last and last[0]() is plain:
         return cast(PlainStates, last[1])
     states = _states(storage)
-    found = [states.get(uri) or _data_file_state(storage, uri) for uri in plain.uris]
-    _, first, codes = np.unique(np.fromiter(map(id, found), np.uint64, len(found)), return_index=True,
-                                return_inverse=True)
-    table = PlainStates(codes.astype(np.int64).reshape(-1), [found[at] for at in first.tolist()])
+    index: dict[int, tuple[int, _DataFileState]] = {}  # id() of a state -> its code and the state
+    found = (states.get(uri) or _data_file_state(storage, uri) for uri in plain.uris)
+    codes = np.fromiter((index.setdefault(id(s), (len(index), s))[0] for s in found), np.uint32, len(plain.uris))
+    distinct = [state for _, state in index.values()]  # by code: in order of first sight
+    table = PlainStates(codes.astype(np.min_scalar_type(len(distinct))), distinct)  # a million files, a few states
     last[:] = [weakref.ref(plain, lambda _: last.clear()), table]  # kept no longer than the fragments
     return table
 
