@@ -113,7 +113,7 @@ def identities(infos: list[ObjectInfo | None]) -> list[Identity]:
     whole = np.flatnonzero(micros % 1_000_000 == 0)
     if whole.size:
         texts[whole] = np.datetime_as_string(moments[whole], unit="s")
-    made = [f"{info.size} {moment}+00:00" for info, moment in zip(found, texts.tolist(), strict=True)]
+    made: list[Identity] = [f"{info.size} {moment}+00:00" for info, moment in zip(found, texts.tolist(), strict=True)]
     if len(found) == len(infos):
         return made
     it = iter(made)

@@ -319,14 +319,15 @@ class PlainStates:
 
     def column(self, value: Callable[[_DataFileState], object], dtype: type[np.generic]) -> npt.NDArray[Any]:
         """``value`` of each file's state, as an array (``value`` called once per distinct state)."""
-        return np.fromiter((value(s) for s in self.distinct), dtype, len(self.distinct))[self.codes]
+        out: npt.NDArray[Any] = np.fromiter((value(s) for s in self.distinct), dtype, len(self.distinct))[self.codes]
+        return out
 
 
 def plain_states(plain: PlainFragments, storage: Storage) -> PlainStates:
     """The states of ``plain``'s data files (``PlainStates``), found once for the checks of one version that
     screen them (``data_files_exist``, ``physical_rows``, ``evolution.data_file_field_ids``: the run keeps the
     last fragments' states)."""
-    last = run_cached(storage, ("plain-states",), lambda: [])  # [the fragments (a weak reference), their states]
+    last: list[Any] = run_cached(storage, ("plain-states",), list)  # [the fragments (a weak reference), their states]
     if last and last[0]() is plain:
         return cast(PlainStates, last[1])
     states = _states(storage)
