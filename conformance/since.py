@@ -50,7 +50,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from reference import __version__
 from reference.errors import LanceSpecError, ObjectNotFound
@@ -87,6 +90,34 @@ def identity(info: ObjectInfo | None) -> Identity:
         return None
     moment = info.last_modified.isoformat()
     return f"{info.size} {moment} {info.etag}" if info.etag else f"{info.size} {moment}"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+#: Objects given to ``identities`` at once (its arrays then stay a few MB).
+IDENTITIES_AT_ONCE = 1 << 13
+
+
+def identities(infos: list[ObjectInfo | None]) -> list[Identity]:
+    """``identity`` of each of ``infos``, in order. Where every object found has no ETag and a time in UTC (a
+    local disk's listing: the evidence of a large version names a million files), the times are written in
+    ISO 8601 by numpy at once, as ``datetime.isoformat`` writes them (the microseconds left out when 0), instead
+    of one ``isoformat`` an object (2 µs each with a time zone). (Its arrays hold a string per object: callers
+    with a million pass a part at a time, ``IDENTITIES_AT_ONCE``.)"""
+    found = [info for info in infos if info is not None]
+    if not all(info.etag is None and info.last_modified.tzinfo is UTC for info in found):
+        return [identity(info) for info in infos]
+    micros = np.fromiter([(info.last_modified - _EPOCH) // _MICROSECOND for info in found], np.int64, len(found))
+    moments = micros.astype("datetime64[us]")
+    texts = np.datetime_as_string(moments, unit="us").astype(object)
+    whole = np.flatnonzero(micros % 1_000_000 == 0)
+    if whole.size:
+        texts[whole] = np.datetime_as_string(moments[whole], unit="s")
+    made: list[Identity] = [f"{info.size} {moment}+00:00" for info, moment in zip(found, texts.tolist(), strict=True)]
+    if len(found) == len(infos):
+        return made
+    it = iter(made)
+    return [None if info is None else next(it) for info in infos]
 
 
 def listing_digest(infos: Iterable[ObjectInfo]) -> str:
@@ -131,9 +162,12 @@ class RootEvidence:
         file it names (``history.transaction`` reads it)."""
         self.manifests[v] = snapshot.manifest_uri
         files, only = self.files, (v, v)  # one tuple shared by the files first met here (a million of them)
-        for uri in file_uris(snapshot):
-            span = files.get(uri)
-            files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
+        if not files:  # the first version judged: each file's range is this version alone
+            self.files = dict.fromkeys(file_uris(snapshot), only)
+        else:
+            for uri in file_uris(snapshot):
+                span = files.get(uri)
+                files[uri] = only if span is None else (min(span[0], v), max(span[1], v))
         transaction = transaction_uri(snapshot.root, snapshot.manifest.transaction_file)
         if transaction is not None:
             self._tie(transaction, v, v)
@@ -145,7 +179,7 @@ class RootEvidence:
     def observed(self, seen: Observed, versions_dir: str) -> None:
         """What the version checks read besides the manifests and referenced files, less the listing of the
         root's ``versions_dir`` (what a version check takes of it is the first version: ``first``)."""
-        self.objects.update(uri for uri in seen.objects if uri not in self.files)  # a referenced file is in files
+        self.objects.update(seen.objects.difference(self.files))  # a referenced file is in files
         self.listings.update(key for key in seen.listings if key != (normalize(versions_dir), False))
 
     def carried(self, earlier: RootEvidence, versions: Iterable[int]) -> None:
@@ -252,20 +286,22 @@ class Present:
                 self._listed = {i.uri: i for i in self.storage.list(self.root, recursive=True)}
         return self._listed
 
-    def identities(self, uris: Iterable[str]) -> list[Identity]:
-        """``identity`` of each of ``uris``, in order (the evidence of a large version names a million files)."""
-        known, below, listed = self._known, self._below, self._listed
-        found: list[Identity] = []
-        for uri in uris:
-            if uri in known:
-                found.append(known[uri])
-            elif uri.startswith(below):
-                if listed is None:
-                    listed = self._listing()
-                found.append(identity(listed.get(uri)))
-            else:
-                found.append(self.identity(uri))
-        return found
+    def identities(self, uris: list[str]) -> list[Identity]:
+        """``identity`` of each of ``uris``, in order (the evidence of a large version names a million files):
+        those below the root that no HEAD answered from the listing at once (``identities``), the others one by
+        one."""
+        known, below = self._known, self._below
+        apart = {n for n, uri in enumerate(uris) if uri in known or not uri.startswith(below)}
+        if len(apart) == len(uris):
+            return [self.identity(uri) for uri in uris]
+        listed = self._listing()
+        if not apart:
+            found: list[Identity] = []
+            for at in range(0, len(uris), IDENTITIES_AT_ONCE):
+                found += identities(list(map(listed.get, uris[at:at + IDENTITIES_AT_ONCE])))
+            return found
+        inside = iter(identities([listed.get(uri) for n, uri in enumerate(uris) if n not in apart]))
+        return [self.identity(uri) if n in apart else next(inside) for n, uri in enumerate(uris)]
 
     def identity(self, uri: str) -> Identity:
         if uri in self._known:

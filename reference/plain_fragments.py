@@ -71,15 +71,44 @@ def standard_names(columns: FragmentColumns, files: I64) -> Bools:
     return out
 
 
-def _names(columns: FragmentColumns, files: I64) -> list[str]:
-    """The paths of ``files``, each a standard data file name (56 ASCII bytes), decoded at once."""
-    if not files.size:
-        return []
+_EVERY: dict[int, Bools] = {}  # id() of live FragmentColumns -> standard_names of every data file of theirs
+
+
+def every_standard_name(columns: FragmentColumns) -> Bools:
+    """``standard_names`` of every data file of ``columns`` (their per-file order), worked out once per columns:
+    the plain fragments and the path screens of the checks of a version share it."""
+    key = id(columns)
+    found = _EVERY.get(key)
+    if found is None:
+        found = _EVERY[key] = standard_names(columns, np.arange(columns.file_count, dtype=np.int64))
+        weakref.finalize(columns, _EVERY.pop, key, None)
+    return found
+
+
+def _uris(directory: str, columns: FragmentColumns, files: I64) -> list[str]:
+    """``{directory}/{path}`` of each of ``files``, interned (a listing of the directory, whose walk interns its
+    URIs too, shares these strings), a chunk at a time."""
+    ascii = directory.isascii()  # else a row's bytes are not its characters: the directory joined a file at a time
+    uris: list[str] = []
+    for chunk in _prefixed(f"{directory}/" if ascii else "", columns, files):
+        uris += map(sys.intern, chunk if ascii else [f"{directory}/{name}" for name in chunk])
+    return uris
+
+
+def _prefixed(head: str, columns: FragmentColumns, files: I64) -> Iterator[list[str]]:
+    """``head`` (ASCII) and the path of each of ``files``, each path a standard data file name (56 ASCII bytes):
+    made a chunk of files at a time as rows of bytes, decoded at once and cut into strings."""
+    start = np.frombuffer(head.encode("ascii"), np.uint8)
+    width = start.size + _NAME_LENGTH
     buf = np.frombuffer(columns.section, np.uint8)
     offsets = np.arange(_NAME_LENGTH, dtype=np.int64)
-    text = "".join(buf[columns.path_start[files[at:at + _CHUNK]][:, None] + offsets].tobytes().decode("ascii")
-                   for at in range(0, files.size, _CHUNK))
-    return [text[i:i + _NAME_LENGTH] for i in range(0, len(text), _NAME_LENGTH)]
+    for at in range(0, files.size, _CHUNK):
+        chosen = files[at:at + _CHUNK]
+        rows = np.empty((chosen.size, width), np.uint8)
+        rows[:, :start.size] = start
+        rows[:, start.size:] = buf[columns.path_start[chosen][:, None] + offsets]
+        text = rows.tobytes().decode("ascii")
+        yield [text[i:i + width] for i in range(0, len(text), width)]
 
 
 _FOUND: weakref.WeakKeyDictionary[FragmentViews, PlainFragments] = weakref.WeakKeyDictionary()
@@ -101,15 +130,14 @@ def plain_fragments(snapshot: Snapshot) -> PlainFragments | None:
     total = int(counts.sum())
     owners = np.repeat(np.arange(chosen.size, dtype=np.int64), counts)
     files = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total, dtype=np.int64)
-    plain_file = ~columns.has_base[files] & standard_names(columns, files)
+    plain_file = ~columns.has_base[files] & every_standard_name(columns)[files]
     not_plain = columns.irregular[chosen].copy()
     not_plain[owners[~plain_file]] = True
     kept = ~not_plain[owners]
     files, owners = files[kept], owners[kept]
     directory = base_directory(snapshot.root, {}, None, FileKind.DATA)
-    # interned: a listing of the directory (``LocalStore``'s walk interns its URIs too) shares these strings
-    uris = [sys.intern(f"{directory}/{name}") for name in _names(columns, files)]
-    found = PlainFragments(columns, np.flatnonzero(~not_plain), files, owners, uris, np.flatnonzero(not_plain))
+    found = PlainFragments(columns, np.flatnonzero(~not_plain), files, owners, _uris(directory, columns, files),
+                           np.flatnonzero(not_plain))
     _FOUND[fragments] = found
     return found
 
@@ -135,4 +163,4 @@ def _positions(snapshot: Snapshot) -> I64:
             else np.asarray(positions, np.int64))
 
 
-__all__ = ["PlainFragments", "file_uris", "plain_fragments", "standard_names"]
+__all__ = ["PlainFragments", "every_standard_name", "file_uris", "plain_fragments", "standard_names"]

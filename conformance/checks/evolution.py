@@ -37,7 +37,7 @@ from reference.plain_fragments import PlainFragments
 from reference.proto import file_pb2, table_pb2
 
 from . import DatasetContext, PastVersion, VersionContext, dataset_check, version_check
-from .files import _data_file_reads, _data_file_state, _judged_one_by_one, _plain_states
+from .files import _data_file_reads, _data_file_state, _judged_one_by_one, plain_states
 from .history import transaction_of
 from .manifest import known_logical_type
 
@@ -225,13 +225,15 @@ def _field_suspects(ctx: VersionContext, schema: dict[int, file_pb2.Field], plai
     order = np.sort(ids)
     shared = order[1:][order[1:] == order[:-1]]
     flagged: set[int] = set(plain.fragments[np.isin(ids, shared)].tolist()) if shared.size else set()
-    found = [state.fields for state in _plain_states(plain, ctx.storage)]
-    if not found:
+    states = plain_states(plain, ctx.storage)
+    if not states.codes.size:
         return sorted(flagged)
     code_of: dict[int, int] = {}  # id() of a fields tuple (None included) -> its code, in order of first sight
-    codes = np.fromiter((code_of.setdefault(id(fields), len(code_of)) for fields in found), np.int64, len(found))
-    _, first = np.unique(codes, return_index=True)
-    distinct = [found[at] for at in first.tolist()]  # by code
+    distinct: list[tuple[tuple[int, str, str], ...] | None] = []  # by code
+    for state in states.distinct:
+        if code_of.setdefault(id(state.fields), len(code_of)) == len(distinct):
+            distinct.append(state.fields)
+    codes = np.array([code_of[id(state.fields)] for state in states.distinct], np.int64)[states.codes]
 
     def own(fields: tuple[tuple[int, str, str], ...]) -> dict[int, tuple[str, str]]:
         return {fid: (name, logical_type) for fid, name, logical_type in fields}
@@ -247,7 +249,7 @@ def _field_suspects(ctx: VersionContext, schema: dict[int, file_pb2.Field], plai
     group: list[tuple[tuple[int, str, str], ...]] = []  # the distinct schemas of the current fragment's files
     current = -1
     for at in np.flatnonzero(np.isin(owners, mixed)).tolist():
-        owner, fields = int(owners[at]), found[at]
+        owner, fields = int(owners[at]), distinct[codes[at]]
         if owner != current:
             current, group = owner, []
         if fields is None or any(fields is other for other in group):

@@ -13,11 +13,13 @@ once.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from reference.codec import FragmentColumns
@@ -306,10 +308,36 @@ class _Alike:
 _ALIKE_KEPT = 64
 
 
-def _plain_states(plain: PlainFragments, storage: Storage) -> list[_DataFileState]:
-    """The state of each data file of the plain fragments, in ``plain.uris``' order."""
+@dataclass(frozen=True)
+class PlainStates:
+    """The states of the data files of a version's plain fragments, in ``plain.uris``' order, without a Python
+    object per file: ``codes`` gives each file's state as an index into ``distinct``, the distinct state tuples
+    (files found alike share one, ``_Alike``: a million one-row files have a few hundred)."""
+
+    codes: npt.NDArray[np.unsignedinteger[Any]]
+    distinct: list[_DataFileState]
+
+    def column(self, value: Callable[[_DataFileState], object], dtype: type[np.generic]) -> npt.NDArray[Any]:
+        """``value`` of each file's state, as an array (``value`` called once per distinct state)."""
+        out: npt.NDArray[Any] = np.fromiter((value(s) for s in self.distinct), dtype, len(self.distinct))[self.codes]
+        return out
+
+
+def plain_states(plain: PlainFragments, storage: Storage) -> PlainStates:
+    """The states of ``plain``'s data files (``PlainStates``), found once for the checks of one version that
+    screen them (``data_files_exist``, ``physical_rows``, ``evolution.data_file_field_ids``: the run keeps the
+    last fragments' states)."""
+    last: list[Any] = run_cached(storage, ("plain-states",), list)  # [the fragments (a weak reference), their states]
+    if last and last[0]() is plain:
+        return cast(PlainStates, last[1])
     states = _states(storage)
-    return [states.get(uri) or _data_file_state(storage, uri) for uri in plain.uris]
+    index: dict[int, tuple[int, _DataFileState]] = {}  # id() of a state -> its code and the state
+    found = (states.get(uri) or _data_file_state(storage, uri) for uri in plain.uris)
+    codes = np.fromiter((index.setdefault(id(s), (len(index), s))[0] for s in found), np.uint32, len(plain.uris))
+    distinct = [state for _, state in index.values()]  # by code: in order of first sight
+    table = PlainStates(codes.astype(np.min_scalar_type(len(distinct))), distinct)  # a million files, a few states
+    last[:] = [weakref.ref(plain, lambda _: last.clear()), table]  # kept no longer than the fragments
+    return table
 
 
 def _owners_of(plain: PlainFragments, flagged: Bools) -> list[int]:
@@ -318,14 +346,14 @@ def _owners_of(plain: PlainFragments, flagged: Bools) -> list[int]:
     return [int(owner) for owner in np.unique(plain.owners[flagged])]
 
 
-def _footer_version_suspects(plain: PlainFragments, found: list[_DataFileState]) -> Bools:
+def _footer_version_suspects(plain: PlainFragments, found: PlainStates) -> Bools:
     """Per data file of ``plain``: whether its footer's version could be one its DataFile's recorded version does
     not allow (``_expected_footer_versions``): a superset, every file found with a footer of another version than
     the recorded one and than the one ``FOOTER_VERSION_FOR`` maps it to."""
     columns, files = plain.columns, plain.files
-    has = np.fromiter((s.version is not None for s in found), np.bool_, len(found))
-    major = np.fromiter((s.version[0] if s.version is not None else 0 for s in found), np.uint64, len(found))
-    minor = np.fromiter((s.version[1] if s.version is not None else 0 for s in found), np.uint64, len(found))
+    has = found.column(lambda s: s.version is not None, np.bool_)
+    major = found.column(lambda s: s.version[0] if s.version is not None else 0, np.uint64)
+    minor = found.column(lambda s: s.version[1] if s.version is not None else 0, np.uint64)
     recorded_major, recorded_minor = columns.major[files], columns.minor[files]
     fine = (major == recorded_major) & (minor == recorded_minor)
     for (from_major, from_minor), (to_major, to_minor) in FOOTER_VERSION_FOR.items():
@@ -346,9 +374,9 @@ def data_files_exist(ctx: VersionContext) -> None:
     that is found, of the size recorded, with a footer of the version recorded, draws nothing.)"""
 
     def flagged(plain: PlainFragments) -> list[int]:
-        found = _plain_states(plain, ctx.storage)
-        problem = np.fromiter((s.problem is not None for s in found), np.bool_, len(found))
-        size = np.fromiter((s.size or 0 for s in found), np.uint64, len(found))  # None: a problem, flagged already
+        found = plain_states(plain, ctx.storage)
+        problem = found.column(lambda s: s.problem is not None, np.bool_)
+        size = found.column(lambda s: s.size or 0, np.uint64)  # None: a problem, flagged already
         recorded = plain.columns.file_size[plain.files]
         wrong = problem | ((recorded != 0) & (size != recorded)) | _footer_version_suspects(plain, found)
         return _owners_of(plain, wrong)
@@ -386,10 +414,10 @@ def physical_rows(ctx: VersionContext) -> None:
     or have a bad footer (BASE-004's). (A plain fragment's files are screened from the columns first.)"""
 
     def flagged(plain: PlainFragments) -> list[int]:
-        found = _plain_states(plain, ctx.storage)
-        counted = np.fromiter((isinstance(s.rows, int) for s in found), np.bool_, len(found))
-        unreadable = np.fromiter((isinstance(s.rows, str) for s in found), np.bool_, len(found))
-        rows = np.fromiter((s.rows if isinstance(s.rows, int) else 0 for s in found), np.uint64, len(found))
+        found = plain_states(plain, ctx.storage)
+        counted = found.column(lambda s: isinstance(s.rows, int), np.bool_)
+        unreadable = found.column(lambda s: isinstance(s.rows, str), np.bool_)
+        rows = found.column(lambda s: s.rows if isinstance(s.rows, int) else 0, np.uint64)
         columns = plain.columns
         recorded = columns.physical_rows[columns.file_fragment[plain.files]]
         return _owners_of(plain, unreadable | (counted & (rows != recorded)))

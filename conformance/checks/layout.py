@@ -4,6 +4,8 @@ Conventions"; docs/lance-format.md §2, §5.1, §6)."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 
@@ -152,6 +154,41 @@ def _root_listing(ctx: DatasetContext) -> Iterator[Prefetch]:
     yield ("list", root), lambda: list(storage.list(root, recursive=True))
 
 
+def top_entries(uris: list[str], prefix: str) -> tuple[list[str], Counter[str]]:
+    """What the listing ``uris`` holds directly below ``prefix`` (a directory's URI and ``/``): the names of its
+    files, in listing order, and the number of objects below each of its subdirectories (by name). URIs outside
+    ``prefix``, and ``prefix`` itself, count for nothing. A listing in URI order (as every store lists) is
+    taken a subdirectory at a time: its objects lie side by side, found by bisection (a root's ``data/`` holds a
+    million files); any other listing an object at a time."""
+    files: list[str] = []
+    dirs: Counter[str] = Counter()
+    start = len(prefix)
+    if any(map(str.__gt__, uris, itertools.islice(uris, 1, None))):  # not in order
+        for uri in uris:
+            below = uri[start:] if uri.startswith(prefix) else None
+            if not below:
+                continue
+            top, _, rest = below.partition("/")
+            if rest:
+                dirs[top] += 1
+            else:
+                files.append(top)
+        return files, dirs
+    # every URI below prefix lies in [prefix, prefix less its "/" and then "0"): "0" is the character after "/"
+    at, stop = bisect.bisect_left(uris, prefix), bisect.bisect_left(uris, prefix[:-1] + "0")
+    while at < stop:
+        top, slash, rest = uris[at][start:].partition("/")
+        if rest:  # then every URI up to the first past "{prefix}{top}/" lies in that subdirectory, rest and all
+            end = bisect.bisect_left(uris, f"{prefix}{top}0", at, stop)
+            dirs[top] += end - at
+            at = end
+            continue
+        if top or slash:
+            files.append(top)
+        at += 1
+    return files, dirs
+
+
 @dataset_check("layout.standard_directories", "LAYOUT-005", prefetch=_root_listing)
 def standard_directories(ctx: DatasetContext) -> None:
     """SHOULD: a dataset root holds nothing but the standard subdirectories (``data/``, ``_versions/``,
@@ -160,19 +197,10 @@ def standard_directories(ctx: DatasetContext) -> None:
     entry. Staging files (``.tmp*``) are transient and not judged; a branch root may hold the
     directories that lead to branch roots nested below it (branch ``a/b`` inside branch ``a``)."""
     root = ctx.dataset.uri
-    stray_files: list[str] = []
-    stray_dirs: Counter[str] = Counter()
     prefix = root.rstrip("/") + "/"  # relative_to's, worked out once: a root holds a million files
-    for info in ctx.storage.list(root, recursive=True):
-        below = info.uri[len(prefix):] if info.uri.startswith(prefix) else None
-        if not below:
-            continue
-        top, _, rest = below.partition("/")
-        if not rest:
-            if not top.startswith(_STAGING_PREFIX):
-                stray_files.append(top)
-        elif top not in ROOT_DIRECTORIES:
-            stray_dirs[top] += 1
+    top_files, top_dirs = top_entries([info.uri for info in ctx.storage.list(root, recursive=True)], prefix)
+    stray_files = [name for name in top_files if not name.startswith(_STAGING_PREFIX)]
+    stray_dirs = Counter({name: n for name, n in top_dirs.items() if name not in ROOT_DIRECTORIES})
     if stray_dirs:
         for nested in _nested_branch_dirs(ctx):
             stray_dirs.pop(nested, None)

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reference.codec import FragmentColumns
-from reference.plain_fragments import standard_names
+from reference.plain_fragments import every_standard_name
 from reference.proto import table_pb2
 from reference.table import FragmentView, FragmentViews, Snapshot
 
@@ -77,7 +77,7 @@ def nonstandard_names(columns: FragmentColumns) -> Bools:
     """The fragments with a data file whose path is not a standard data file name, as its bytes read
     (``reference.plain_fragments.standard_names``): a standard name is relative, stays in its directory and is
     well formed, so only the others can draw a finding about a path."""
-    return fragments_of_files(columns, ~standard_names(columns, np.arange(columns.file_count, dtype=np.int64)))
+    return fragments_of_files(columns, ~every_standard_name(columns))
 
 
 def with_base_ids(columns: FragmentColumns) -> Bools:

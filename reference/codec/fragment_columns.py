@@ -80,9 +80,18 @@ def fragment_records(section: bytes, stop: int | None = None, entry_fields: Coll
     limit = stop if stop is not None else end + 1
     entry_limit = entry_stop if entry_stop is not None else end + 1
     found = 0
+    record_key = FRAGMENTS << 3 | _WIRE_LEN  # one byte: a fragments record's key
     try:
         while i < end:
             key = section[i]  # one-byte keys and lengths inline: the hot loop of a huge section
+            if key == record_key and section[i + 1] < 0x80:  # a fragments record under 128 bytes, the most met
+                if found == limit:
+                    break
+                found += 1
+                add_start(i + 2)
+                add_length(section[i + 1])
+                i += 2 + section[i + 1]
+                continue
             if key < 0x80:
                 i += 1
             else:

@@ -254,3 +254,19 @@ def test_small_manifests_are_judged_from_the_messages(monkeypatch: pytest.Monkey
     small = decode_manifest_file(encode_manifest_file(_random_manifest(random.Random(3), 999), None), "u")
     large = decode_manifest_file(encode_manifest_file(_random_manifest(random.Random(3), 1000), None), "u")
     assert small.fragment_columns is None and large.fragment_columns is not None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_records_are_each_fragment_as_encoded(seed: int) -> None:
+    """The walk of the top level (a fragment record under 128 bytes taken at once, any other field walked) finds
+    each fragment's bytes as protobuf encodes them, and stops where asked."""
+    m = _random_manifest(random.Random(seed), 60)
+    for k in range(0, 60, 7):  # records of 128 bytes and more, whose length takes two bytes
+        m.fragments[k].files.add(path="p" * (100 + 10 * k))
+    section = _section(m)
+    records = fragment_records(section)
+    found = [section[s:s + n] for s, n in zip(records.starts.tolist(), records.lengths.tolist(), strict=True)]
+    assert found == [f.SerializeToString() for f in m.fragments]
+    assert min(records.lengths.tolist()) < 128 <= max(records.lengths.tolist())
+    for stop in (0, 1, 7, 59):
+        assert fragment_records(section, stop).starts.tolist() == records.starts.tolist()[:stop]

@@ -4,16 +4,18 @@ standard and other data file names, base ids, deletion files and irregular encod
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 
 import numpy as np
 import pytest
 
+from reference import plain_fragments as plain_fragments_module
 from reference.codec import manifest as manifest_codec
 from reference.codec.manifest import decode_manifest_file, encode_manifest_file
 from reference.layout import ManifestNaming
-from reference.plain_fragments import file_uris, plain_fragments, standard_names
+from reference.plain_fragments import every_standard_name, file_uris, plain_fragments, standard_names
 from reference.proto import table_pb2
 from reference.table import FragmentViews, Snapshot, build_snapshot
 
@@ -56,15 +58,22 @@ def _manifest(rng: random.Random, fragments: int) -> table_pb2.Manifest:
     return m
 
 
-def _snapshot(m: table_pb2.Manifest, monkeypatch: pytest.MonkeyPatch) -> Snapshot:
+def _snapshot(m: table_pb2.Manifest, monkeypatch: pytest.MonkeyPatch, root: str = "/ds") -> Snapshot:
     monkeypatch.setattr(manifest_codec, "COLUMNS_FROM_FRAGMENTS", 0)
-    manifest_file = decode_manifest_file(encode_manifest_file(m, None), "/ds/_versions/9.manifest")
-    return build_snapshot("/ds", 9, ManifestNaming.V1, "/ds/_versions/9.manifest", manifest_file)
+    manifest_file = decode_manifest_file(encode_manifest_file(m, None), f"{root}/_versions/9.manifest")
+    return build_snapshot(root, 9, ManifestNaming.V1, f"{root}/_versions/9.manifest", manifest_file)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_plain_fragments_resolve_as_the_snapshot_resolves_them(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshot = _snapshot(_manifest(random.Random(seed), 400), monkeypatch)
+@pytest.mark.parametrize(("seed", "root", "chunk"), [
+    *((seed, "/ds", 1 << 16) for seed in range(6)),
+    (6, "/ds", 7),  # URIs made a few files at a time
+    (7, "/données/ds", 5),  # a directory whose bytes are not its characters
+    (8, "/d\udcff/ds", 1 << 16),  # a local name that is not UTF-8 (os.fsdecode's escape)
+])
+def test_plain_fragments_resolve_as_the_snapshot_resolves_them(seed: int, root: str, chunk: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plain_fragments_module, "_CHUNK", chunk)
+    snapshot = _snapshot(_manifest(random.Random(seed), 400), monkeypatch, root)
     plain = plain_fragments(snapshot)
     assert plain is not None
     expected_plain, uris, owners = [], [], []
@@ -124,3 +133,18 @@ def test_without_columns_there_are_no_plain_fragments(monkeypatch: pytest.Monkey
     snapshot = build_snapshot("/ds", 9, ManifestNaming.V1, "u", manifest_file)
     assert plain_fragments(snapshot) is None
     assert list(file_uris(snapshot)) == [f.uri for f in snapshot.files() if f.uri is not None]
+
+
+def test_every_standard_name_is_worked_out_once_per_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = _snapshot(_manifest(random.Random(12), 300), monkeypatch)
+    fragments = snapshot.fragments
+    assert isinstance(fragments, FragmentViews) and fragments.columns is not None
+    columns = fragments.columns
+    every = every_standard_name(columns)
+    paths = [d.path for f in snapshot.manifest.fragments for d in f.files]
+    assert every.tolist() == [bool(STANDARD.fullmatch(p)) for p in paths]
+    assert every_standard_name(columns) is every
+    key = id(columns)
+    del snapshot, fragments, columns
+    gc.collect()
+    assert key not in plain_fragments_module._EVERY  # kept no longer than its columns
