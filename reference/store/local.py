@@ -146,7 +146,7 @@ def open_no_links(path: str, flags: int) -> int:
 
 #: How a file is opened for reading: without following a link, without blocking (a FIFO).
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-#: The ``open_how`` of a file opened for reading in a directory opened before (``_tail_in``).
+#: The ``open_how`` of a file opened for reading in a directory opened before (``local_tails``).
 _READ_BENEATH = _OpenHow(_READ_FLAGS | os.O_CLOEXEC, 0,
                          _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)
 
@@ -170,35 +170,8 @@ def _directory_fd(directory: str, uri: str) -> int | None:
     return fd
 
 
-def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int,
-             stats: dict[str, ObjectInfo] | None) -> Tail | StorageError:
-    """``LocalStore.get_tail`` of the file ``name`` (one path component, neither ``.`` nor ``..``) in the
-    directory ``directory_fd`` (``_directory_fd``) whose path is ``path``: ``openat2`` relative to it, with
-    ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH`` (the kernel walks one component, and
-    follows no link), then ``fstat``, one ``pread`` and ``close``. A failure is returned, not raised. ``stats``: where
-    to keep what the ``fstat`` found of the regular file read (``LocalStore.remember_stats``)."""
-    assert _libc is not None
-    sys.audit("open", path, None, _READ_FLAGS)  # as open_no_links announces every open
-    fd = _libc.syscall(_SYS_OPENAT2, directory_fd, name.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(_READ_BENEATH),
-                       _HOW_SIZE)
-    if fd < 0:
-        code = ctypes.get_errno()
-        return _storage_error(OSError(code, os.strerror(code), path), uri)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            _refuse_unless_regular(st.st_mode, uri)
-        size = st.st_size
-        tail = Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
-    except StorageError as exc:  # before OSError: ObjectNotFound is a FileNotFoundError too
-        return exc
-    except OSError as exc:
-        return _storage_error(exc, uri)
-    finally:
-        os.close(fd)
-    if stats is not None:
-        stats[uri] = _info(uri, st)
-    return tail
+#: Files of one directory from which ``get_tails`` shares the reading with a helper process (``local_tails``).
+_SHARED_FROM = 16_384
 
 
 class LocalStore(ObjectStore):
@@ -276,10 +249,11 @@ class LocalStore(ObjectStore):
 
     def get_tails(self, uris: Sequence[str], length: int) -> list[Tail | StorageError]:
         """``get_tail`` of each of ``uris``, with the same refusals: the files of one directory are opened by
-        name relative to the directory, opened once (``_directory_fd``, ``_tail_in``), so that the kernel walks
-        the directory's path once, not once per file (a million data files' tails: 3 s of system time less).
-        A name that is not one plain component, or a directory that cannot be opened so, is read as
-        ``get_tail`` reads it."""
+        name relative to the directory, opened once (``_directory_fd``, ``local_tails.read_tails``), so that the
+        kernel walks the directory's path once, not once per file (a million data files' tails: 3 s of system
+        time less); from ``_SHARED_FROM`` files of one directory, a helper process reads a share of them on the
+        second core. A name that is not one plain component, or a directory that cannot be opened so, is read
+        as ``get_tail`` reads it."""
         found: list[Tail | StorageError | None] = [None] * len(uris)
         in_directory: dict[str, list[tuple[int, str, str]]] = {}
         for at, uri in enumerate(uris):
@@ -291,15 +265,18 @@ class LocalStore(ObjectStore):
                 in_directory.setdefault(directory, []).append((at, name, path))
         for directory, files in in_directory.items():
             directory_fd = _directory_fd(directory, uris[files[0][0]])
-            if directory_fd is None:
+            read = False
+            if directory_fd is not None:
+                from .local_tails import read_tails  # imported on first use: it imports this module
+
+                try:
+                    read = read_tails(directory_fd, files, uris, length, self._stats, found,
+                                      share=len(files) >= _SHARED_FROM)
+                finally:
+                    os.close(directory_fd)
+            if not read:
                 for at, _, _ in files:
                     found[at] = self._tail_or_failure(uris[at], length)
-                continue
-            try:
-                for at, name, path in files:
-                    found[at] = _tail_in(directory_fd, name, path, uris[at], length, self._stats)
-            finally:
-                os.close(directory_fd)
         return cast("list[Tail | StorageError]", found)
 
     def _tail_or_failure(self, uri: str, length: int) -> Tail | StorageError:
