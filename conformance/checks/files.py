@@ -234,7 +234,9 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
         for uri in uris:
             yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
         return
-    size = -(-len(uris) // -(-len(uris) // _LOCAL_BATCH)) if uris else 0  # the fewest batches, of equal size
+    if not uris:
+        return
+    size = -(-len(uris) // -(-len(uris) // _LOCAL_BATCH))  # the fewest batches, of equal size
     for at in range(0, len(uris), size):
         batch = uris[at:at + size]
         yield ("data-files", batch[0], batch[-1], str(len(batch))), functools.partial(_read_all, storage, batch)

@@ -25,8 +25,11 @@ import stat
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported: the helper starts once a batch, and its imports are its start
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 #: The kinds of answer: the tail read; ``openat2`` failed (code: its errno); not a regular file (code: its
 #: ``st_mode``); ``fstat`` or ``pread`` failed (code: its errno).
@@ -37,15 +40,10 @@ FRAME = struct.Struct("<II")
 TASK = struct.Struct("<I")
 
 
-class Columns(NamedTuple):
-    """A chunk's answers, one entry a file in each list but ``tails``, which holds the tails read (``READ``), in
-    order. ``mtimes``: the float ``os.stat_result.st_mtime`` gives; sizes and times 0 where nothing was read."""
-
-    kinds: list[int]
-    codes: list[int]
-    sizes: list[int]
-    mtimes: list[float]
-    tails: list[bytes]
+#: A chunk's answers: ``(kinds, codes, sizes, mtimes, tails)``, one entry a file in each list but ``tails``, which
+#: holds the tails read (``READ``), in order. ``mtimes``: the float ``os.stat_result.st_mtime`` gives; sizes and
+#: times 0 where nothing was read.
+Columns = tuple[list[int], list[int], list[int], list[float], list[bytes]]
 
 
 #: The array type codes of ``Columns``' lists as ``pack`` lays them out, each list after the other, then the tails'
@@ -92,15 +90,16 @@ def read_chunk(names: Sequence[bytes], directory_fd: int, length: int, open_at: 
         codes.append(0)
         sizes.append(size)
         mtimes.append(st.st_mtime)
-    return Columns(kinds, codes, sizes, mtimes, tails)
+    return kinds, codes, sizes, mtimes, tails
 
 
 def pack(columns: Columns) -> bytes:
     """``columns`` as bytes (``unpack`` reads them back)."""
-    lengths = [len(t) for t in columns.tails]
-    parts = [array(code, values).tobytes() for (code, _), values in zip(_LAYOUT, (*columns[:4], lengths),
+    kinds, codes, sizes, mtimes, tails = columns
+    lengths = [len(t) for t in tails]
+    parts = [array(code, values).tobytes() for (code, _), values in zip(_LAYOUT, (kinds, codes, sizes, mtimes, lengths),
                                                                         strict=True)]
-    return b"".join(parts) + b"".join(columns.tails)
+    return b"".join(parts) + b"".join(tails)
 
 
 def unpack(payload: bytes, count: int) -> Columns | None:
@@ -120,7 +119,7 @@ def unpack(payload: bytes, count: int) -> Columns | None:
         return None
     ends = list(itertools.accumulate((n for k, n in zip(kinds, lengths, strict=True) if k == READ), initial=at))
     tails = list(map(payload.__getitem__, map(slice, ends, ends[1:])))
-    return Columns(kinds, codes, sizes, mtimes, tails)
+    return kinds, codes, sizes, mtimes, tails
 
 
 class _OpenHow(ctypes.Structure):

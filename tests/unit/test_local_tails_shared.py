@@ -30,15 +30,15 @@ def _shared_from_two_files(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.P
     monkeypatch.setattr(local_store, "_SHARED_FROM", 2)
     monkeypatch.setattr(local_tails, "CHUNK", 2)
     started: list[subprocess.Popen[bytes]] = []
-    real_start = local_tails._Helper.start.__func__  # type: ignore[attr-defined]
+    real_start = local_tails.Helper.start.__func__  # type: ignore[attr-defined]
 
-    def start(cls: type[local_tails._Helper], *args: object) -> local_tails._Helper | None:
+    def start(cls: type[local_tails.Helper], *args: object) -> local_tails.Helper | None:
         helper = real_start(cls, *args)
         if helper is not None:
             started.append(helper.process)
         return helper
 
-    monkeypatch.setattr(local_tails._Helper, "start", classmethod(start))
+    monkeypatch.setattr(local_tails.Helper, "start", classmethod(start))
     return started
 
 
@@ -99,15 +99,15 @@ def test_the_helper_answers_what_the_run_answers_alone(tmp_path: Path, length: i
     every remembered ``fstat``; the helper answered a share of the chunks and exited."""
     _, uris = _directory(tmp_path)
     answered: list[int] = []
-    real_answer = local_tails._Helper.answer
+    real_answer = local_tails.Helper.answer
 
-    def answer(self: local_tails._Helper, number: int, count: int, patience: float) -> tail_reader.Columns | None:
-        columns = real_answer(self, number, count, patience)
+    def answer(self: local_tails.Helper, number: int, patience: float) -> tail_reader.Columns | None:
+        columns = real_answer(self, number, patience)
         if columns is not None:
             answered.append(number)
         return columns
 
-    monkeypatch.setattr(local_tails._Helper, "answer", answer)
+    monkeypatch.setattr(local_tails.Helper, "answer", answer)
     store = LocalStore()
     store.remember_stats()
     found = store.get_tails(uris, length)
@@ -206,12 +206,12 @@ def test_an_audit_hook_sees_every_path_either_process_opens(tmp_path: Path) -> N
                          and args[0].startswith({str(tmp_path)!r}) else None)
         local._SHARED_FROM, local_tails.CHUNK = 2, 2
         started = []
-        real_start = local_tails._Helper.start.__func__
+        real_start = local_tails.Helper.start.__func__
         def start(cls, *args):
             helper = real_start(cls, *args)
             started.append(helper is not None)
             return helper
-        local_tails._Helper.start = classmethod(start)
+        local_tails.Helper.start = classmethod(start)
         LocalStore().get_tails(json.loads(sys.argv[1]), 64)
         print(json.dumps({{"seen": seen, "started": started}}))
         """)
