@@ -44,6 +44,9 @@ PIPE_BYTES = 1 << 20
 PATIENCE = 30.0
 #: The helper's program, run by path with the run's interpreter (``python -I -S``: no site, no environment).
 PROGRAM = tail_reader.__file__
+#: False once a helper failed in this process (it could not start, died, answered garbage or too late): from then
+#: on the run reads alone, as it does where no helper can start (an interpreter embedded in another program).
+helpers_work = True
 
 
 def read_shared(chunks: int, helper: Helper | None, announce: Callable[[int], None], read_here: Callable[[int], None],
@@ -51,6 +54,7 @@ def read_shared(chunks: int, helper: Helper | None, announce: Callable[[int], No
     """Have each of ``chunks`` chunks read once: by the run (``read_here``) or by ``helper``, whose answers ``take``
     keeps (False: the answer is not one, and the run reads what the helper was asked); ``announce`` is called for
     each chunk before either process reads it. The helper is ended when this returns."""
+    global helpers_work
     mine = deque(range(chunks))  # not asked of the helper: the run reads from the front, the helper the back
     asked: deque[int] = deque()  # asked of the helper, in the order it answers
     try:
@@ -73,6 +77,7 @@ def read_shared(chunks: int, helper: Helper | None, announce: Callable[[int], No
                     continue
                 helper.stop(failed=True)  # every chunk it was asked and did not answer is read here
                 helper = None
+                helpers_work = False
                 mine.extendleft(reversed(asked))
                 asked.clear()
                 continue
@@ -105,8 +110,10 @@ class Helper:
         names (NUL-separated), each opened as ``opening`` says (``openat2``'s system call number, open flags and
         resolve flags); None where none can be started (no interpreter to run, no ``memfd_create``, a spawn
         refused)."""
-        if not sys.executable or not hasattr(os, "memfd_create"):
-            return None
+        global helpers_work
+        if (not helpers_work or not os.path.basename(sys.executable or "").startswith("python")
+                or not hasattr(os, "memfd_create")):
+            return None  # no interpreter of the run's to start (an embedding program's own binary is not one)
         try:
             names_fd = os.memfd_create("lancespec-tail-names", os.MFD_CLOEXEC)
         except OSError:
@@ -121,6 +128,7 @@ class Helper:
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                        pass_fds=(directory_fd, names_fd), bufsize=0)
         except (OSError, ValueError):
+            helpers_work = False
             return None
         finally:
             os.close(names_fd)

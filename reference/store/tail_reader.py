@@ -97,8 +97,8 @@ def pack(columns: Columns) -> bytes:
     """``columns`` as bytes (``unpack`` reads them back)."""
     kinds, codes, sizes, mtimes, tails = columns
     lengths = [len(t) for t in tails]
-    parts = [array(code, values).tobytes() for (code, _), values in zip(_LAYOUT, (kinds, codes, sizes, mtimes, lengths),
-                                                                        strict=True)]
+    columns_in_order: tuple[list[Any], ...] = (kinds, codes, sizes, mtimes, lengths)
+    parts = [array(code, values).tobytes() for (code, _), values in zip(_LAYOUT, columns_in_order, strict=True)]
     return b"".join(parts) + b"".join(tails)
 
 

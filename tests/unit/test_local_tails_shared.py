@@ -29,6 +29,7 @@ def _shared_from_two_files(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.P
     """Share every batch of two files or more, in chunks of two; the helpers started are kept to look at."""
     monkeypatch.setattr(local_store, "_SHARED_FROM", 2)
     monkeypatch.setattr(local_tails, "CHUNK", 2)
+    monkeypatch.setattr(local_tails, "helpers_work", True)
     started: list[subprocess.Popen[bytes]] = []
     real_start = local_tails.Helper.start.__func__  # type: ignore[attr-defined]
 
@@ -180,13 +181,20 @@ def test_a_failing_helper_loses_no_file(tmp_path: Path, failure: str, monkeypatc
     [process] = _shared_from_two_files
     assert process.returncode is not None  # reaped: no process left behind
     assert process.stdout is not None and process.stdout.closed
+    assert local_tails.helpers_work is False  # the next batches are read by the run alone
+    assert _same(LocalStore().get_tails(uris, 64), _one_by_one(uris, 64))
+    assert len(_shared_from_two_files) == 1
 
 
-def test_a_helper_that_cannot_start_loses_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("executable", ["python3", "uwsgi", ""])
+def test_a_helper_that_cannot_start_loses_no_file(tmp_path: Path, executable: str, monkeypatch: pytest.MonkeyPatch,
                                                   _shared_from_two_files: list[subprocess.Popen[bytes]]) -> None:
-    """No interpreter to run (an embedding process): the run reads every file itself."""
+    """No interpreter to run (a missing one; an embedding program's own binary, never started; none known): the
+    run reads every file itself."""
     _, uris = _directory(tmp_path)
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    (tmp_path / "uwsgi").write_text("#!/bin/sh\nsleep 60\n")
+    (tmp_path / "uwsgi").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / executable) if executable else "")
     found = LocalStore().get_tails(uris, 64)
     assert _same(found, _one_by_one(uris, 64))
     assert _shared_from_two_files == []
