@@ -228,3 +228,27 @@ def test_an_audit_hook_sees_every_path_either_process_opens(tmp_path: Path) -> N
     answer = json.loads(done.stdout)
     assert answer["started"] == [True]
     assert sorted(answer["seen"]) == sorted([*uris, str(data)])
+
+
+def test_certify_reports_the_same_with_a_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 _shared_from_two_files: list[subprocess.Popen[bytes]]) -> None:
+    """End to end, on a pylance-written table of 30 one-row files, one of them cut short and one gone: the report
+    (its findings and evidence) of a certification whose data-file tails a helper shares is the one a
+    certification reading alone writes."""
+    lance = pytest.importorskip("lance", reason="pylance writes the table")
+    import pyarrow as pa
+
+    from conformance.certify import certify
+    from conformance.report import render_json
+
+    root = tmp_path / "ds"
+    lance.write_dataset(pa.table({"id": list(range(30))}), str(root), max_rows_per_file=1)
+    data = sorted((root / "data").glob("*.lance"))
+    data[7].write_bytes(data[7].read_bytes()[:-9])
+    data[19].unlink()
+    shared = render_json(certify(str(root)))
+    assert _shared_from_two_files, "no helper was started: the batch was not shared"
+    with monkeypatch.context() as alone:
+        alone.setattr(local_store, "_SHARED_FROM", 10**9)
+        assert render_json(certify(str(root))) == shared
+    assert shared.count('"requirement": "BASE-004"') == 2  # the file cut short and the one gone, in both
