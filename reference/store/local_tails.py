@@ -57,6 +57,7 @@ def read_shared(chunks: int, helper: Helper | None, announce: Callable[[int], No
     global helpers_work
     mine = deque(range(chunks))  # not asked of the helper: the run reads from the front, the helper the back
     asked: deque[int] = deque()  # asked of the helper, in the order it answers
+    taken_back: set[int] = set()  # asked, then read by the run while it waited (the helper's answer is dropped)
     try:
         while mine or asked:
             # asked from the back, as long as the run keeps more to read than the helper (both end together)
@@ -69,16 +70,27 @@ def read_shared(chunks: int, helper: Helper | None, announce: Callable[[int], No
                 mine.append(number)  # it stopped listening: it answers what it was asked, if it can, and no more
                 helper.asking = False
                 break
+            if helper is not None and asked and not mine and not helper.ready():
+                waiting = [n for n in asked if n not in taken_back]
+                if len(waiting) > 1:  # nothing else to read: the last chunk asked is read here, not waited for
+                    taken_back.add(waiting[-1])
+                    read_here(waiting[-1])
+                    continue
+                if not waiting:  # all it was asked is read: its answers are not waited for
+                    helper.stop(failed=True)
+                    helper = None
+                    asked.clear()
+                    continue
             if helper is not None and asked and (not mine or helper.ready()):
                 number = asked[0]
                 columns = helper.answer(number, 0 if mine else PATIENCE)
-                if columns is not None and take(number, columns):
+                if columns is not None and (number in taken_back or take(number, columns)):
                     asked.popleft()
                     continue
                 helper.stop(failed=True)  # every chunk it was asked and did not answer is read here
                 helper = None
                 helpers_work = False
-                mine.extendleft(reversed(asked))
+                mine.extendleft(reversed([n for n in asked if n not in taken_back]))
                 asked.clear()
                 continue
             number = mine.popleft()

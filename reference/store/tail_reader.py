@@ -96,7 +96,8 @@ def read_chunk(names: Sequence[bytes], directory_fd: int, length: int, open_at: 
 def pack(columns: Columns) -> bytes:
     """``columns`` as bytes (``unpack`` reads them back)."""
     kinds, codes, sizes, mtimes, tails = columns
-    lengths = [len(t) for t in tails]
+    read = iter(tails)
+    lengths = [len(next(read)) if kind == READ else 0 for kind in kinds]  # one a file, as every other column
     columns_in_order: tuple[list[Any], ...] = (kinds, codes, sizes, mtimes, lengths)
     parts = [array(code, values).tobytes() for (code, _), values in zip(_LAYOUT, columns_in_order, strict=True)]
     return b"".join(parts) + b"".join(tails)

@@ -105,6 +105,9 @@ def test_the_helper_answers_what_the_run_answers_alone(tmp_path: Path, length: i
         return columns
 
     monkeypatch.setattr(local_tails.Helper, "answer", answer)
+    # the run's own chunks of two files take microseconds: it waits for each answer (up to 5 s) instead of reading
+    # what it asked itself, so that the helper surely answers
+    monkeypatch.setattr(local_tails.Helper, "ready", lambda self: bool(self._poll.poll(5000)))
     store = LocalStore()
     store.remember_stats()
     found = store.get_tails(uris, length)
@@ -177,9 +180,31 @@ def test_a_failing_helper_loses_no_file(tmp_path: Path, failure: str, monkeypatc
     [process] = _shared_from_two_files
     assert process.returncode is not None  # reaped: no process left behind
     assert process.stdout is not None and process.stdout.closed
-    assert local_tails.helpers_work is False  # the next batches are read by the run alone
+
+
+def test_after_a_helper_failed_the_process_reads_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       _shared_from_two_files: list[subprocess.Popen[bytes]]) -> None:
+    """A helper whose answer is garbage, taken by a run that waits for it, marks helpers as failing: the next
+    batches start none, and are answered alike."""
+    _, uris = _directory(tmp_path)
+    monkeypatch.setattr(local_tails, "PROGRAM", _program(tmp_path, FAILING_HELPERS["answers garbage"]))
+    monkeypatch.setattr(local_tails.Helper, "ready", lambda self: bool(self._poll.poll(5000)))
+    assert _same(LocalStore().get_tails(uris, 64), _one_by_one(uris, 64))
+    assert local_tails.helpers_work is False
     assert _same(LocalStore().get_tails(uris, 64), _one_by_one(uris, 64))
     assert len(_shared_from_two_files) == 1
+
+
+def test_packed_columns_read_back() -> None:
+    """A chunk's answers as the helper sends them (files read, refused and failed, an empty file among them) read
+    back the same; a payload cut short, or with a byte more, reads back as nothing."""
+    columns = ([0, 2, 0, 1, 0, 3], [0, 0o10644, 0, 2, 0, 5], [10, 0, 0, 0, 7, 0], [1.5, 0.0, 2.25, 0.0, 3.0, 0.0],
+               [b"0123456789", b"", b"abcdefg"])
+    payload = tail_reader.pack(columns)
+    assert tail_reader.unpack(payload, 6) == columns
+    assert tail_reader.unpack(payload[:-1], 6) is None
+    assert tail_reader.unpack(payload + b"x", 6) is None
+    assert tail_reader.unpack(payload, 5) is None
 
 
 @pytest.mark.parametrize("executable", ["python3", "uwsgi", ""])
