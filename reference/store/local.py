@@ -176,7 +176,7 @@ def _directory_fd(directory: str, uri: str) -> int | None:
 _SHARED_FROM = 16_384
 #: A file of a batch: its position in the batch, its name in its directory, its path.
 _File = tuple[int, str, str]
-T = TypeVar("T")
+_Row = TypeVar("_Row")
 
 
 def _tails_in(directory_fd: int, files: Sequence[_File], uris: Sequence[str], length: int,
@@ -217,9 +217,9 @@ def _tails_in(directory_fd: int, files: Sequence[_File], uris: Sequence[str], le
     return True
 
 
-def _made(kind: type[T], rows: Iterable[tuple[Any, ...]]) -> Iterator[T]:
+def _made(kind: type[_Row], rows: Iterable[tuple[Any, ...]]) -> Iterator[_Row]:
     """Named tuples of ``kind`` from ``rows`` of their fields, made without a Python frame each."""
-    return cast("Iterator[T]", map(tuple.__new__, repeat(kind), rows))
+    return cast("Iterator[_Row]", map(tuple.__new__, repeat(kind), rows))
 
 
 def _take(chunk: Sequence[_File], columns: tail_reader.Columns, uris: Sequence[str],
