@@ -130,6 +130,9 @@ class Helper:
             names_fd = os.memfd_create("lancespec-tail-names", os.MFD_CLOEXEC)
         except OSError:
             return None
+        if min(directory_fd, names_fd) <= 2:  # a process with a standard stream closed: the helper's own would
+            os.close(names_fd)  # take the number, and it would read in a pipe, not in the directory
+            return None
         try:
             view = memoryview(names)
             while view:

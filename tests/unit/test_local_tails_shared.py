@@ -221,6 +221,15 @@ def test_a_helper_that_cannot_start_loses_no_file(tmp_path: Path, executable: st
     assert _shared_from_two_files == []
 
 
+def test_no_helper_is_handed_a_standard_stream_s_number(tmp_path: Path) -> None:
+    """A directory opened as descriptor 0, 1 or 2 (a daemon with its standard streams closed) is not handed to a
+    helper, whose own standard streams take those numbers."""
+    opening = (local_store._SYS_OPENAT2 or 0, local_store._READ_BENEATH.flags, local_store._READ_BENEATH.resolve)
+    for number in (0, 1, 2):
+        assert local_tails.Helper.start(number, b"a.lance", 1, 64, opening) is None
+    assert local_tails.helpers_work is True
+
+
 def test_an_audit_hook_sees_every_path_either_process_opens(tmp_path: Path) -> None:
     """In a process of its own (an audit hook cannot be removed): with a hook recording "open" events (the
     fuzzer's), a shared batch announces each path once before it is read, whoever reads it, and nothing else
