@@ -221,9 +221,11 @@ def _expected_footer_versions(major: int, minor: int) -> set[tuple[int, int]] | 
     return None if mapped is None else {mapped, (major, minor)}
 
 
-#: Data files read by one job of the prefetch on local disk (where the reads run on one thread anyway); on an
-#: object store each file is a job of its own, so that the run's threads share them.
-_LOCAL_BATCH = 4096
+#: The most data files read by one job of the prefetch on local disk (where the reads run on one thread anyway; a
+#: batch of ``reference.store.local._SHARED_FROM`` files or more has a helper process read a share of them on the
+#: second core); the files are cut into batches of equal size; on an object store each file is a job of its own,
+#: so that the run's threads share them.
+_LOCAL_BATCH = 32_768
 
 
 def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
@@ -234,8 +236,11 @@ def _data_file_reads(ctx: VersionContext) -> Iterator[Prefetch]:
         for uri in uris:
             yield ("data-file", uri), functools.partial(_data_file_state, storage, uri)
         return
-    for at in range(0, len(uris), _LOCAL_BATCH):
-        batch = uris[at:at + _LOCAL_BATCH]
+    if not uris:
+        return
+    size = -(-len(uris) // -(-len(uris) // _LOCAL_BATCH))  # the fewest batches, of equal size
+    for at in range(0, len(uris), size):
+        batch = uris[at:at + size]
         yield ("data-files", batch[0], batch[-1], str(len(batch))), functools.partial(_read_all, storage, batch)
 
 

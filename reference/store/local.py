@@ -18,12 +18,14 @@ import shutil
 import stat
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import BinaryIO, cast
+from itertools import repeat
+from typing import Any, BinaryIO, TypeVar, cast
 
 from ..errors import AccessDenied, NotARegularFile, ObjectAlreadyExists, ObjectNotFound, StorageError
 from ..limits import DEFAULT_LIMITS, Limits
+from . import local_tails, tail_reader
 from .base import ObjectInfo, ObjectStore, Tail
 from .uri import local_path
 
@@ -146,7 +148,7 @@ def open_no_links(path: str, flags: int) -> int:
 
 #: How a file is opened for reading: without following a link, without blocking (a FIFO).
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-#: The ``open_how`` of a file opened for reading in a directory opened before (``_tail_in``).
+#: The ``open_how`` of a file opened for reading in a directory opened before (``local_tails``).
 _READ_BENEATH = _OpenHow(_READ_FLAGS | os.O_CLOEXEC, 0,
                          _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)
 
@@ -170,35 +172,111 @@ def _directory_fd(directory: str, uri: str) -> int | None:
     return fd
 
 
-def _tail_in(directory_fd: int, name: str, path: str, uri: str, length: int,
-             stats: dict[str, ObjectInfo] | None) -> Tail | StorageError:
-    """``LocalStore.get_tail`` of the file ``name`` (one path component, neither ``.`` nor ``..``) in the
-    directory ``directory_fd`` (``_directory_fd``) whose path is ``path``: ``openat2`` relative to it, with
-    ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH`` (the kernel walks one component, and
-    follows no link), then ``fstat``, one ``pread`` and ``close``. A failure is returned, not raised. ``stats``: where
-    to keep what the ``fstat`` found of the regular file read (``LocalStore.remember_stats``)."""
-    assert _libc is not None
-    sys.audit("open", path, None, _READ_FLAGS)  # as open_no_links announces every open
-    fd = _libc.syscall(_SYS_OPENAT2, directory_fd, name.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(_READ_BENEATH),
-                       _HOW_SIZE)
-    if fd < 0:
-        code = ctypes.get_errno()
-        return _storage_error(OSError(code, os.strerror(code), path), uri)
+#: Files of one directory from which ``get_tails`` shares the reading with a helper process (``local_tails``).
+_SHARED_FROM = 16_384
+#: A file of a batch: its position in the batch, its name in its directory, its path.
+_File = tuple[int, str, str]
+_Row = TypeVar("_Row")
+
+
+def _tails_in(directory_fd: int, files: Sequence[_File], uris: Sequence[str], length: int,
+              stats: dict[str, ObjectInfo] | None, found: list[Tail | StorageError | None], share: bool) -> bool:
+    """Read the tail of each of ``files`` (all in the directory ``directory_fd``, opened by ``_directory_fd``) into
+    ``found`` at its position, as ``get_tail`` answers it, and keep in ``stats`` what the ``fstat`` of each regular
+    file read found: chunk by chunk (``tail_reader.read_chunk``: per file ``openat2`` relative to the directory with
+    ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS``, ``fstat``, one ``pread``, ``close``), each
+    path announced to audit hooks first as ``open_no_links`` announces its opens; ``share``: a helper process reads
+    a share of the chunks (``local_tails``). False, nothing read, when a name cannot be encoded as the system's
+    file names are (the caller reads each alone)."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            _refuse_unless_regular(st.st_mode, uri)
-        size = st.st_size
-        tail = Tail(os.pread(fd, min(length, size), max(0, size - length)), size)
-    except StorageError as exc:  # before OSError: ObjectNotFound is a FileNotFoundError too
-        return exc
-    except OSError as exc:
-        return _storage_error(exc, uri)
-    finally:
-        os.close(fd)
+        blob = "\0".join(name for _, name, _ in files).encode(_FS_ENCODING, _FS_ERRORS)
+    except UnicodeEncodeError:
+        return False
+    names = blob.split(b"\0")
+    chunk = local_tails.CHUNK
+    chunks = [files[at:at + chunk] for at in range(0, len(files), chunk)]
+    assert _libc is not None and _SYS_OPENAT2 is not None  # a directory descriptor is opened only where it works
+    syscall, how = _libc.syscall, ctypes.byref(_READ_BENEATH)
+
+    def announce(number: int) -> None:
+        for _, _, path in chunks[number]:
+            sys.audit("open", path, None, _READ_BENEATH.flags)
+
+    def read_here(number: int) -> None:
+        columns = tail_reader.read_chunk(names[number * chunk:(number + 1) * chunk], directory_fd, length, syscall,
+                                         how, _HOW_SIZE, _SYS_OPENAT2)
+        if not take(number, columns):
+            raise AssertionError("the run's own reads answered a file twice or not at all")
+
+    def take(number: int, columns: tail_reader.Columns) -> bool:
+        return _take(chunks[number], columns, uris, stats, found)
+
+    opening = (_SYS_OPENAT2, _READ_BENEATH.flags, _READ_BENEATH.resolve)
+    helper = local_tails.Helper.start(directory_fd, blob, len(files), length, opening) if share else None
+    local_tails.read_shared(len(chunks), helper, announce, read_here, take)
+    return True
+
+
+def _made(kind: type[_Row], rows: Iterable[tuple[Any, ...]]) -> Iterator[_Row]:
+    """Named tuples of ``kind`` from ``rows`` of their fields, made without a Python frame each."""
+    return cast("Iterator[_Row]", map(tuple.__new__, repeat(kind), rows))
+
+
+def _take(chunk: Sequence[_File], columns: tail_reader.Columns, uris: Sequence[str],
+          stats: dict[str, ObjectInfo] | None, found: list[Tail | StorageError | None]) -> bool:
+    """Put in ``found`` (and ``stats``) the answers ``columns`` gives for ``chunk``: a ``Tail``, or the error
+    ``get_tail`` raises for the file; False, nothing put, when ``columns`` does not answer each file once."""
+    kinds, codes, sizes, mtimes, tails = columns
+    count = len(chunk)
+    if len(kinds) != count or len(sizes) != count or len(mtimes) != count or len(codes) != count:
+        return False
+    if kinds.count(tail_reader.READ) == count:  # all read: the answers made in a few passes
+        if len(tails) != count:
+            return False
+        first, last = chunk[0][0], chunk[-1][0]
+        made = list(_made(Tail, zip(tails, sizes, strict=True)))
+        if last - first + 1 == count:  # positions in a row (a batch of one directory): put by one slice
+            found[first:last + 1] = made
+            chunk_uris = uris[first:last + 1]
+        else:
+            for (at, _, _), tail in zip(chunk, made, strict=True):
+                found[at] = tail
+            chunk_uris = [uris[at] for at, _, _ in chunk]
+        if stats is not None:
+            times = map(datetime.fromtimestamp, mtimes, repeat(UTC))
+            stats.update(zip(chunk_uris, _made(ObjectInfo, zip(chunk_uris, sizes, times, repeat(None))), strict=True))
+        return True
+    answers: list[Tail | StorageError] = []
+    read = iter(tails)
+    kept: list[ObjectInfo] = []
+    for (at, _, path), kind, code, size, mtime in zip(chunk, kinds, codes, sizes, mtimes, strict=True):
+        uri = uris[at]
+        if kind == tail_reader.READ:
+            data = next(read, None)
+            if data is None:
+                return False
+            answers.append(Tail(data, size))
+            kept.append(ObjectInfo(uri, size, datetime.fromtimestamp(mtime, tz=UTC)))
+        elif kind == tail_reader.OPEN_FAILED:
+            answers.append(_storage_error(OSError(code, os.strerror(code), path), uri))
+        elif kind == tail_reader.READ_FAILED:
+            answers.append(_storage_error(OSError(code, os.strerror(code)), uri))
+        elif kind == tail_reader.NOT_REGULAR:
+            try:
+                _refuse_unless_regular(code, uri)
+            except StorageError as exc:
+                answers.append(exc)
+            else:
+                return False  # a regular file said not to be one
+        else:
+            return False
+    if next(read, None) is not None:
+        return False
+    for (at, _, _), answer in zip(chunk, answers, strict=True):
+        found[at] = answer
     if stats is not None:
-        stats[uri] = _info(uri, st)
-    return tail
+        stats.update((info.uri, info) for info in kept)
+    return True
 
 
 class LocalStore(ObjectStore):
@@ -276,12 +354,13 @@ class LocalStore(ObjectStore):
 
     def get_tails(self, uris: Sequence[str], length: int) -> list[Tail | StorageError]:
         """``get_tail`` of each of ``uris``, with the same refusals: the files of one directory are opened by
-        name relative to the directory, opened once (``_directory_fd``, ``_tail_in``), so that the kernel walks
-        the directory's path once, not once per file (a million data files' tails: 3 s of system time less).
-        A name that is not one plain component, or a directory that cannot be opened so, is read as
-        ``get_tail`` reads it."""
+        name relative to the directory, opened once (``_directory_fd``, ``_tails_in``), so that the
+        kernel walks the directory's path once, not once per file (a million data files' tails: 3 s of system
+        time less); from ``_SHARED_FROM`` files of one directory, a helper process reads a share of them on the
+        second core. A name that is not one plain component, or a directory that cannot be opened so, is read
+        as ``get_tail`` reads it."""
         found: list[Tail | StorageError | None] = [None] * len(uris)
-        in_directory: dict[str, list[tuple[int, str, str]]] = {}
+        in_directory: dict[str, list[_File]] = {}
         for at, uri in enumerate(uris):
             path = local_path(uri)
             directory, _, name = path.rpartition("/")
@@ -291,15 +370,16 @@ class LocalStore(ObjectStore):
                 in_directory.setdefault(directory, []).append((at, name, path))
         for directory, files in in_directory.items():
             directory_fd = _directory_fd(directory, uris[files[0][0]])
-            if directory_fd is None:
+            read = False
+            if directory_fd is not None:
+                try:
+                    read = _tails_in(directory_fd, files, uris, length, self._stats, found,
+                                     share=len(files) >= _SHARED_FROM)
+                finally:
+                    os.close(directory_fd)
+            if not read:
                 for at, _, _ in files:
                     found[at] = self._tail_or_failure(uris[at], length)
-                continue
-            try:
-                for at, name, path in files:
-                    found[at] = _tail_in(directory_fd, name, path, uris[at], length, self._stats)
-            finally:
-                os.close(directory_fd)
         return cast("list[Tail | StorageError]", found)
 
     def _tail_or_failure(self, uri: str, length: int) -> Tail | StorageError:
