@@ -121,7 +121,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
             progress: Progress | None = None, offload: Offload | None = None,
             offloaded: Collection[str] = (), io_parallelism: int | None = None, lazy: bool = False,
             limits: Limits = DEFAULT_LIMITS, set_aside: Mapping[str, str] | None = None,
-            storage: Storage | None = None, since: str | None = None) -> Report:
+            storage: Storage | None = None, since: str | None = None, with_evidence: bool = True) -> Report:
     """Certify the dataset at ``uri``: its latest version, ``version``, or (``all_versions``) every
     attached version of the main root and of every branch, with the dataset-wide checks. With ``offload``,
     the version checks named in ``offloaded`` are handed to it instead of run here (see ``Offload``).
@@ -142,8 +142,10 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     ``RunStorage`` to the page, so one run feeds every format); made from the options otherwise.
 
     A run that is not ``lazy`` leaves in the report the evidence an incremental run needs
-    (``report.evidence``); ``since``, the path of an earlier run's JSON report, makes this run one
-    (``conformance.since``: SinceRefused when that report cannot be its basis)."""
+    (``report.evidence``), unless ``with_evidence`` is False (a caller that writes no JSON report: no later
+    run can be based on this one, and a million files' identities are not worth gathering); ``since``, the
+    path of an earlier run's JSON report, makes this run one (``conformance.since``: SinceRefused when that
+    report cannot be its basis)."""
     if lazy and since is not None:
         raise InvalidOption("an incremental run (since) cannot be lazy")
     if storage is None:
@@ -154,7 +156,7 @@ def certify(uri: str, *, version: int | None = None, all_versions: bool = False,
     chosen = [c.name for c in select(areas)]
     asked = selection(main.uri, version, all_versions, chosen, limits, offloaded if offload is not None else ())
     earlier = Since.load(since, asked) if since is not None else None
-    evidence = None if lazy else Evidence(asked)
+    evidence = None if lazy or not with_evidence else Evidence(asked)
     try:
         _certify_into(report, main, version, all_versions, areas, progress, offload, offloaded,
                       evidence, earlier)

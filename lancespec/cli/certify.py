@@ -24,6 +24,7 @@ from .options import (
     add_storage_options,
     dataset_uri,
     emit_report,
+    leave_to_exit,
     limits_of,
     parse_storage_options,
     report_targets,
@@ -126,8 +127,10 @@ def run(args: argparse.Namespace) -> int:
     set_aside = set_aside_ids(args.ignore, args.baseline)
     with progress_bar("certifying", quiet=args.quiet) as progress:
         report = certify(args.uri, version=args.version, all_versions=args.all_versions, areas=args.only,
-                         progress=progress, set_aside=set_aside, storage=storage, since=args.since)
+                         progress=progress, set_aside=set_aside, storage=storage, since=args.since,
+                         with_evidence=any(form == "json" for form, _ in report_targets(args)))
     emit_report(report, chosen, args)
+    leave_to_exit(report, storage)  # a million files' listings and tails: left for the process's end to free
     if args.write_baseline:
         entries = write_baseline(report, args.write_baseline, __version__)
         sys.stderr.write(f"wrote {entries} baseline {'entry' if entries == 1 else 'entries'} to "

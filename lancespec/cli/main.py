@@ -27,6 +27,7 @@ from .options import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_UNREADABLE,
+    LEFT_TO_EXIT,
     Parser,
     add_quiet_option,
     check_report_options,
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser |
         parser = parser or build_parser()
         args = parser.parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
-        return _run_command(parser, func, args)
+        code = _run_command(parser, func, args)
     except KeyboardInterrupt:
         # Children (servers, writers, Spark) are stopped by the context managers the interrupt unwound. When this
         # process is the command (argv from its command line), a SIGINT still pending (one press can be seen
@@ -78,24 +79,33 @@ def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser |
         if argv is None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("lancespec: interrupted", file=sys.stderr)
-        if argv is None:
-            exit_interrupted()
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+    finally:
+        if argv is not None:  # a caller's process: what the command left to the end is its to free
+            LEFT_TO_EXIT.clear()
+    if argv is None:
+        exit_now(code)
+    return code
 
 
-def exit_interrupted() -> NoReturn:
-    """End this process, the command, with exit 130 after a Ctrl-C was handled: the exit handlers run and the
-    streams are flushed, then the process ends at once. Seen under strace: with one SIGINT sent as pyarrow
-    loads, the interrupt caught and the line printed, the interpreter still set SIGINT to its default at exit
-    and killed itself with it (3 runs in 65), as Python 3.11 does when it believes a KeyboardInterrupt went
-    unhandled; ending here leaves it no exit of its own to do so (0 in 80)."""
+def exit_now(code: int) -> NoReturn:
+    """End this process, the command, with ``code``: the threads it started that are not daemons are waited for,
+    the exit handlers run (codec and tail-reading children, Spark, temporary folders) and the streams are
+    flushed, then the process ends at once, freeing nothing one by one. After a Ctrl-C it is also the only
+    sure way to exit 130: seen under strace, with one SIGINT sent as pyarrow loads, the interrupt caught and the
+    line printed, the interpreter still set SIGINT to its default at exit and killed itself with it (3 runs in
+    65), as Python 3.11 does when it believes a KeyboardInterrupt went unhandled (0 in 80 ending here)."""
     import atexit
+    import threading
 
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(code)
 
 
 def _run_command(parser: argparse.ArgumentParser, func: Callable[[argparse.Namespace], int],

@@ -165,6 +165,17 @@ def add_report_options(parser: argparse.ArgumentParser, formats: Sequence[str], 
     add_quiet_option(parser)
 
 
+#: What a command leaves for the process's end to free (``leave_to_exit``).
+LEFT_TO_EXIT: list[object] = []
+
+
+def leave_to_exit(*objects: object) -> None:
+    """Keep ``objects`` (a run's store and report: a million listed files, their tails) until the process
+    ends: when the process is the command, ``exit_now`` ends it without freeing them one by one (0.7 s after a
+    run over a million data files); a caller's ``main(argv)`` frees them as it returns."""
+    LEFT_TO_EXIT.extend(objects)
+
+
 def report_targets(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """Where the report goes: (format, file or None for stdout), ``--format``/``--output`` first, then the
     deprecated spellings'."""

@@ -176,3 +176,26 @@ def test_every_finding_path_is_a_path(clean_dataset: Any, capsys: pytest.Capture
     assert found["DEL-001"]["path"] == deletion.file.uri and found["DEL-001"]["detail"].startswith("fragment ")
     assert found["MAN-006"]["detail"].startswith("fragment 0 file ")
     assert found["BASE-002"]["detail"] == f"base {latest.bases[0].id}"
+
+
+BRANCHES = Path(__file__).resolve().parents[2] / "fixtures" / "cases" / "py-branches" / "data" / "ds"
+
+
+def test_the_command_as_a_process_ends_with_its_exit_code_and_its_whole_report(tmp_path: Path) -> None:
+    """The command ends its process without freeing what the run held one by one (``exit_now``): the exit
+    code is still the verdict's, and the report file and the verdict line are whole."""
+    out = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "lancespec", "certify", str(BRANCHES), "--format", "json",
+                           "--output", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == f"NOT CONFORMANT: {BRANCHES}\n"
+    assert json.loads(out.read_text())["exit_code"] == 1
+
+
+def test_a_caller_s_main_frees_what_the_command_left_to_the_end(tmp_path: Path) -> None:
+    """``main(argv)`` in a caller's process returns, and nothing of the run is kept for a process end that the
+    command does not own."""
+    from lancespec.cli.options import LEFT_TO_EXIT
+
+    assert main(["certify", str(BRANCHES), "--quiet"]) == 1
+    assert LEFT_TO_EXIT == []

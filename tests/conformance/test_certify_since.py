@@ -250,3 +250,20 @@ def test_a_commit_on_a_branch_is_judged_on_that_branch(tmp_path: Path) -> None:
     assert changed and all(v.startswith("team/x/sub@") for v in changed)
     assert again["carried_over"]["versions"] == len(again["versions"]) + len(again["branch_versions"]["team/x"]) - 1
     assert again["branch_versions"]["team/x"][-1] == before + 1
+
+
+def test_only_a_run_that_writes_a_json_report_gathers_evidence(history: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evidence serves a later ``--since`` run, which reads a JSON report: a run writing only text or JUnit
+    gathers none (a million files' identities), one writing JSON gathers it, and the verdict is the same."""
+    from conformance import certify as certify_module
+
+    sealed: list[str] = []
+    seal = certify_module.Evidence.seal
+    monkeypatch.setattr(certify_module.Evidence, "seal", lambda self, present: (sealed.append("sealed"),
+                                                                               seal(self, present))[1])
+    base = ["certify", history, "--all-versions", "--quiet"]
+    assert main(base) == main([*base, "--format", "junit", "--output", str(tmp_path / "r.xml")]) == 0
+    assert sealed == []
+    code, report = _certify(history, tmp_path / "with.json")
+    assert code == 0 and sealed == ["sealed"] and report["evidence"] is not None
