@@ -502,7 +502,8 @@ def _decode_bitmap(data: bytes, physical_rows: int, uri: str) -> _Deletions:
         bitmap = deserialize_bitmap(data, uri)
     except FormatError as exc:
         return _Deletions(True, problem=exc.message)
-    below = bitmap.rank(physical_rows - 1) if physical_rows > 0 else 0
+    # a bitmap holds u32 offsets: a physical_rows past 2^32 (a u64 in the manifest) leaves none of them outside
+    below = bitmap.rank(min(physical_rows - 1, 2**32 - 1)) if physical_rows > 0 else 0
     outside = len(bitmap) - below
     return _Deletions(True, len(bitmap), outside,
                       tuple(bitmap[below + k] for k in range(min(outside, _SHOWN_OFFSETS))))

@@ -123,7 +123,7 @@ def damage_again(world: Path, targets: list[Path], seed: int, tmp_path: Path) ->
     return damage(again, targets, seed, tmp_path / "outside.txt")
 
 
-@pytest.mark.parametrize("seed", [700829, 701443, 3006148])
+@pytest.mark.parametrize("seed", [700829, 701443, 3006148, 10546325])
 def test_structured_seeds_that_once_failed(tmp_path: Path, seed: int) -> None:
     """Found by structure-aware damage on its first run: 700829, a fragment's physical_rows set to 2^64 - 1
     made Arrow's comparison of deletion offsets raise TypeError (exit 3); 701443, a clone's ref_path set to
@@ -159,6 +159,20 @@ def test_deletion_offsets_are_compared_whatever_physical_rows_says() -> None:
     assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 2**64 - 1).outside == 0
     assert _decode_arrow(arrow_file(pa.array([1, 2, 7], pa.uint32())), 4).first_outside == (7,)
     assert _decode_arrow(arrow_file(pa.array([2**64 - 1, 3], pa.uint64())), 4).first_outside == (2**64 - 1,)
+
+
+def test_bitmap_offsets_are_compared_whatever_physical_rows_says() -> None:
+    """A roaring bitmap holds u32 offsets; a physical_rows past 2^32 (seed 10546325 set one) leaves none outside
+    (pyroaring's rank took it for a u32: an internal error, exit 3)."""
+    from pyroaring import BitMap
+
+    from conformance.checks.files import _decode_bitmap
+
+    data = BitMap([1, 2, 7, 2**32 - 1]).serialize()
+    assert _decode_bitmap(data, 2**64 - 1, "d.bin").outside == 0
+    assert _decode_bitmap(data, 2**32, "d.bin").outside == 0
+    assert _decode_bitmap(data, 2**32 - 1, "d.bin").first_outside == (2**32 - 1,)
+    assert _decode_bitmap(data, 4, "d.bin").first_outside == (7, 2**32 - 1)
 
 
 def test_a_recorded_path_that_climbs_resolves_to_nothing_through_any_base(tmp_path: Path) -> None:
