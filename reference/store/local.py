@@ -105,10 +105,6 @@ def _no_link_on_the_way(directory: str, uri: str) -> None:
     _REAL_DIRECTORIES.add(directory)
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
 _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}.get(platform.machine())
 _AT_FDCWD = -100
 #: openat2's resolve flags: no symbolic link at any component, no /proc "magic" link, nothing above the directory
@@ -119,8 +115,8 @@ _openat2_works = _libc is not None
 
 
 #: The ``open_how`` of each set of flags asked for (the kernel only reads it), and what ``os.fsencode`` encodes with.
-_HOW: dict[int, _OpenHow] = {}
-_HOW_SIZE = ctypes.sizeof(_OpenHow)
+_HOW: dict[int, tail_reader.OpenHow] = {}
+_HOW_SIZE = ctypes.sizeof(tail_reader.OpenHow)
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
@@ -134,7 +130,8 @@ def open_no_links(path: str, flags: int) -> int:
         sys.audit("open", path, None, flags)  # what os.open announces: audit hooks (the fuzzer's) see every open
         how = _HOW.get(flags)
         if how is None:
-            how = _HOW[flags] = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+            how = _HOW[flags] = tail_reader.OpenHow(flags | os.O_CLOEXEC, 0,
+                                                    _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
         fd = _libc.syscall(_SYS_OPENAT2, _AT_FDCWD, path.encode(_FS_ENCODING, _FS_ERRORS), ctypes.byref(how),
                            _HOW_SIZE)
         if fd >= 0:
@@ -149,7 +146,7 @@ def open_no_links(path: str, flags: int) -> int:
 #: How a file is opened for reading: without following a link, without blocking (a FIFO).
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
 #: The ``open_how`` of a file opened for reading in a directory opened before (``local_tails``).
-_READ_BENEATH = _OpenHow(_READ_FLAGS | os.O_CLOEXEC, 0,
+_READ_BENEATH = tail_reader.OpenHow(_READ_FLAGS | os.O_CLOEXEC, 0,
                          _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)
 
 

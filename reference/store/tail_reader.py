@@ -123,7 +123,9 @@ def unpack(payload: bytes, count: int) -> Columns | None:
     return kinds, codes, sizes, mtimes, tails
 
 
-class _OpenHow(ctypes.Structure):
+class OpenHow(ctypes.Structure):
+    """openat2's ``struct open_how`` (flags, mode, resolve), here and in ``local`` alike."""
+
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
@@ -151,7 +153,7 @@ def serve(directory_fd: int, names_fd: int, length: int, chunk: int, syscall_num
     size = os.fstat(names_fd).st_size
     names = read_exactly(names_fd, size).split(b"\0")
     os.close(names_fd)
-    how = _OpenHow(flags, 0, resolve)
+    how = OpenHow(flags, 0, resolve)
     open_at = ctypes.CDLL(None, use_errno=True).syscall
     while True:
         task = read_exactly(0, TASK.size)
