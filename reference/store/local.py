@@ -50,6 +50,25 @@ def _refuse_unless_regular(mode: int, uri: str) -> None:
     raise NotARegularFile(f"is {kind}, not a regular file; it is not read", uri)
 
 
+def _refuse_device(path: str, uri: str) -> None:
+    """Raise NotARegularFile when ``path`` names a device, without opening it (``tail_reader.DEVICES``: a device's
+    driver acts on open). Its kind is looked up first (``lstat``, which opens nothing); only where that says device is
+    the name opened ``O_PATH`` (which runs no driver) the way ``open_no_links`` reaches it, so that a link on the way
+    is refused as it always was, and its ``fstat`` decides."""
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+    except (OSError, ValueError):
+        return  # the open says why
+    if stat.S_IFMT(mode) not in tail_reader.DEVICES:
+        return
+    fd = open_no_links(path, os.O_PATH | os.O_NOFOLLOW)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    _refuse_unless_regular(mode, uri)
+
+
 def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
     """The lancespec error for an OS error on ``uri``: missing names are ObjectNotFound, a final symbolic
     link (``O_NOFOLLOW``'s ELOOP) is NotARegularFile, EACCES and EPERM AccessDenied (a ``CannotRead``), anything
@@ -278,7 +297,7 @@ def _take(chunk: Sequence[_File], columns: tail_reader.Columns, uris: Sequence[s
 
 class LocalStore(ObjectStore):
     """Objects are regular files; directories are implicit and created on write. Reads open no symbolic
-    link (the last component), never block (a FIFO is refused, not waited on) and check the size before
+    link (the last component) and no device, never block (a FIFO is refused, not waited on) and check the size before
     reading (``limits.max_object_bytes`` for whole objects); listings never enter a linked directory; no read
     or listing goes through a directory that is a symbolic link at any step of its path."""
 
@@ -299,9 +318,12 @@ class LocalStore(ObjectStore):
     @staticmethod
     def _open_fd(uri: str) -> tuple[int, int]:
         """A descriptor of the regular file at ``uri``, opened without following a symbolic link at any
-        component and without blocking, and its size; the caller closes it."""
+        component and without blocking, and its size; the caller closes it. A device is refused unopened
+        (``_refuse_device``)."""
         try:
-            fd = open_no_links(_path(uri), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            path = _path(uri)
+            _refuse_device(path, uri)
+            fd = open_no_links(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except (OSError, ValueError) as exc:
             raise _storage_error(exc, uri) from exc
         try:  # checked before any read (fdopen refuses a directory with its own error)

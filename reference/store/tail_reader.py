@@ -8,8 +8,9 @@ opened by the run as ``local._directory_fd`` opens it: no ``..``, no symbolic li
 ``NAMES_FD``, the names of its files, each one plain path component (no ``/``, neither ``.`` nor ``..``, no NUL
 byte), separated by NUL bytes. A name is opened only relative to that descriptor, with ``openat2`` and the resolve
 flags the run gives (``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS``: the kernel walks one
-component and follows no link) and its open flags (``O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC``: a FIFO or a
-device is opened without blocking, seen by ``fstat`` and never read).
+component and follows no link) and its open flags (``O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC``: a FIFO is
+opened without blocking, seen by ``fstat`` and never read). A device is not opened at all: its kind is looked up
+first (``DEVICES``).
 
 Protocol: the run writes chunk numbers (``TASK``, 4 bytes each) to the helper's standard input; for each, the
 helper answers on its standard output with one frame: ``FRAME`` (chunk number, payload length), then the chunk's
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 #: The kinds of answer: the tail read; ``openat2`` failed (code: its errno); not a regular file (code: its
 #: ``st_mode``); ``fstat`` or ``pread`` failed (code: its errno).
 READ, OPEN_FAILED, NOT_REGULAR, READ_FAILED = 0, 1, 2, 3
+#: The kinds of file that are never opened, only looked at (``fstatat``): opening a device runs its driver's open,
+#: which may act (a watchdog starts counting, a tape rewinds, a modem line is raised) before ``fstat`` could refuse
+#: it. A device node under a dataset's root is refused by its kind alone, as any other file that is not regular.
+DEVICES = frozenset((stat.S_IFCHR, stat.S_IFBLK))
 #: A frame's head: the chunk number, the payload's length in bytes.
 FRAME = struct.Struct("<II")
 #: A request: the chunk number.
@@ -53,9 +58,10 @@ _LAYOUT = (("B", 1), ("I", 4), ("q", 8), ("d", 8), ("I", 4))
 
 def read_chunk(names: Sequence[bytes], directory_fd: int, length: int, open_at: Callable[..., int],
                how: Any, how_size: int, syscall_number: int) -> Columns:
-    """The last ``length`` bytes of each file ``names`` names in ``directory_fd``: ``open_at(syscall_number,
-    directory_fd, name, how, how_size)`` (``openat2`` through ``ctypes``: no link followed, nothing above the
-    directory), then ``fstat`` (what is not a regular file is not read), one ``pread``, ``close``."""
+    """The last ``length`` bytes of each file ``names`` names in ``directory_fd``: its kind looked up (a device is
+    not opened, ``DEVICES``), ``open_at(syscall_number, directory_fd, name, how, how_size)`` (``openat2`` through
+    ``ctypes``: no link followed, nothing above the directory), then ``fstat`` (what is not a regular file is not
+    read), one ``pread``, ``close``."""
     kinds: list[int] = []
     codes: list[int] = []
     sizes: list[int] = []
@@ -69,7 +75,15 @@ def read_chunk(names: Sequence[bytes], directory_fd: int, length: int, open_at: 
         mtimes.append(0.0)
 
     get_errno, fstat, pread, close, is_regular = ctypes.get_errno, os.fstat, os.pread, os.close, stat.S_ISREG
+    lstat_at, file_type = os.stat, stat.S_IFMT
     for name in names:
+        try:  # a device is never opened (``DEVICES``): its kind is looked up first, which opens nothing
+            mode = lstat_at(name, dir_fd=directory_fd, follow_symlinks=False).st_mode
+        except OSError:
+            mode = 0  # the open says why
+        if file_type(mode) in DEVICES:
+            failed(NOT_REGULAR, mode)
+            continue
         fd = open_at(syscall_number, directory_fd, name, how, how_size)
         if fd < 0:
             failed(OPEN_FAILED, get_errno())

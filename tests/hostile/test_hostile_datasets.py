@@ -129,21 +129,33 @@ def test_a_huge_bitmap_is_judged_without_expanding_it(tmp_path: Path, offsets: i
     assert max(before, peak_kb) < 1_000_000  # KB: far from the gigabytes an expanded list takes
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-@pytest.mark.parametrize("what", ["deletion", "transaction"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "device"])
+@pytest.mark.parametrize("what", ["deletion", "transaction", "data"])
 def test_no_regular_file_is_refused_never_waited_on(tmp_path: Path, kind: str, what: str) -> None:
+    """A FIFO, a link to /dev/zero or a device node (made here: the kernel's null device) in place of a deletion
+    file, a transaction file or a data file: a finding naming what it is; the device is never opened (docs/security.md:
+    a device's driver acts on open), which ``inotify`` on its directory tells."""
+    from device_kit import make_device, watching_opens
+
     uri = build_reference_dataset(tmp_path, deletions=("arrow",))
-    target = deletion_file(uri) if what == "deletion" else sorted((Path(uri) / "_transactions").iterdir())[-1]
+    folder = {"deletion": "_deletions", "transaction": "_transactions", "data": "data"}[what]
+    target = deletion_file(uri) if what == "deletion" else sorted((Path(uri) / folder).iterdir())[-1]
     target.unlink()
     if kind == "fifo":
         os.mkfifo(target)
+    elif kind == "device":
+        make_device(target)
     else:
         target.symlink_to("/dev/zero")
-    done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=30)
+    with watching_opens(target.parent, Path(uri) / "_versions") as watch:
+        done = run_cli("certify", uri, "--all-versions", "--format", "json", timeout=30)
+        opened = watch.opened()
     assert done.returncode == 1
-    message = "a FIFO" if kind == "fifo" else "symbolic link"
+    message = {"fifo": "a FIFO", "device": "a character device", "dev-zero": "symbolic link"}[kind]
     assert any(message in str(f["message"]) and str(target) in str(f["path"]) + str(f["message"])
                for f in findings(done)), findings(done)
+    assert target not in opened or kind != "device", "the device node was opened"
+    assert opened, "the watch saw no open at all (manifests are read): it would not see the device's either"
 
 
 def test_fanning_directory_links_are_not_walked(tmp_path: Path) -> None:

@@ -282,3 +282,52 @@ def test_certify_reports_the_same_with_a_helper(tmp_path: Path, monkeypatch: pyt
         alone.setattr(local_store, "_SHARED_FROM", 10**9)
         assert render_json(certify(str(root))) == shared
     assert shared.count('"requirement": "BASE-004"') == 2  # the file cut short and the one gone, in both
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_device_among_the_files_is_refused_unopened(tmp_path: Path, shared: bool,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      _shared_from_two_files: list[subprocess.Popen[bytes]]) -> None:
+    """A device node among a batch's files, read by the helper and the run (``shared``) or by the run alone, and
+    by ``get_tail``, ``get`` and ``get_range`` alone: refused as a character device, and opened by no process
+    (``inotify`` watches the directory: the kernel's word, not the code's); the regular files around it are read."""
+    from device_kit import make_device, watching_opens
+
+    data, uris = _directory(tmp_path, files=12)
+    device = data / "device.lance"
+    make_device(device)
+    uris.insert(5, str(device))
+    if not shared:
+        monkeypatch.setattr(local_store, "_SHARED_FROM", 10**9)
+    store = LocalStore()
+    with watching_opens(data) as watch:
+        found = store.get_tails(uris, 64)
+        alone: list[object] = []
+        for read in (lambda: store.get_tail(str(device), 64), lambda: store.get(str(device)),
+                     lambda: store.get_range(str(device), 0, 8)):
+            with pytest.raises(NotARegularFile) as refused:
+                read()
+            alone.append(refused.value)
+        opened = watch.opened()
+    assert isinstance(found[5], NotARegularFile) and "a character device" in str(found[5])
+    assert all("a character device" in str(refusal) for refusal in alone)
+    assert device not in opened, "the device node was opened"
+    assert data / "0011.lance" in opened  # the watch sees the opens that happen
+    assert _same(found, _one_by_one(uris, 64))
+    assert bool(_shared_from_two_files) == shared
+
+
+def test_a_link_on_the_way_to_a_device_is_refused_as_a_link(tmp_path: Path) -> None:
+    """``lstat`` follows a link on the way, so a name that reaches a device through a linked directory looks like a
+    device to it; such a name is refused as ``open_no_links`` always refused it (a link on the way), and the device
+    is not opened."""
+    from device_kit import make_device, watching_opens
+
+    real = tmp_path / "real"
+    real.mkdir()
+    make_device(real / "x.lance")
+    (tmp_path / "via").symlink_to(real)
+    with watching_opens(real) as watch:
+        with pytest.raises(NotARegularFile, match="symbolic link"):
+            LocalStore().get(str(tmp_path / "via" / "x.lance"))
+        assert real / "x.lance" not in watch.opened()
