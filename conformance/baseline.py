@@ -31,7 +31,6 @@ then the requirement id). What is set aside counts for nothing: the exit status 
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 import re
 import tomllib
@@ -40,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from reference.errors import InvalidOption
+from reference.printable import json_safe, toml_string
 from reference.store.uri import local_path, relative_to, scheme_of, split_bucket
 
 from .catalogue import load_catalogue
@@ -88,7 +88,7 @@ def fingerprint(finding: Finding, root: str) -> str:
     if finding.detail is not None:
         where = _VERSION_MANIFEST.sub(r"\1_versions/*.manifest", where) + f"#{finding.detail}"
     code = "" if finding.code == finding.requirement else f"/{finding.code}"
-    return f"{finding.requirement}{code}@{where}"
+    return str(json_safe(f"{finding.requirement}{code}@{where}"))  # a name that is not UTF-8 as text TOML carries
 
 
 def is_fingerprint(text: str) -> bool:
@@ -162,10 +162,10 @@ def render_baseline(report: Report, lancespec_version: str) -> tuple[str, int]:
     other finding by fingerprint), and how many entries it holds."""
     summaries = {d.finding: d.summary for d in load_divergences()}
     lines = [f"# lancespec certify baseline, written by lancespec {lancespec_version} from a run on "
-             f"{json.dumps(report.uri)}.",
+             f"{toml_string(report.uri)}.",
              "# Given with --baseline FILE, the findings below are set aside: reported, and not counted in the exit",
              "# status; any other finding counts, also of the same requirement. Remove an entry once it is fixed.",
-             f"format = {json.dumps(BASELINE_FORMAT)}"]
+             f"format = {toml_string(BASELINE_FORMAT)}"]
     divergences: dict[str, list[Finding]] = {}
     fingerprints: dict[str, list[Finding]] = {}
     for finding in report.findings:
@@ -175,13 +175,12 @@ def render_baseline(report: Report, lancespec_version: str) -> tuple[str, int]:
             fingerprints.setdefault(fingerprint(finding, report.uri), []).append(finding)
     for rid, found in sorted(divergences.items()):
         reason = f"{len(found)} finding(s) when written. Known divergence: {summaries[rid]}"
-        lines += ["", "[[ignore]]", f"id = {json.dumps(rid)}", f"reason = {json.dumps(reason, ensure_ascii=False)}"]
+        lines += ["", "[[ignore]]", f"id = {toml_string(rid)}", f"reason = {toml_string(reason)}"]
     for key, found in sorted(fingerprints.items()):
         versions = sorted({f.version for f in found if f.version is not None})
         seen = "" if not versions else f", v{versions[0]}" + (f"..{versions[-1]}" if len(versions) > 1 else "")
         note = f"{found[0].severity}{seen}: {found[0].message}"
-        lines += ["", "[[finding]]", f"fingerprint = {json.dumps(key, ensure_ascii=False)}",
-                  f"note = {json.dumps(note, ensure_ascii=False)}"]
+        lines += ["", "[[finding]]", f"fingerprint = {toml_string(key)}", f"note = {toml_string(note)}"]
     return "\n".join(lines) + "\n", len(divergences) + len(fingerprints)
 
 

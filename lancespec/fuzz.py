@@ -125,7 +125,7 @@ def registered_bases(top: Path) -> list[str]:
     from conformance.checks.clones import readable_source
     from reference.codec import decode_manifest_file
     from reference.errors import LanceSpecError
-    from reference.store.uri import local_path, scheme_of
+    from reference.store.uri import is_file_uri, local_path, scheme_of
 
     found: set[str] = set()
     for path in top.rglob("*.manifest"):
@@ -139,7 +139,7 @@ def registered_bases(top: Path) -> list[str]:
         if decoded.transaction is not None and decoded.transaction.WhichOneof("operation") == "clone":
             named.append(readable_source(decoded.transaction.clone))
         found.update(os.path.normpath(local_path(p)) for p in named
-                     if p and scheme_of(p) == "file" and p.startswith(("/", "file:")))
+                     if p and scheme_of(p) == "file" and (p.startswith("/") or is_file_uri(p)))
     return sorted(found)
 
 

@@ -64,6 +64,26 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+_TOML_ESCAPED = re.compile('["\\\\]|' + _UNSAFE.pattern)
+
+
+def _toml_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in '"\\':
+        return "\\" + char
+    code = ord(char)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string (quoted) that reads back as ``json_safe(value)``: a quote and a backslash
+    escaped, and every character ``printable`` escapes (controls, DEL, format and separator characters) written
+    as a TOML ``\\uXXXX`` escape, so that the file holds nothing an editor or a diff would act on and every TOML
+    parser accepts it (TOML forbids raw controls and DEL); a lone surrogate, which TOML cannot carry, is first
+    written as ``json_safe`` writes it."""
+    return '"' + _TOML_ESCAPED.sub(_toml_escape, json_safe(value)) + '"'
+
+
 def _holds_surrogate(value: Any) -> bool:
     """Whether a string of ``value`` (JSON-shaped), key or value, holds a lone surrogate: ``json_safe`` then has
     something to rewrite (most reports hold none, and copying a million-entry report costs seconds)."""

@@ -13,6 +13,7 @@ from typing import IO, Any, NoReturn, TypeVar
 from reference.errors import InvalidOption, StorageError
 from reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
 from reference.printable import Rendered, printable
+from reference.store.uri import is_file_uri, local_path
 
 R = TypeVar("R")
 
@@ -53,11 +54,16 @@ def positive_count(text: str) -> int:
 
 def dataset_uri(text: str) -> str:
     """An argparse type: a dataset root, refused when empty (an empty path would name the working directory,
-    which no one asked to certify: issue 32)."""
+    which no one asked to certify: issue 32). A local root, given as a path or a ``file:`` URI, becomes its
+    canonical path: its links are the user's, resolved once here (none below it is followed:
+    ``reference.store.local._no_link_on_the_way``), and the names listed below it are read as they are
+    (appended to a ``file:`` URI, a name holding ``%41`` would be decoded into another name)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the dataset URI is empty")
-    if not _SCHEME.match(text):  # a local path: its links are the user's, resolved once here; none below it is
-        return os.path.realpath(text)  # followed (reference.store.local._no_link_on_the_way)
+    if is_file_uri(text):
+        return os.path.realpath(local_path(text))
+    if not _SCHEME.match(text):
+        return os.path.realpath(text)
     return text  # a URI, well formed or not (``s3:/x`` is the store's to refuse, naming what is wrong)
 
 
@@ -87,12 +93,21 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_storage_options(pairs: Sequence[str], flag: str = "--storage-option") -> dict[str, str]:
-    """``["k=v", ...]`` -> ``{"k": "v"}``; InvalidOption on an entry without ``=`` or a key no store accepts
-    (``reference.store.option_keys``). Every command that takes storage options parses them here, before it
-    starts anything."""
+    """``["k=v", ...]`` -> ``{"k": "v"}``; InvalidOption on an entry without ``=``, a key no store accepts
+    (``reference.store.option_keys``) or a value no store could use (``CloudOptions``: a control character, a
+    duration that is not finite, a port past 65535), whichever store the run reads: a local run took
+    ``timeout=inf`` without a word (issue 32). Every command that takes storage options parses them here,
+    before it starts anything."""
+    from reference.errors import StoreConfigError
+    from reference.store.cloud_options import CloudOptions
     from reference.store.option_keys import parse_storage_options as parse
 
-    return parse(pairs, flag)
+    options = parse(pairs, flag)
+    try:
+        CloudOptions(options)
+    except StoreConfigError as exc:
+        raise InvalidOption(f"{flag}: {exc}") from None
+    return options
 
 
 class Areas(Sequence[str]):

@@ -131,6 +131,7 @@ class CloudStore(ObjectStore):
         self.family = family
         self.suffix_ranges = family != "az"
         self.config = CloudOptions(storage_options)
+        self.config.refuse_unusable_combinations()
         self.limits = limits
         self._stores: dict[tuple[str, bool], Any] = {}
         self._lock = threading.Lock()

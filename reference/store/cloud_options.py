@@ -106,10 +106,11 @@ def _positive(value: str | None, default: float, parse: Callable[[str], Any], na
 
 
 class CloudOptions:
-    """Storage options resolved for object_store; StoreConfigError, naming the option, on an unusable value (a
-    control character, an ``http://`` S3 endpoint without ``allow_http``, ``allow_http`` without an endpoint,
-    half an S3 key pair, a duration that is not finite or above ``MAX_DURATION_S``, a parallelism above
-    ``MAX_IO_PARALLELISM``)."""
+    """Storage options resolved for object_store. Built, StoreConfigError naming the option on a value no store
+    could use (a control character, an endpoint that is no http(s) URL or whose port is no port, a duration
+    that is not finite or above ``MAX_DURATION_S``, a parallelism above ``MAX_IO_PARALLELISM``): the command
+    line builds one for every run, local ones too (issue 32). ``refuse_unusable_combinations``: the options
+    that only together are wrong for a cloud store, checked when one is built."""
 
     def __init__(self, storage_options: Mapping[str, str] | None = None) -> None:
         self.options = options = {str(k).lower(): str(v) for k, v in (storage_options or {}).items()}
@@ -133,16 +134,7 @@ class CloudOptions:
             except ValueError as exc:
                 raise StoreConfigError(f"the S3 endpoint's port is not a port number (0-65535): {exc}",
                                        self.endpoint) from exc
-            if scheme == "http" and not self.allow_http:
-                raise StoreConfigError("refusing plain-HTTP S3 endpoint; set storage option allow_http=true to "
-                                       "permit it", self.endpoint)
-        elif self.allow_http and not any(k in options for k in _OWN_KEYS["gs"] | _OWN_KEYS["az"]):
-            raise StoreConfigError("storage option allow_http is set but no endpoint is: requests would go to the "
-                                   "cloud over HTTPS; add --storage-option aws_endpoint=http://HOST:PORT (or drop "
-                                   "allow_http)")
-        if (pick("access_key_id") is None) != (pick("secret_access_key") is None):
-            raise StoreConfigError("give both storage options aws_access_key_id and aws_secret_access_key, "
-                                   "or neither")
+        self._half_key_pair = (pick("access_key_id") is None) != (pick("secret_access_key") is None)
         self.max_attempts = _positive(pick("max_attempts"), DEFAULT_MAX_ATTEMPTS, int, "lancespec_max_attempts",
                                       MAX_ATTEMPTS)
         self.io_parallelism = _positive(pick("io_parallelism"), DEFAULT_IO_PARALLELISM, int,
@@ -154,6 +146,22 @@ class CloudOptions:
                                                    MAX_RUN_S) or None
         self.max_listed_objects = _positive(pick("max_listed_objects"), DEFAULT_MAX_LISTED_OBJECTS, int,
                                             "lancespec_max_listed_objects", 1 << 40)
+
+    def refuse_unusable_combinations(self) -> None:
+        """StoreConfigError, naming the options, where they are wrong only together: an ``http://`` S3 endpoint
+        without ``allow_http``, ``allow_http`` without an endpoint (requests would go to the cloud over HTTPS),
+        half an S3 key pair."""
+        if self.endpoint is not None:
+            if urlparse(self.endpoint).scheme.lower() == "http" and not self.allow_http:
+                raise StoreConfigError("refusing plain-HTTP S3 endpoint; set storage option allow_http=true to "
+                                       "permit it", self.endpoint)
+        elif self.allow_http and not any(k in self.options for k in _OWN_KEYS["gs"] | _OWN_KEYS["az"]):
+            raise StoreConfigError("storage option allow_http is set but no endpoint is: requests would go to the "
+                                   "cloud over HTTPS; add --storage-option aws_endpoint=http://HOST:PORT (or drop "
+                                   "allow_http)")
+        if self._half_key_pair:
+            raise StoreConfigError("give both storage options aws_access_key_id and aws_secret_access_key, "
+                                   "or neither")
 
     def configured(self, family: str) -> bool:
         """Whether the user configured the stores of ``family`` (the rule of configuration, module docstring)."""

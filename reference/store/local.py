@@ -87,10 +87,13 @@ def _storage_error(exc: OSError | ValueError, uri: str) -> StorageError:
 
 
 def _path(uri: str, directory: bool = False) -> str:
-    """The filesystem path of ``uri`` to read (``directory``: to list); a path with a ``..`` segment (after a
-    ``file://`` URI's decoding) is refused, so that no name a dataset records can climb out of the directory
-    it is joined to, and so is a path with a symbolic link at any directory on the way (``_no_link_on_the_way``)."""
+    """The filesystem path of ``uri`` to read (``directory``: to list); a path that is not absolute (nothing
+    is read relative to the working directory) and a path with a ``..`` segment (after a ``file://`` URI's
+    decoding) are refused, so that no name a dataset records can climb out of the directory it is joined to,
+    and so is a path with a symbolic link at any directory on the way (``_no_link_on_the_way``)."""
     path = local_path(uri)
+    if not path.startswith("/"):  # a name that only looks like a URI ("FILE:/x" before schemes matched in any case)
+        raise StorageError("is not an absolute path; lancespec reads nothing relative to the working directory", uri)
     if ".." in path.split("/"):
         raise StorageError("the path has a '..' segment; lancespec reads nothing through '..'", uri)
     # a file directly in a directory found before (only normalized ones are kept, so this is its dirname)

@@ -2,6 +2,8 @@
 
 Local locations are accepted as plain absolute paths or ``file://`` URIs and are kept in the form the
 caller gave, because Lance records base paths verbatim; object-store locations are ``scheme://bucket/key``.
+A scheme is matched in any case (RFC 3986, section 3.1, as Lance's URL parser does): ``FILE:///x`` is
+``file:///x``, never a relative path named ``FILE:`` under the working directory (issue 32).
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ import os
 from urllib.parse import unquote, urlparse
 
 
+def is_file_uri(uri: str) -> bool:
+    """Whether ``uri`` is a ``file:`` URI, its scheme written in any case."""
+    return uri[:5].lower() == "file:"
+
+
 def scheme_of(uri: str) -> str:
     """``"file"`` for local paths and ``file://`` URIs, else the URI's scheme in lower case."""
-    if uri.startswith("/") or uri.startswith("file:"):
+    if uri.startswith("/") or is_file_uri(uri):
         return "file"
     parsed = urlparse(uri)
     if not parsed.scheme or len(parsed.scheme) == 1:  # a relative path, or a Windows drive letter
@@ -31,8 +38,8 @@ def is_absolute(uri: str) -> bool:
 
 
 def local_path(uri: str) -> str:
-    """The filesystem path of a local URI (``/x`` or ``file:///x``)."""
-    if uri.startswith("file:"):
+    """The filesystem path of a local URI (``/x`` or ``file:///x``, its scheme in any case)."""
+    if is_file_uri(uri):
         return unquote(urlparse(uri).path)
     return uri
 
@@ -40,7 +47,7 @@ def local_path(uri: str) -> str:
 def normalize(uri: str) -> str:
     """Strip trailing slashes; make a relative local path absolute, and collapse ``.`` and ``..`` in a
     local path (the local store reads nothing through ``..``)."""
-    if scheme_of(uri) == "file" and not uri.startswith("file:"):
+    if scheme_of(uri) == "file" and not is_file_uri(uri):
         uri = os.path.abspath(uri)
     stripped = uri.rstrip("/")
     return stripped or "/"

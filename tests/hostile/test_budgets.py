@@ -238,7 +238,7 @@ def test_a_tag_holding_a_5000_digit_integer_is_a_finding(tmp_path: Path) -> None
     ("aws_endpoint=http://127.0.0.1:99999", "port is not a port number"),
     ("timeout=inf", "timeout must be at most 3600 s"),
     ("connect_timeout=1e400", "connect_timeout must be at most 3600 s"),
-    ("lancespec_io_parallelism=100000000", "from 1 to 1024"),
+    ("lancespec_io_parallelism=100000000", "lancespec_io_parallelism must be at most 1024"),
     ("lancespec_max_attempts=99999999999999999999999", "lancespec_max_attempts must be at most 100"),
 ], ids=["crlf", "port", "timeout-inf", "huge-duration", "parallelism", "attempts"])
 def test_a_bad_storage_option_value_is_one_line(option: str, named: str) -> None:

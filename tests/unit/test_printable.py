@@ -54,3 +54,16 @@ def test_json_in_pieces_is_the_json_text(document: object) -> None:
     expected = json.dumps(json_safe(document), indent=2) + "\n"
     assert "".join(json_chunks(document)) == expected
     assert json_text(document) == expected
+
+
+def test_a_toml_string_reads_back_as_the_json_safe_text_and_holds_nothing_raw() -> None:
+    """Every character ``printable`` escapes is a TOML escape in the file, quotes and backslashes too, and a
+    lone surrogate (a byte that was not UTF-8) is written as ``json_safe`` writes it (TOML cannot carry one)."""
+    import tomllib
+
+    from reference.printable import json_safe, toml_string
+
+    for value in ["plain", 'q"uote\\back', "d\x7fel\x85c1\u2028ls\u202ebidi\x00nul\tt", "bad\udcff", "tag\U000e0041"]:
+        text = toml_string(value)
+        assert tomllib.loads(f"k = {text}")["k"] == json_safe(value)
+        assert all(0x20 <= ord(c) < 0x7F for c in text), text
