@@ -20,7 +20,7 @@ version's manifest. The file is TOML (docs/baselines.md)::
     id = "F-004"
     reason = "why this is accepted (free text)"
 
-``[[ignore]]`` entries mean what ``--ignore`` means; ``write_baseline`` writes one for each known divergence
+``[[ignore]]`` entries mean what ``--ignore`` means; ``render_baseline`` writes one for each known divergence
 the run found (a behaviour of the writer, set aside wherever it shows) and a ``[[finding]]`` for each other
 finding. ``lancespec.baseline/1`` files, which set aside whole requirement ids, are refused with a line
 saying how to write a new one. ``settle`` marks the findings of a report: its known divergence
@@ -104,8 +104,8 @@ def read_baseline(path: str) -> dict[str, str]:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidOption(f"baseline {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidOption(f"baseline {path} cannot be read: {exc}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:  # nested past the parser
+        raise InvalidOption(f"baseline {path} cannot be read: {str(exc)[:200]}") from None
     if data.get("format") in RETIRED_FORMATS:
         raise InvalidOption(f"baseline {path} is a {data['format']} file, which set aside whole requirements; write "
                             f"a {BASELINE_FORMAT} one with: lancespec certify URI --write-baseline {path} "
@@ -184,13 +184,6 @@ def render_baseline(report: Report, lancespec_version: str) -> tuple[str, int]:
     return "\n".join(lines) + "\n", len(divergences) + len(fingerprints)
 
 
-def write_baseline(report: Report, path: str, lancespec_version: str) -> int:
-    """Write ``render_baseline`` to ``path``; the number of entries written."""
-    text, entries = render_baseline(report, lancespec_version)
-    Path(path).write_text(text, encoding="utf-8")
-    return entries
-
-
 def known_divergences_seen(findings: Iterable[Finding]) -> Mapping[str, str]:
     """The summary of every known divergence some finding matches, by finding id."""
     seen = {f.known for f in findings if f.known is not None}
@@ -209,5 +202,4 @@ __all__ = [
     "set_aside_counts",
     "set_aside_ids",
     "settle",
-    "write_baseline",
 ]

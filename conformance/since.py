@@ -196,6 +196,22 @@ class RootEvidence:
             self.listings.update(earlier.listings)
 
 
+def _span(value: Any) -> tuple[int, int]:
+    """A file's range of versions as evidence holds it: two integers, the first not above the last; ValueError
+    otherwise (a report edited by hand ended certify in exit 3: issue 32)."""
+    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+            and value[0] <= value[1]):
+        raise ValueError(f"a file's range of versions is {str(value)[:80]}, not two integers in order")
+    return value[0], value[1]
+
+
+def _text(value: Any) -> str:
+    """A URI as evidence holds it: a string; ValueError otherwise."""
+    if not isinstance(value, str):
+        raise ValueError(f"{str(value)[:80]} is no URI")
+    return value
+
+
 @dataclass
 class Evidence:
     """What an incremental run needs of a run (the module docstring): the selection, each root's evidence
@@ -254,9 +270,9 @@ class Evidence:
                 directory, _, how = key.rpartition("\n")
                 listings.add((directory, how == "recursive"))
             evidence.roots[label] = RootEvidence(
-                {int(v): uri for v, uri in r["manifests"].items()},
-                {uri: (span[0], span[1]) for uri, span in r["files"].items()}, set(r["objects"]), listings,
-                first=r["first"])
+                {int(v): _text(uri) for v, uri in r["manifests"].items()},
+                {uri: _span(span) for uri, span in r["files"].items()}, {_text(o) for o in r["objects"]}, listings,
+                first=None if r["first"] is None else _text(r["first"]))
             indices[label] = list(r["findings"])
         return evidence, indices
 
@@ -365,8 +381,8 @@ class Since:
         try:
             with open(path, encoding="utf-8") as stream:
                 data = json.load(stream)
-        except (OSError, ValueError) as exc:
-            raise SinceRefused(f"cannot read the earlier report: {exc}", path) from exc
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past the parser
+            raise SinceRefused(f"cannot read the earlier report: {str(exc)[:200]}", path) from exc
         if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
             raise SinceRefused(f"not a lancespec certify report ({REPORT_FORMAT}, written by --format json)", path)
         if data.get("lancespec_version") != __version__:

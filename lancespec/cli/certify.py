@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from conformance.findings import Report
     from reference.printable import Rendered
 
+from ..destination import write_rendered, write_text
 from .options import (
     add_area_option,
     add_limit_options,
@@ -29,8 +30,6 @@ from .options import (
     parse_storage_options,
     report_targets,
     version_number,
-    write_rendered,
-    write_text,
 )
 
 #: certify's report formats (spark-certify's too).
@@ -117,7 +116,7 @@ def emit_cannot_read(report: Report, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.baseline import set_aside_ids, write_baseline
+    from conformance.baseline import render_baseline, set_aside_ids
     from conformance.certify import certify
     from lancespec.progress import progress_bar
     from reference import __version__
@@ -132,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     emit_report(report, chosen, args)
     leave_to_exit(report, storage)  # a million files' listings and tails: left for the process's end to free
     if args.write_baseline:
-        entries = write_baseline(report, args.write_baseline, __version__)
+        text, entries = render_baseline(report, __version__)
+        write_text(args.write_baseline, text, "the baseline")
         sys.stderr.write(f"wrote {entries} baseline {'entry' if entries == 1 else 'entries'} to "
                          f"{args.write_baseline}\n")
     return report.exit_code

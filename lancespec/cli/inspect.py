@@ -10,6 +10,7 @@ from typing import Any
 from reference.errors import InvalidOption
 from reference.printable import Rendered, json_chunks, printable
 
+from ..destination import write_rendered, write_text
 from .options import (
     EXIT_OK,
     DeprecatedSpelling,
@@ -22,8 +23,6 @@ from .options import (
     parse_storage_options,
     report_targets,
     version_number,
-    write_rendered,
-    write_text,
 )
 
 

@@ -8,12 +8,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from reference.errors import InvalidOption, StorageError
+from reference.errors import InvalidOption
 from reference.limits import DEFAULT_LIMITS, LIMIT_OPTIONS, Limits
 from reference.printable import Rendered, printable
 from reference.store.uri import is_file_uri, local_path
+
+from ..destination import write_rendered, write_text
 
 R = TypeVar("R")
 
@@ -202,23 +204,6 @@ def check_report_options(args: argparse.Namespace) -> None:
     format than text (the verdict line would be all there is of it)."""
     if getattr(args, "quiet", False) and getattr(args, "format", "text") != "text" and not getattr(args, "output", 1):
         raise InvalidOption(f"--quiet prints only the verdict line: give --output FILE for the {args.format} report")
-
-
-def write_text(path: str, text: Rendered) -> None:
-    """Write a report to ``path``; a file that cannot be written is a StorageError naming it."""
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            write_rendered(fh, text)
-    except OSError as exc:
-        raise StorageError(f"cannot write the report: {exc.strerror or exc}", path) from exc
-
-
-def write_rendered(stream: IO[str], text: Rendered) -> None:
-    """Write a rendered report to an open ``stream``."""
-    if isinstance(text, str):
-        stream.write(text)
-    else:
-        stream.writelines(text)
 
 
 def emit_report(report: R, renderers: Mapping[str, Callable[[R], Rendered]], args: argparse.Namespace) -> None:

@@ -24,6 +24,7 @@ from simulator.history import OUTCOMES
 from simulator.proxy import PERSONALITIES
 from simulator.simulate import REPORT_FORMAT, STORES, RunConfig, RunReport, replay_command, simulate
 
+from ..destination import write_text
 from .options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -34,7 +35,6 @@ from .options import (
     exits,
     parse_storage_options,
     report_targets,
-    write_text,
 )
 
 DEFAULT = RunConfig()

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..destination import write_text
 from .certify import add_certify_options, renderers
 from .options import EXIT_INTERRUPTED, EXIT_UNREADABLE, emit_report, exits, limits_of, parse_storage_options
 
@@ -79,7 +80,7 @@ def interrupt_ends_the_process(jvm_log: str) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.baseline import set_aside_ids, write_baseline
+    from conformance.baseline import render_baseline, set_aside_ids
     from conformance.spark.distributed import certify_with_spark
     from conformance.spark.session import background_session, spark_unavailable
     from reference import __version__
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     report = result.report
     emit_report(report, chosen, args)
     if args.write_baseline:
-        write_baseline(report, args.write_baseline, __version__)
+        write_text(args.write_baseline, render_baseline(report, __version__)[0], "the baseline")
     if not args.quiet:
         started = "" if spark.started_in is None else f", the session started in {spark.started_in:.2f} s beside it"
         sys.stderr.write(f"spark ({args.master}): {result.tasks} task(s), {result.fragments} fragment(s), "

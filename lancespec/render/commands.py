@@ -12,8 +12,9 @@ from reference.printable import printable
 from reference.store import Storage
 from reference.table import Dataset
 
+from ..destination import write_text
 from .certify_page import certify_page, finding_marks
-from .dot import require_graphviz, write_graph
+from .dot import graph_text, require_graphviz
 from .gather import gather
 from .lineage import build_lineage
 from .writer_page import writer_page
@@ -30,7 +31,7 @@ def draw_lineage(dataset: Dataset, path: str) -> None:
         raise InvalidOption(f"--graph writes .svg or .dot, not {printable(path, 80)}")
     if path.endswith(".svg"):
         require_graphviz(path)
-    write_graph(build_lineage(gather(dataset)), path)
+    write_text(path, graph_text(build_lineage(gather(dataset)), path), "the graph")
 
 
 def certify_html(uri: str, storage: Storage, output: str | None) -> Callable[[Report], str]:

@@ -242,14 +242,11 @@ def to_svg(dot_text: str, where: str = "") -> str:
     return done.stdout
 
 
-def write_graph(lineage: Lineage, path: str) -> None:
-    """Write ``lineage`` to ``path``: DOT for ``.dot``, SVG (needs Graphviz) for ``.svg``."""
+def graph_text(lineage: Lineage, path: str) -> str:
+    """``lineage`` as the file ``path`` names holds it: DOT for ``.dot``, SVG (needs Graphviz) for ``.svg``."""
     dot_text = to_dot(lineage)
     if path.endswith(".dot"):
-        text = dot_text
-    elif path.endswith(".svg"):
-        text = to_svg(dot_text, path)
-    else:
-        raise InvalidOption(f"--graph writes .svg or .dot, not {printable(path, 80)}")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+        return dot_text
+    if path.endswith(".svg"):
+        return to_svg(dot_text, path)
+    raise InvalidOption(f"--graph writes .svg or .dot, not {printable(path, 80)}")
