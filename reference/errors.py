@@ -118,6 +118,11 @@ class NotARegularFile(StorageError):
     lancespec reads none of those, so that a dataset cannot make it block, read forever or leave its tree."""
 
 
+class ScratchSpaceError(CannotRead):
+    """lancespec's own temporary space cannot hold what it copies there to decode (a full disk, a file-size
+    limit): the machine's setup, not the dataset's fault."""
+
+
 class LimitExceeded(CannotRead):
     """Something is larger than a limit lancespec keeps (``reference.limits``); the message names the
     limit and the option that raises it."""

@@ -8,8 +8,7 @@ A base_id naming no base (BASE-003), an unusable base (BASE-001, BASE-002) or an
 
 from __future__ import annotations
 
-from pyroaring import BitMap
-
+from reference.conflicts import covered_fragments, covers
 from reference.errors import LanceSpecError, ObjectNotFound
 from reference.layout import FileKind, base_directory, index_directory_name
 from reference.proto import table_pb2
@@ -61,16 +60,6 @@ def files_exist(ctx: VersionContext) -> None:
                             f"{index_file.size_bytes}", where, code="index_file_size_mismatch")
 
 
-def _covered_fragments(index: table_pb2.IndexMetadata) -> frozenset[int]:
-    """The fragment ids an index's ``fragment_bitmap`` covers (none when it is absent or does not decode)."""
-    if not index.fragment_bitmap:
-        return frozenset()
-    try:
-        return frozenset(int(i) for i in BitMap.deserialize(index.fragment_bitmap))
-    except Exception:  # pyroaring raises plain exceptions on bytes that are no bitmap
-        return frozenset()
-
-
 def _indexed_files(fragment: table_pb2.DataFragment, fields: frozenset[int]) -> tuple[str, ...]:
     """The paths of the fragment's data files that hold any of ``fields``."""
     return tuple(sorted(f.path for f in fragment.files if fields & set(f.fields)))
@@ -102,8 +91,11 @@ def coverage(ctx: DatasetContext) -> None:
                 continue
             fields = frozenset(index.fields)
             then = {f.id: f for f in built.fragments}
+            covered = covered_fragments(index)
+            if covered is None:  # absent or undecodable: no coverage to judge
+                continue
             for fragment in snap.manifest.fragments:
-                if fragment.id not in _covered_fragments(index) or fragment.id not in then:
+                if not covers(covered, fragment.id) or fragment.id not in then:
                     continue
                 before, now = _indexed_files(then[fragment.id], fields), _indexed_files(fragment, fields)
                 if before != now:

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..codec.partial import copy_columns
-from ..errors import BlobRangeError, BlobReadError, FormatError, ObjectNotFound, ValidationError
+from ..errors import BlobRangeError, BlobReadError, FormatError, ObjectNotFound, ScratchSpaceError, ValidationError
 from ..isolated import decode_data_file
 from ..proto import file_pb2
 from ..store import Storage, open_store
@@ -93,8 +93,12 @@ def read_blob_data_file(storage: Storage, uri: str, file_size: int | None = None
     blob columns as stored descriptors, decoded from a partial copy of the file."""
     with tempfile.TemporaryDirectory(prefix="lancespec-blob-") as tmp:
         path = os.path.join(tmp, "file.lance")
-        copy_columns(storage, uri, file_size, None if columns is None else sorted(set(columns.values())), path,
-                     _number_descriptor_children, None if counter is None else counter.metadata)
+        try:
+            copy_columns(storage, uri, file_size, None if columns is None else sorted(set(columns.values())), path,
+                         _number_descriptor_children, None if counter is None else counter.metadata)
+        except ScratchSpaceError as exc:  # the machine's limit: noted, so the run stops "cannot read", no finding
+            storage.note(exc)
+            raise
         return decode_data_file(path, None if columns is None else list(columns), uri, limits=storage.limits)
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import FormatError
+from ..errors import FormatError, LanceSpecError, ScratchSpaceError
 from ..limits import check_limit
 from ..proto import file_pb2
 from .datafile import MAGIC, OFFSET_ENTRY, V2_FOOTER, V2_FOOTER_SIZE, parse_footer
@@ -76,6 +76,21 @@ def _column_ranges(column_metadata: bytes) -> list[tuple[int, int]]:
     return [(p, s) for p, s in ranges if s > 0]
 
 
+def merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans that ``(position, size)`` ranges cover together, overlaps and neighbours
+    joined: what a copy reads, each byte once, whatever the file's metadata repeats (a page table naming
+    ``[0, n)`` a million times, or a global buffer table repeating one span: issue 32, an outside review,
+    read the file a million times over)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted((p, p + n) for p, n in ranges if n > 0):
+        if spans and start <= spans[-1][1]:
+            if end > spans[-1][1]:
+                spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
 def _offset_table(metadata: bytes, at: int, count: int) -> list[tuple[int, int]]:
     return [OFFSET_ENTRY.unpack_from(metadata, at + OFFSET_ENTRY.size * i) for i in range(count)]
 
@@ -84,12 +99,18 @@ def copy_columns(storage: ObjectStore, uri: str, file_size: int | None, columns:
                  repair: SchemaRepair, fetched: Callable[[int], None] | None = None) -> None:
     """Write to ``path`` a copy of the v2 data file at ``uri`` (``file_size`` bytes; asked of the store when
     None) that holds its tail, its global buffers and the pages of ``columns`` (indices in the file; None:
-    every byte), with its schema passed through ``repair``. ``fetched`` hears the length of every read.
-    Raises FormatError when the file's tail does not hold together."""
+    every byte), with its schema passed through ``repair``. ``fetched`` hears the length of every read. Each
+    byte is read at most once (``merged``), so a copy costs at most the file's size. Raises FormatError when
+    the file's tail does not hold together, ScratchSpaceError when the copy cannot be written."""
     try:
         _copy(storage, uri, file_size, columns, path, repair, fetched)
+    except LanceSpecError:  # the store's own (ObjectNotFound is also an OSError) and the copy's FormatErrors
+        raise
     except (struct.error, ValueError, IndexError) as exc:
         raise FormatError(f"the data file's metadata does not decode: {exc}", uri) from exc
+    except OSError as exc:  # the copy's own file: a full disk, a file-size limit (it was an exit 3)
+        raise ScratchSpaceError(f"cannot copy the data file to {path}: {exc.strerror or exc}; give lancespec "
+                                "more temporary space (TMPDIR)", uri) from exc
 
 
 def _copy(storage: ObjectStore, uri: str, file_size: int | None, columns: Sequence[int] | None, path: str,
@@ -124,27 +145,33 @@ def _copy(storage: ObjectStore, uri: str, file_size: int | None, columns: Sequen
     original_schema = fetch(schema_pos, schema_size)
     descriptor = decode(file_pb2.FileDescriptor, original_schema, uri, "the file schema (global buffer 0)")
     changed = repair(descriptor)
+    if columns is None:
+        wanted = [(0, cms)]  # every byte before the metadata, the schema with it
+        skip = (0, 0)
+    else:
+        wanted = list(buffer_table[1:])
+        skip = (schema_pos, schema_pos + schema_size)  # read already: written from memory, not read again
+        for index in columns:
+            if not 0 <= index < n_columns:
+                raise FormatError(f"column index {index} is outside the file's {n_columns} columns", uri)
+            pos, length = column_table[index]
+            if not cms <= pos <= pos + length <= cmo:
+                raise FormatError(f"column {index}'s metadata lies outside the column metadata region", uri)
+            for start, n in _column_ranges(metadata[pos - cms:pos - cms + length]):
+                if start + n > cms:
+                    raise FormatError(f"a page of column {index} overlaps the file's metadata", uri)
+                wanted.append((start, n))
     with open(path, "wb") as out:
-        if columns is None:
-            for start in range(0, cms, _COPY_CHUNK):  # in pieces: the data region may be as large as the file
-                out.write(fetch(start, min(_COPY_CHUNK, cms - start)))
-        else:
+        if columns is not None:
             out.seek(schema_pos)
             out.write(original_schema)
-            for start, n in buffer_table[1:]:
-                out.seek(start)
-                out.write(fetch(start, n))
-            for index in columns:
-                if not 0 <= index < n_columns:
-                    raise FormatError(f"column index {index} is outside the file's {n_columns} columns", uri)
-                pos, length = column_table[index]
-                if not cms <= pos <= pos + length <= cmo:
-                    raise FormatError(f"column {index}'s metadata lies outside the column metadata region", uri)
-                for start, n in _column_ranges(metadata[pos - cms:pos - cms + length]):
-                    if start + n > cms:
-                        raise FormatError(f"a page of column {index} overlaps the file's metadata", uri)
-                    out.seek(start)
-                    out.write(fetch(start, n))
+        for start, end in merged(wanted):  # each byte read once, in pieces: a span may be as large as the file
+            for low, high in ((start, min(end, skip[0])), (max(start, skip[1]), end)):
+                for at in range(low, high, _COPY_CHUNK):
+                    chunk = fetch(at, min(_COPY_CHUNK, high - at))
+                    if chunk.strip(b"\0"):  # zeros are left as a hole: a sparse file stays sparse in the copy
+                        out.seek(at)
+                        out.write(chunk)
         if not changed:
             out.seek(cms)
             out.write(metadata + tail)

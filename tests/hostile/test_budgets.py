@@ -323,3 +323,113 @@ def test_an_uncompressed_deletion_file_of_millions_of_offsets_is_judged_in_bound
     assert "4200000 distinct offsets" in said.get("DEL-003", ""), said
     assert "4199996 deleted offset(s) are not below physical_rows" in said.get("DEL-004", ""), said
     assert peak_kb < 400_000  # 1.47 GB before: a hash table of the offsets
+
+
+def test_an_index_bitmap_of_many_fragments_is_asked_never_expanded(tmp_path: Path) -> None:
+    """The IDX-002 breach case with each index's ``fragment_bitmap`` replaced by 58 KB of runs holding 2^28
+    fragment ids (fragment 0 still among them): expanded once per fragment it took 1.2 GB at 2^24 ids, and
+    under an address-space limit its MemoryError was taken for "covers nothing", a false CONFORMANT (an
+    outside review). The finding stands, in bounded memory."""
+    from pyroaring import BitMap
+
+    from reference.codec import decode_manifest_file, encode_manifest_file
+
+    cases = Path(__file__).resolve().parents[2] / "fixtures" / "cases"
+    case = cases / "breach-idx-002-rewritten-fragment-still-covered"
+    ds = tmp_path / "ds"
+    shutil.copytree(case / "data" / "ds", ds)
+    many = BitMap()
+    many.add_range(0, 1 << 28)
+    many.run_optimize()
+    replaced = 0
+    for path in (ds / "_versions").glob("*.manifest"):
+        decoded = decode_manifest_file(path.read_bytes(), str(path))
+        if decoded.index_section is None:
+            continue
+        for index in decoded.index_section.indices:
+            index.fragment_bitmap = many.serialize()
+            replaced += 1
+        path.write_bytes(encode_manifest_file(decoded.manifest, decoded.transaction_bytes, decoded.index_section))
+    assert replaced
+    done, peak_kb = measured("certify", str(ds), "--all-versions", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    assert any(f["requirement"] == "IDX-002" for f in json.loads(done.stdout)["findings"])
+    assert peak_kb < 1_000_000, peak_kb
+
+
+def test_ten_million_row_ids_in_one_range_cost_an_array_not_a_dict(tmp_path: Path) -> None:
+    """A 418-byte manifest whose one fragment claims 10,000,000 rows and holds them in one id range: ROW-001
+    compared the ids in a dict (12 s, 2.6 GB; an outside review), the same a real 10M-row table with stable
+    row ids paid. Now an array of 8 bytes an id, and the fragment's real rows are MAN-004's to count."""
+    import lance
+    import pyarrow as pa
+
+    from reference.codec import decode_manifest_file, encode_manifest_file
+    from reference.proto import rowids_pb2
+
+    ds = tmp_path / "ds"
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), str(ds), enable_stable_row_ids=True)
+    (path,) = (ds / "_versions").glob("*.manifest")
+    decoded = decode_manifest_file(path.read_bytes(), str(path))
+    sequence = rowids_pb2.RowIdSequence()
+    segment = sequence.segments.add()
+    segment.range.start, segment.range.end = 0, 10_000_000
+    decoded.manifest.fragments[0].inline_row_ids = sequence.SerializeToString()
+    decoded.manifest.fragments[0].physical_rows = 10_000_000
+    decoded.manifest.next_row_id = 10_000_000
+    path.write_bytes(encode_manifest_file(decoded.manifest, decoded.transaction_bytes, decoded.index_section))
+    done, peak_kb = measured("certify", str(ds), "--format", "json")
+    assert done.returncode == 1, done.stderr
+    found = json.loads(done.stdout)["findings"]
+    assert [f["requirement"] for f in found if f["severity"] == "MUST"] == ["MAN-004"], found
+    assert peak_kb < 1_000_000, peak_kb
+
+
+def _with_sparse_buffers(path: Path, hole: int, copies: int) -> int:
+    """Move the v2 data file's metadata past a hole ending at ``hole`` and add ``copies`` global buffers, each
+    naming ``[0, hole)``: a file of a few KB on disk whose metadata asks for ``copies`` times ``hole`` bytes.
+    Its new size."""
+    data = path.read_bytes()
+    cms, cmo, gbo, n_buffers, n_columns, major, minor, magic = V2_FOOTER.unpack_from(data, len(data) - V2_FOOTER_SIZE)
+    delta = hole - cms
+    tail = bytearray(data[cms:gbo + OFFSET_ENTRY.size * n_buffers])
+    for i in range(n_columns):
+        at = cmo - cms + OFFSET_ENTRY.size * i
+        position, length = OFFSET_ENTRY.unpack_from(tail, at)
+        OFFSET_ENTRY.pack_into(tail, at, position + delta, length)
+    tail += OFFSET_ENTRY.pack(0, hole) * copies
+    tail += V2_FOOTER.pack(hole, cmo + delta, gbo + delta, n_buffers + copies, n_columns, major, minor, magic)
+    with open(path, "r+b") as out:
+        out.truncate(cms)
+        out.seek(hole)
+        out.write(tail)
+    return hole + len(tail)
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_a_blob_files_repeated_sparse_buffers_are_copied_once_and_as_holes(tmp_path: Path, limited: bool) -> None:
+    """A blob v2 data file of a few KB on disk whose global-buffer table names a 64 MiB hole 50 times (an
+    outside review: 300 times 256 MiB read, and as many real blocks written to TMPDIR). The copy reads the
+    span once and leaves its zeros a hole; where the temporary space cannot hold the copy (a file-size limit
+    here), the run stops "cannot read", exit 2, naming TMPDIR: before, an exit 3."""
+    import lance
+    import pyarrow as pa
+
+    ds = tmp_path / "ds"
+    table = pa.Table.from_arrays([pa.array([0, 1, 2], pa.int64()), lance.blob_array([b"a" * 40, b"b" * 60, b"c"])],
+                                 schema=pa.schema([pa.field("id", pa.int64()), lance.blob_field("blob")]))
+    lance.write_dataset(table, str(ds), data_storage_version="2.2")
+    (data_file,) = (ds / "data").glob("*.lance")
+    size = _with_sparse_buffers(data_file, 64 << 20, 50)
+    rewrite_manifest(str(ds), 1, lambda m: setattr(m.fragments[0].files[0], "file_size_bytes", size))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    limit = ["python3", "-c", "import resource, os, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 20, 8 << 20));"
+             " os.execvp(sys.argv[1], sys.argv[1:])"] if limited else []
+    done = subprocess.run([*limit, sys.executable, "-m", "lancespec", "certify", str(ds)], capture_output=True,
+                          text=True, timeout=30, env={**os.environ, "TMPDIR": str(scratch)}, check=False)
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    if limited:
+        assert done.returncode == 2 and "more temporary space (TMPDIR)" in done.stderr, done.stderr
+    else:
+        assert done.returncode in (0, 1) and "BLOB" not in done.stdout, done.stdout

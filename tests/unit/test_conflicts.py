@@ -383,12 +383,12 @@ def test_touched_fragments() -> None:
 
 
 def test_indexed_fragments() -> None:
-    assert indexed_fragments(txn("CreateIndex", [3, 70000])) == {3, 70000}
+    assert set(indexed_fragments(txn("CreateIndex", [3, 70000])) or ()) == {3, 70000}
     assert indexed_fragments(txn("CreateIndex", no_bitmap=True)) is None
     broken = txn("CreateIndex")
     broken.create_index.new_indices[0].fragment_bitmap = b"not a bitmap"
     assert indexed_fragments(broken) is None
-    assert indexed_fragments(txn("Append")) == frozenset()
+    assert not indexed_fragments(txn("Append")) and indexed_fragments(txn("Append")) is not None
 
 
 def test_operation_of() -> None:
