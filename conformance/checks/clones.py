@@ -79,10 +79,15 @@ def _holds_dataset(storage: Storage, uri: str) -> bool:
 
 
 def readable_source(clone: transaction_pb2.Transaction.Clone) -> str:
-    """The clone's ``ref_path`` where it names a location lancespec may read: an absolute path or URI with no
-    ``..`` segment; else "" (a relative or climbing path names no place, as a relative base path names none:
-    nothing is read in its name; structure-aware fuzzing found ``a/../../b`` read as ``/b``)."""
-    path = clone.ref_path
+    """The clone's ``ref_path`` where it names a location lancespec may read (``readable_location``); else ""."""
+    return readable_location(clone.ref_path)
+
+
+def readable_location(path: str) -> str:
+    """``path`` where a clone's source recorded as it names a location lancespec may read: an absolute path or
+    URI with no ``..`` segment; else "" (a relative or climbing path names no place, as a relative base path
+    names none: nothing is read in its name, by the checks or by the lineage diagram; structure-aware fuzzing
+    found ``a/../../b`` read as ``/b``, an outside review the diagram reading it still)."""
     if not path or not is_absolute(path) or ".." in path.split("/"):
         return ""
     return path

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.checks.clones import readable_location
 from lancespec.inspect import inspect_report
 from reference.errors import LanceSpecError
 from reference.table import Dataset
@@ -42,8 +43,9 @@ def gather(dataset: Dataset, marks: Mapping[VersionRef, Mark] | None = None) -> 
             raise
         source = clone_source(head)
         if source is not None:
-            refs.add(source)
-            queue.append(Dataset(source.root, main.storage))
+            refs.add(source)  # drawn; opened only where the checks would read it (else drawn as missing)
+            if readable_location(head["clone"]["source"]):
+                queue.append(Dataset(source.root, main.storage))
         lanes: list[tuple[str | None, Dataset, dict[str, Any]]] = [(None, main, head)]
         for name, latest in head["branches"].items():
             if latest is not None:
